@@ -1,0 +1,61 @@
+"""NVFP4 block-scaled GEMM: ``C_l = A_l @ B_l^T`` (GPU MODE ``nvfp4_gemm``).
+
+data = ``(a [M, K/2, L], b [N, K/2, L], sfa [M, K/16, L], sfb [N, K/16, L], sfa_permuted,
+sfb_permuted, c [M, N, L])``. Output fp16.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reference import checking, distributions as dists, exact
+
+NAME = "gemm"
+SHAPE_KEYS = ("m", "n", "k", "l")
+# GPU MODE: every byte; scales integers 0..3.
+COMPETITION_VALUES = "all"
+COMPETITION_SCALES = "int:0:4"
+
+
+def generate_input(*, m: int, n: int, k: int, l: int, seed: int, dist: str = "competition", device=None):
+    dists.check_dist(dist)
+    device = torch.device(device) if device is not None else dists.default_device()
+    gen = dists.make_generator(seed, device)
+    sf_k = k // 16
+    if dist == "competition":
+        a = dists.random_values(gen, l, m, k, COMPETITION_VALUES)
+        b = dists.random_values(gen, l, n, k, COMPETITION_VALUES)
+        sfa, sfa_perm = dists.competition_scales(gen, l, m, sf_k, COMPETITION_SCALES)
+        sfb, sfb_perm = dists.competition_scales(gen, l, n, sf_k, COMPETITION_SCALES)
+    else:
+        a = dists.random_values(gen, l, m, k, "all")
+        b = dists.random_values(gen, l, n, k, "all")
+        binade_a, (binade_b,) = dists.general_binades(gen, l, sf_k, dists.general_offsets(k))
+        sfa, sfa_perm = dists.general_scales(gen, m, sf_k, binade_a)
+        sfb, sfb_perm = dists.general_scales(gen, n, sf_k, binade_b)
+    c = dists.random_output(gen, l, m, n)
+    return (a, b, sfa, sfb, sfa_perm, sfb_perm, c)
+
+
+def ref_kernel(data):
+    a, b, sfa, sfb, _, _, c = data
+    out = torch.empty_like(c)
+    for l_idx in range(c.shape[2]):
+        out[:, :, l_idx] = exact.matmul_nt(a, sfa, b, sfb, l_idx).to(c.dtype)
+    return out
+
+
+def output_like(data):
+    return data[-1]
+
+
+def check(data, output) -> tuple[bool, str]:
+    return checking.check_one(output, ref_kernel(data), data[-1], list(data[:-1]))
+
+
+def flops(m: int, n: int, k: int, l: int, **_) -> float:
+    return 2.0 * m * n * k * l
+
+
+def bytes_moved(m: int, n: int, k: int, l: int, **_) -> float:
+    return l * ((m + n) * k * 4.5 / 8 + m * n * 2)
