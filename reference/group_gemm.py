@@ -64,6 +64,11 @@ def ref_kernel(data):
     return outs
 
 
+def outputs_of(data) -> list:
+    """The output buffers a kernel may write (and the harness poisons): every group's ``c``."""
+    return [c for _, _, c in data[0]]
+
+
 def inputs_of(data) -> list[torch.Tensor]:
     abc, sf, sf_perm, _ = data
     return [t for a, b, _ in abc for t in (a, b)] + [t for pair in sf + sf_perm for t in pair]

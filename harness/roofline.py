@@ -1,0 +1,108 @@
+"""The floor of a shape: max(FLOPs / dense bf16 tensor-core rate, bytes / memory bandwidth).
+
+On Hopper the exact NVFP4 path runs on bf16/fp16 tensor cores (no fp4 units), so the bf16 rate
+is the compute ceiling. Ceilings are measured once per GPU model (cuBLAS bf16 8192^3 and a
+device-to-device copy, as in shared/anchors) and cached in the build folder; datasheet figures
+are the fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from harness import build_cache
+from reference import problem_module
+
+# Dense bf16 TFLOP/s and memory TB/s by datasheet, used until a measurement exists.
+DATASHEET = {
+    "H100": {"bf16_tflops": 989.0, "copy_tbps": 3.35},
+    "H200": {"bf16_tflops": 989.0, "copy_tbps": 4.8},
+    "B200": {"bf16_tflops": 2250.0, "copy_tbps": 8.0},
+}
+
+
+def datasheet_for(gpu_name: str) -> dict | None:
+    for key, figures in DATASHEET.items():
+        if key in gpu_name.upper():
+            return dict(figures, source="datasheet")
+    return None
+
+
+def cached(gpu_name: str) -> dict | None:
+    path = build_cache.ceilings_file()
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text()).get(gpu_name)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def store(gpu_name: str, figures: dict) -> None:
+    path = build_cache.ceilings_file()
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        data = {}
+    data[gpu_name] = figures
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+
+
+def measure(torch) -> dict:
+    """cuBLAS bf16 8192^3 TFLOP/s and device copy TB/s (bytes read + written), medians of 10."""
+    dev = torch.device("cuda")
+    n = 8192
+    a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    src = torch.randn(256 * 1024 * 1024, device=dev, dtype=torch.float32)  # 1 GiB
+    dst = torch.empty_like(src)
+
+    def median_ms(fn, reps=10):
+        for _ in range(3):
+            fn()
+        times = []
+        for _ in range(reps):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e))
+        return sorted(times)[len(times) // 2]
+
+    mm_ms = median_ms(lambda: torch.mm(a, b))
+    copy_ms = median_ms(lambda: dst.copy_(src))
+    figures = {"bf16_tflops": 2 * n**3 / (mm_ms * 1e-3) / 1e12,
+               "copy_tbps": 2 * src.numel() * 4 / (copy_ms * 1e-3) / 1e12,
+               "source": "measured"}
+    del a, b, src, dst
+    torch.cuda.empty_cache()
+    return figures
+
+
+def ceilings(torch, gpu_name: str, allow_measure: bool = True) -> dict | None:
+    figures = cached(gpu_name)
+    if figures is None and allow_measure and torch.cuda.is_available():
+        figures = measure(torch)
+        store(gpu_name, figures)
+    return figures or datasheet_for(gpu_name)
+
+
+def floor_us(problem: str, params: dict, figures: dict | None) -> float | None:
+    if not figures:
+        return None
+    mod = problem_module(problem)
+    shape = {k: v for k, v in params.items() if k != "seed"}
+    t_compute = mod.flops(**shape) / (figures["bf16_tflops"] * 1e12)
+    t_memory = mod.bytes_moved(**shape) / (figures["copy_tbps"] * 1e12)
+    return max(t_compute, t_memory) * 1e6
+
+
+def geomean(values: list[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals or len(vals) != len(values):
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
