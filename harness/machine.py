@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -16,6 +17,10 @@ def _run(cmd: list[str]) -> str:
 
 
 def git_state() -> dict:
+    """Commit and dirty flag; NVFP4_GIT_COMMIT / NVFP4_GIT_DIRTY stand in where the tree has no .git
+    (a copy sent to a GPU machine)."""
+    if os.environ.get("NVFP4_GIT_COMMIT"):
+        return {"git_commit": os.environ["NVFP4_GIT_COMMIT"], "git_dirty": os.environ.get("NVFP4_GIT_DIRTY", "")}
     commit = _run(["git", "rev-parse", "--short=12", "HEAD"])
     dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])) if commit else None
     return {"git_commit": commit or "", "git_dirty": "" if dirty is None else str(dirty).lower()}
