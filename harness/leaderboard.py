@@ -11,7 +11,7 @@ from pathlib import Path
 from harness import paths
 
 COLUMNS = (
-    "timestamp", "problem", "version", "file", "sha256", "shape_set", "shape_index", "shape", "dist",
+    "timestamp", "problem", "version", "file", "sha256", "code_hash", "shape_set", "shape_index", "shape", "dist",
     "status", "mean_us", "median_us", "std_us", "ci95_us", "best_us", "n", "converged",
     "floor_us", "pct_of_floor", "gpu", "sm_count", "driver", "cuda", "torch",
     "git_commit", "git_dirty", "message",

@@ -128,6 +128,7 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> list[dict]:
             continue
         st = (r.stats or [None] * len(outcome.submissions))[sub_index] if r.stats else None
         row = {"timestamp": stamp, "problem": sub.problem, "version": sub.label, "file": rel, "sha256": sub.sha256,
+               "code_hash": sub.source_hash[:16],
                "shape_set": r.shape.set_name, "shape_index": r.shape.index, "shape": r.shape.key, "dist": r.dist,
                "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
                "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""), "cuda": dev.get("cuda", ""),

@@ -5,7 +5,7 @@ Parent: none
 Change: per group, dequantise e2m1 x e4m3 with torch ops and matmul (native NVFP4 _scaled_mm where the GPU has it)
 Arch: any
 Analogue: V0
-Measured: not yet measured
+Measured: NVIDIA H200, mean µs, L2 flushed: A 4605.5, B 3616.6, C 888.0, D 749.4
 
 On Blackwell (sm_100+) each group is one torch._scaled_mm call, as the writeup's V0. Elsewhere each
 group's operands are decoded to fp16 (exact) and multiplied by cuBLAS with fp32 accumulation and
