@@ -346,8 +346,10 @@ def _mean(outcome, i):
 
 def _print_table(problem, pc, shapes, outcomes, on_benchmarks) -> None:
     wu = pc.writeup if on_benchmarks else None
-    labels = pc.benchmark_labels if on_benchmarks else [s.label for s in shapes]
-    title = f"{problem}: measured here (µs, mean, L2 flushed)"
+    labels = pc.benchmark_labels if on_benchmarks else [f"{s.set_name[0]}{s.index}" for s in shapes]
+    dev = next((o.device for o in outcomes if o.device), None)
+    on_cpu = (dev or {}).get("gpu") == "cpu"
+    title = f"{problem}: measured here (µs, mean, {'CPU time' if on_cpu else 'L2 flushed'})"
     if wu:
         title += f"; in brackets the writeup analogue on {wu.gpu}"
     table = Table(title=title, title_justify="left")
@@ -379,7 +381,8 @@ def _print_table(problem, pc, shapes, outcomes, on_benchmarks) -> None:
         table.add_row(sub.label, sub.change, *cells, _us(gm), vs0, vsp)
         prev_gm = gm or prev_gm
     console.print(table)
-    dev = next((o.device for o in outcomes if o.device), None)
+    if not on_benchmarks:
+        console.print("shapes: " + "; ".join(f"{lab} = {s.label}" for lab, s in zip(labels, shapes)))
     floors = [roofline.floor_us(problem, s.params, (dev or {}).get("ceilings")) for s in shapes]
     if any(floors):
         console.print("floor (this GPU): " + ", ".join(f"{lab} {_us(f)}" for lab, f in zip(labels, floors)))
