@@ -155,3 +155,22 @@ def general_scales(gen: torch.Generator, rows: int, sf_k: int, binades: torch.Te
 def random_output(gen: torch.Generator, l: int, m: int, n: int) -> torch.Tensor:
     """The ``c`` buffer ``[M, N, L]`` fp16 (random, as GPU MODE hands it over)."""
     return codec.batched(torch.randn((l, m, n), dtype=torch.float16, generator=gen, device=gen.device))
+
+
+def operands(gen: torch.Generator, dist: str, l: int, k: int, rows: list[int], competition: tuple[str, str]):
+    """Operands sharing one K: ``rows[0]`` is A, the rest B1, B2, ...; A's scales pair with each B.
+
+    Returns ``(values, scales, permuted_scales)``, three lists in the order of ``rows``.
+    ``competition`` is (value kind, scale kind) of the problem's GPU MODE distribution.
+    """
+    check_dist(dist)
+    sf_k = k // codec.SF_VEC_SIZE
+    if dist == "competition":
+        value_kind, scale_kind = competition
+        values = [random_values(gen, l, r, k, value_kind) for r in rows]
+        pairs = [competition_scales(gen, l, r, sf_k, scale_kind) for r in rows]
+    else:
+        values = [random_values(gen, l, r, k, "all") for r in rows]
+        binade_a, binades_b = general_binades(gen, l, sf_k, general_offsets(k, len(rows) - 1))
+        pairs = [general_scales(gen, r, sf_k, b) for r, b in zip(rows, [binade_a, *binades_b])]
+    return values, [p[0] for p in pairs], [p[1] for p in pairs]

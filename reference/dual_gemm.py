@@ -18,25 +18,10 @@ COMPETITION_SCALES = "unit"
 
 
 def generate_input(*, m: int, n: int, k: int, l: int, seed: int, dist: str = "competition", device=None):
-    dists.check_dist(dist)
     device = torch.device(device) if device is not None else dists.default_device()
     gen = dists.make_generator(seed, device)
-    sf_k = k // 16
-    if dist == "competition":
-        a = dists.random_values(gen, l, m, k, COMPETITION_VALUES)
-        b1 = dists.random_values(gen, l, n, k, COMPETITION_VALUES)
-        b2 = dists.random_values(gen, l, n, k, COMPETITION_VALUES)
-        sfa, sfa_perm = dists.competition_scales(gen, l, m, sf_k, COMPETITION_SCALES)
-        sfb1, sfb1_perm = dists.competition_scales(gen, l, n, sf_k, COMPETITION_SCALES)
-        sfb2, sfb2_perm = dists.competition_scales(gen, l, n, sf_k, COMPETITION_SCALES)
-    else:
-        a = dists.random_values(gen, l, m, k, "all")
-        b1 = dists.random_values(gen, l, n, k, "all")
-        b2 = dists.random_values(gen, l, n, k, "all")
-        binade_a, (binade_b1, binade_b2) = dists.general_binades(gen, l, sf_k, dists.general_offsets(k, 2))
-        sfa, sfa_perm = dists.general_scales(gen, m, sf_k, binade_a)
-        sfb1, sfb1_perm = dists.general_scales(gen, n, sf_k, binade_b1)
-        sfb2, sfb2_perm = dists.general_scales(gen, n, sf_k, binade_b2)
+    (a, b1, b2), (sfa, sfb1, sfb2), (sfa_perm, sfb1_perm, sfb2_perm) = dists.operands(
+        gen, dist, l, k, [m, n, n], (COMPETITION_VALUES, COMPETITION_SCALES))
     c = dists.random_output(gen, l, m, n)
     return (a, b1, b2, sfa, sfb1, sfb2, sfa_perm, sfb1_perm, sfb2_perm, c)
 

@@ -34,18 +34,8 @@ def generate_input(*, m, n, k, g: int, seed: int, dist: str = "competition", dev
     l = 1
     abc, sf, sf_perm, sizes = [], [], [], []
     for mi, ni, ki in zip(ms, ns, ks):
-        sf_k = ki // 16
-        if dist == "competition":
-            a = dists.random_values(gen, l, mi, ki, COMPETITION_VALUES)
-            b = dists.random_values(gen, l, ni, ki, COMPETITION_VALUES)
-            sfa, sfa_p = dists.competition_scales(gen, l, mi, sf_k, COMPETITION_SCALES)
-            sfb, sfb_p = dists.competition_scales(gen, l, ni, sf_k, COMPETITION_SCALES)
-        else:
-            a = dists.random_values(gen, l, mi, ki, "all")
-            b = dists.random_values(gen, l, ni, ki, "all")
-            binade_a, (binade_b,) = dists.general_binades(gen, l, sf_k, dists.general_offsets(ki))
-            sfa, sfa_p = dists.general_scales(gen, mi, sf_k, binade_a)
-            sfb, sfb_p = dists.general_scales(gen, ni, sf_k, binade_b)
+        (a, b), (sfa, sfb), (sfa_p, sfb_p) = dists.operands(
+            gen, dist, l, ki, [mi, ni], (COMPETITION_VALUES, COMPETITION_SCALES))
         c = dists.random_output(gen, l, mi, ni)
         abc.append((a, b, c))
         sf.append((sfa, sfb))
