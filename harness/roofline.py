@@ -78,8 +78,6 @@ def measure(torch) -> dict:
     figures = {"bf16_tflops": 2 * n**3 / (mm_ms * 1e-3) / 1e12,
                "copy_tbps": 2 * src.numel() * 4 / (copy_ms * 1e-3) / 1e12,
                "source": "measured"}
-    del a, b, src, dst
-    torch.cuda.empty_cache()
     return figures
 
 
@@ -87,6 +85,7 @@ def ceilings(torch, gpu_name: str, allow_measure: bool = True) -> dict | None:
     figures = cached(gpu_name)
     if figures is None and allow_measure and torch.cuda.is_available():
         figures = measure(torch)
+        torch.cuda.empty_cache()  # the measurement's buffers died with measure()'s frame
         store(gpu_name, figures)
     return figures or datasheet_for(gpu_name)
 
