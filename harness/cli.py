@@ -91,7 +91,7 @@ def timing_options(fn):
     fn = click.option("--min-repeats", type=int, default=10, show_default=True)(fn)
     fn = click.option("--target", type=float, default=1e-3, show_default=True,
                       help="Stop once the standard error is under this fraction of the mean.")(fn)
-    fn = click.option("--pool", type=int, default=4, show_default=True,
+    fn = click.option("--pool", type=click.IntRange(min=1), default=4, show_default=True,
                       help="Independently seeded input sets rotated in the timed loop.")(fn)
     return fn
 
@@ -132,7 +132,7 @@ def list_cmd(problem):
 @click.argument("problem")
 @click.argument("version")
 @click.option("--dist", type=click.Choice([*DISTS, "both"]), default="both", show_default=True)
-@click.option("--seeds", type=int, default=3, show_default=True, help="Seeds per shape.")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per shape.")
 @click.option("--shapes", "shapes_spec", default="tests", show_default=True, help="tests, benchmarks, or an index.")
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
 @common_options
@@ -222,11 +222,13 @@ def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
     for r in outcome.results:
         st = r.stats[0] if r.stats else None
         if st:
-            means.append(st["mean_us"])
+            means.append(st["mean_us"] if r.ok else None)  # a failed result's time is no result
             pct = f"{100 * r.floor_us / st['mean_us']:.1f}%" if r.floor_us else "-"
             n_txt = f"{st['n']}" + ("" if st["converged"] else "*")
             table.add_row(r.shape.label, _status(r.status), _us(st["mean_us"]), _us(st["median_us"]),
                           _us(st["ci95_us"]), _us(st["best_us"]), n_txt, _us(r.floor_us), pct)
+            if not r.ok and r.message:  # e.g. the escape check: timed, but failed; say why
+                table.add_row("", f"[dim]{r.message}[/dim]", "", "", "", "", "", "", "")
         else:
             means.append(None)
             table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", _us(r.floor_us), "-")
@@ -276,9 +278,9 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, budget
     for r in outcome.results:
         if r.stats:
             ratio, verdict = st_mod.ratio_verdict(r.stats[0], r.stats[1])
-            ratios.append(ratio)
+            ratios.append(ratio if r.ok else None)
             table.add_row(r.shape.label, _status(r.status), _us(r.stats[0]["mean_us"]), _us(r.stats[1]["mean_us"]),
-                          f"{ratio:.3f}x", verdict)
+                          f"{ratio:.3f}x", verdict if r.ok else r.message)
         else:
             ratios.append(None)
             table.add_row(r.shape.label, _status(r.status), "-", "-", "-", r.message)

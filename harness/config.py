@@ -105,6 +105,9 @@ def validate_shape(problem: str, params: dict, where: str) -> dict:
     """Check one shape's keys and values; returns the plain dict (seed defaulted to 1111)."""
     mod = problem_module(problem)
     params = dict(_strip(params))
+    bools = [k for k, v in params.items() if isinstance(v, bool) or (isinstance(v, list) and any(isinstance(x, bool) for x in v))]
+    if bools:  # YAML reads yes/no/true as booleans, which Python would take for 1 and 0
+        raise UserError(f"{where}: {', '.join(bools)} must be integers, not booleans")
     params.setdefault("seed", 1111)
     if problem != "group_gemm":
         params.setdefault("l", 1)

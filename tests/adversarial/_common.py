@@ -1,0 +1,20 @@
+"""A correct, self-contained NVFP4 GEMM for the adversarial submissions to build on (not a submission)."""
+
+import torch
+
+E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+
+
+def dequantize(values, scales):
+    lut = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=values.device)
+    raw = values.view(torch.uint8)
+    codes = torch.stack((raw & 0x0F, raw >> 4), dim=-1).flatten(-2)
+    return lut[codes.long()] * scales.view(torch.float8_e4m3fn).float().repeat_interleave(16, dim=-1)
+
+
+def gemm_into(c, a, b, sfa, sfb):
+    """c[:, :, l] = A_l @ B_l^T, fp32 products rounded once to fp16."""
+    for l_idx in range(c.shape[2]):
+        prod = dequantize(a[:, :, l_idx], sfa[:, :, l_idx]) @ dequantize(b[:, :, l_idx], sfb[:, :, l_idx]).T
+        c[:, :, l_idx] = prod.to(c.dtype)
+    return c

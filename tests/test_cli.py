@@ -1,0 +1,264 @@
+"""The nvfp4 CLI end to end on the CPU (click's CliRunner on harness.cli.main): v0 on tiny shapes,
+the adversarial submissions' verdicts, recording, the table, and clean user errors."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from harness import cli, leaderboard
+
+ADVERSARIAL = Path(__file__).resolve().parent / "adversarial"
+SHAPE = "m=128,n=256,k=256"
+ENV = {"COLUMNS": "200"}
+
+
+def invoke(*args, env=None):
+    runner = CliRunner()
+    t0 = time.monotonic()
+    result = runner.invoke(cli.main, [str(a) for a in args], env={**ENV, **(env or {})})
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def assert_clean_user_error(result, needle):
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error:") and needle in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------------------- list
+
+def test_list():
+    r = invoke("list")
+    assert r.exit_code == 0, r.output
+    for name in ("gemv", "gemm", "dual_gemm", "group_gemm"):
+        assert name in r.output
+    assert "v0" in r.output and "benchmarks: 128x7168x16384; 128x4096x7168; 128x7168x2048" in r.output
+    assert "tests: 10 shapes" in r.output
+    r = invoke("list", "group_gemm")
+    assert r.exit_code == 0 and "g2 m[192,320] n3072 k4096" in r.output and "gemv" not in r.output
+
+
+# ---------------------------------------------------------------------------------- test / run
+
+def test_test_v0_passes():
+    r = invoke("test", "gemm", "v0", "--shape", SHAPE, "--seeds", "2")
+    assert r.exit_code == 0, r.output
+    assert "PASS" in r.output and "competition" in r.output and "general" in r.output
+    assert "2 passed, 0 failed" in r.output
+    assert "2 seeds pass" in r.output
+
+
+def test_test_v0_group_gemm_list_shape():
+    r = invoke("test", "group_gemm", "v0", "--shape", "m=96;40,n=128,k=256,g=2", "--seeds", "1", "--dist", "general")
+    assert r.exit_code == 0, r.output
+    assert "g2 m[96,40] n128 k256" in r.output and "1 passed, 0 failed" in r.output
+
+
+def test_run_record_then_leaderboard(isolated_env):
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--record", "--budget", "0.2", "--pool", "2", "--min-repeats", "3")
+    assert r.exit_code == 0, r.output
+    assert "PASS" in r.output and "recorded 1 rows" in r.output
+    assert "geomean" in r.output
+    assert ("device: CPU" in r.output) == (not torch.cuda.is_available())
+    rows = leaderboard.read()
+    assert isolated_env["leaderboard"].exists()
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["problem"], row["version"], row["status"], row["dist"]) == ("gemm", "v0", "PASS", "competition")
+    assert row["shape"] == '{"m":128,"n":256,"k":256,"l":1}' and row["shape_set"] == "custom"
+    assert float(row["mean_us"]) > 0 and float(row["best_us"]) > 0 and int(row["n"]) >= 1
+    assert row["file"] == "submissions/gemm/submission_v0.py"
+    assert (row["gpu"] == "cpu") == (not torch.cuda.is_available())
+    assert len(row["code_hash"]) == 16 and len(row["sha256"]) == 64
+    # the repo's own leaderboard is untouched: the table reads only the tmp file
+    r = invoke("leaderboard", "gemm")
+    assert r.exit_code == 0 and "gemm" in r.output and "v0" in r.output
+    r = invoke("leaderboard", "gemv")
+    assert r.exit_code == 0 and "no recorded results for gemv" in r.output
+
+
+def test_run_json():
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--json", "--budget", "0.2", "--pool", "1", "--min-repeats", "3")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["versions"] == ["v0"]
+    assert (doc["device"]["gpu"] == "cpu") == (not torch.cuda.is_available())
+    (res,) = doc["results"]
+    assert res["status"] == "PASS" and res["dist"] == "competition" and res["label"] == "128x256x256"
+    assert res["shape"]["k"] == 256
+    assert (res["floor_us"] is None) == (not torch.cuda.is_available())  # no roofline on the CPU
+    (st,) = res["stats"]
+    assert st["mean_us"] > 0 and st["n"] >= 1 and st["escape"] is None
+
+
+def test_compare_v0_v0():
+    r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE, "--budget", "0.2", "--pool", "1", "--min-repeats", "3")
+    assert r.exit_code == 0, r.output
+    assert any(v in r.output for v in ("within noise", "faster", "slower"))
+    assert "geomean speedup of v0 over v0" in r.output
+
+
+def test_failed_timed_result_shows_its_reason(monkeypatch):
+    """A result that was timed but failed (the GPU escape check) shows why, and counts for no time."""
+    from harness import runner
+
+    stats = {"n": 5, "mean_us": 10.0, "median_us": 10.0, "std_us": 1.0, "stderr_us": 0.5, "ci95_us": 0.98,
+             "best_us": 9.0, "converged": True, "escape": "work escapes the timed stream"}
+    message = "v0: work escapes the timed stream: 20 calls took 9000 us of wall time but 40 us between events"
+
+    def fake_run(subs, shapes, dists, mode, **_):
+        outcome = runner.JobOutcome(list(subs), {"gpu": "cpu", "torch": torch.__version__})
+        outcome.results = [runner.ShapeResult(shapes[0], dists[0], "FAIL", message, [stats] * len(subs), None)]
+        return outcome
+
+    monkeypatch.setattr(cli.runner, "run", fake_run)
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE)
+    assert r.exit_code == 1, r.output
+    assert "FAIL" in r.output and "escapes the timed stream" in r.output
+    assert "geomean: - µs" in r.output
+    r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE)
+    assert r.exit_code == 1, r.output
+    assert "escapes the timed stream" in r.output and "within noise" not in r.output
+    assert "geomean speedup of v0 over v0: -" in r.output
+
+
+# ------------------------------------------------------------------------------------- table
+
+@pytest.mark.parametrize("problem", ["group_gemm", "gemm"])
+def test_table_tiny_tests(tiny_shapes, problem):
+    r = invoke("table", problem, "--shapes", "tests", "--budget", "0.2", "--pool", "1", "--min-repeats", "3")
+    assert r.exit_code == 0, r.output
+    assert "v0" in r.output and "measured here" in r.output
+    label = "g2 m[64,40] n128/64 k256" if problem == "group_gemm" else "64x128x256"
+    assert label in r.output
+
+
+def test_table_tiny_benchmarks_with_writeup(tiny_shapes, isolated_env):
+    r = invoke("table", "group_gemm", "--shapes", "benchmarks", "--budget", "0.2", "--pool", "1",
+               "--min-repeats", "3", "--record")
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.output.split())  # the title may wrap
+    assert "writeup analogue on NVIDIA B200" in flat
+    assert "(10.0)" in r.output or "(10.00)" in r.output  # the analogue V0's published figure
+    rows = leaderboard.read()
+    assert len(rows) == 1 and rows[0]["shape_set"] == "benchmarks" and rows[0]["status"] == "PASS"
+
+
+def test_table_published():
+    r = invoke("table", "group_gemm", "--published")
+    assert r.exit_code == 0, r.output
+    assert "V23" in r.output and "V0" in r.output and "38.2" in r.output
+    r = invoke("table", "gemm", "--published")
+    assert r.exit_code == 0 and "no writeup table" in r.output and "8.99" in r.output
+
+
+# ------------------------------------------------------------------------------- adversarial
+
+ADVERSARIAL_CASES = {
+    # file: (status word, text in the detail, extra args)
+    "never_writes": ("FAIL", "got nan", ()),
+    "nan_output": ("FAIL", "1 of 32768 elements mismatch", ()),
+    "wrong_shape": ("FAIL", "output has shape (128, 255, 1)", ()),
+    "wrong_dtype": ("FAIL", "output has dtype torch.float32", ()),
+    "mutates_input": ("FAIL", "modified input tensor #0", ()),
+    "caches_result": ("FAIL", "seed 1112", ()),
+    "sleeps_forever": ("TIMEOUT", "no result after 5 s", ("--timeout", "5", "--dist", "competition")),
+    "segfaults": ("CRASH", "killed by SIGSEGV", ()),
+    "exits_early": ("CRASH", "exited with code 0", ()),
+    "import_error": ("FAIL", "import failed: RuntimeError", ()),
+    "raises": ("FAIL", "custom_kernel raised ValueError", ()),
+}
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL_CASES))
+def test_adversarial_verdicts(name):
+    status, detail, extra = ADVERSARIAL_CASES[name]
+    path = ADVERSARIAL / f"{name}.py"
+    r = invoke("test", "gemm", path, "--shape", SHAPE, "--seeds", "2", *extra)
+    assert r.exit_code == 1, r.output
+    assert "Traceback" not in r.output
+    n_items = 1 if "--dist" in extra else 2
+    table_rows = [line for line in r.stdout.splitlines() if "128x256x256" in line]
+    assert len(table_rows) == n_items, r.stdout
+    for line in table_rows:  # every item gets the verdict, not only the first
+        assert f" {status} " in line, line
+        assert "PASS" not in line
+    assert detail in r.stdout
+    assert f"0 passed, {n_items} failed" in r.stdout
+    assert r.seconds < 60, f"{name} took {r.seconds:.1f} s"
+
+
+def test_v0_is_the_positive_control_for_adversarial_shape():
+    # same invocation as the adversarial cases, with the real v0 file as the path
+    r = invoke("test", "gemm", Path(cli.__file__).resolve().parent.parent / "submissions/gemm/submission_v0.py",
+               "--shape", SHAPE, "--seeds", "2")
+    assert r.exit_code == 0, r.output
+    assert "2 passed, 0 failed" in r.output and "submission_v0.py" in r.output
+
+
+# ---------------------------------------------------------------------------------- errors
+
+def test_unknown_problem():
+    assert_clean_user_error(invoke("test", "gemmm", "v0", "--shape", SHAPE), "unknown problem 'gemmm'")
+    assert_clean_user_error(invoke("list", "nope"), "unknown problem 'nope'")
+    assert_clean_user_error(invoke("table", "nope", "--published"), "unknown problem")
+
+
+def test_unknown_version():
+    assert_clean_user_error(invoke("test", "gemm", "v99", "--shape", SHAPE), "no version v99 (known: v0)")
+    assert_clean_user_error(invoke("run", "gemm", "v7"), "no version v7")
+
+
+def test_missing_file(tmp_path):
+    assert_clean_user_error(invoke("test", "gemm", tmp_path / "missing.py", "--shape", SHAPE), "no such version or file")
+
+
+def test_file_without_kernel(tmp_path):
+    f = tmp_path / "empty.py"
+    f.write_text("x = 1\n")
+    assert_clean_user_error(invoke("test", "gemm", f, "--shape", SHAPE), "does not define custom_kernel")
+
+
+def test_malformed_shapes_file(write_shapes):
+    path = write_shapes("gemv:\n  tests: [\n")
+    r = invoke("list")
+    assert_clean_user_error(r, "malformed YAML")
+    assert str(path) in r.stderr
+    assert_clean_user_error(invoke("test", "gemm", "v0"), "malformed YAML")
+
+
+def test_bad_shape_options():
+    assert_clean_user_error(invoke("test", "gemm", "v0", "--shape", "m=128,n=256"), "missing k")
+    assert_clean_user_error(invoke("run", "gemm", "v0", "--shapes", "bogus"), "--shapes 'bogus'")
+    assert_clean_user_error(invoke("run", "gemm", "v0", "--shapes", "tests:99"), "has 10 tests shapes")
+
+
+def test_zero_seeds_or_pool_refused():
+    # --seeds 0 would check nothing and report PASS
+    r = invoke("test", "gemm", ADVERSARIAL / "never_writes.py", "--shape", SHAPE, "--seeds", "0")
+    assert r.exit_code == 2 and "--seeds" in r.output and "PASS" not in r.output
+    assert "Traceback" not in r.output
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--pool", "0")
+    assert r.exit_code == 2 and "--pool" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without the GPU")
+def test_cuda_only_version_refused_on_cpu(tmp_path):
+    f = tmp_path / "hopper_only.py"
+    f.write_text('"""A Hopper kernel.\n\nArch: sm_90a\n"""\n\n\ndef custom_kernel(data):\n    return data[-1]\n')
+    r = invoke("test", "gemm", f, "--shape", SHAPE)
+    assert r.exit_code != 0
+    assert "needs an NVIDIA GPU with sm_90a" in r.output
+    assert "Traceback" not in r.output
+    r = invoke("run", "gemm", f, "--shape", SHAPE)
+    assert r.exit_code != 0 and "needs an NVIDIA GPU with sm_90a" in r.output

@@ -1,0 +1,95 @@
+"""GPU-only checks (marker ``gpu``; skipped without CUDA): native NVFP4 against the reference,
+v0 of every problem through the CLI on a tests shape per dist, a benchmark run's % of floor,
+and the escape check on work left on a side stream."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from harness import cli, leaderboard
+from reference import checking, codec, problem_module
+
+pytestmark = pytest.mark.gpu
+
+ADVERSARIAL = Path(__file__).resolve().parent / "adversarial"
+ENV = {"COLUMNS": "200"}
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args], env=ENV)
+
+
+def _capability():
+    return torch.cuda.get_device_capability(0)
+
+
+@pytest.mark.parametrize("dist", ["competition", "general"])
+def test_native_nvfp4_scaled_mm_matches_reference(dist):
+    if _capability()[0] < 10:
+        pytest.skip(f"native NVFP4 _scaled_mm needs sm_100+, this GPU is sm_{''.join(map(str, _capability()))}")
+    mod = problem_module("gemm")
+    data = mod.generate_input(m=256, n=512, k=1024, l=2, seed=1111, dist=dist, device="cuda")
+    a, b, sfa, sfb, _, _, c = data
+    ref = mod.ref_kernel(data)
+    out = torch.empty_like(c)
+    for l_idx in range(c.shape[2]):
+        try:
+            out[:, :, l_idx] = torch._scaled_mm(
+                a[:, :, l_idx].view(torch.float4_e2m1fn_x2), b[:, :, l_idx].view(torch.float4_e2m1fn_x2).T,
+                codec.to_blocked(sfa[:, :, l_idx]), codec.to_blocked(sfb[:, :, l_idx]), out_dtype=torch.float16)
+        except (RuntimeError, TypeError) as exc:
+            pytest.skip(f"torch._scaled_mm has no NVFP4 path here: {exc}")
+    ok, msg = checking.compare(out, ref)
+    assert ok, msg
+
+
+def test_reference_on_cuda_matches_cpu():
+    """fp32 accumulation on the GPU (TF32 off) gives the CPU's float64 result bit for bit."""
+    mod = problem_module("gemm")
+    for dist in ("competition", "general"):
+        gpu = mod.generate_input(m=130, n=72, k=512, l=2, seed=5, dist=dist, device="cuda")
+        cpu = tuple(t.to("cpu") for t in gpu)
+        assert torch.equal(mod.ref_kernel(gpu).cpu(), mod.ref_kernel(cpu)), dist
+
+
+@pytest.mark.parametrize("problem", ["gemv", "gemm", "dual_gemm", "group_gemm"])
+def test_v0_passes_on_a_tests_shape(problem):
+    r = invoke("test", problem, "v0", "--shapes", "tests:1", "--seeds", "2")
+    assert r.exit_code == 0, r.output
+    assert "2 passed, 0 failed" in r.output
+
+
+def test_run_benchmark_zero_reports_percent_of_floor(isolated_env):
+    r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:0", "--budget", "1", "--pool", "2", "--record")
+    assert r.exit_code == 0, r.output
+    assert "128x7168x16384" in r.output and "%" in r.output and "floor" in r.output
+    (row,) = leaderboard.read()
+    assert row["gpu"] and row["gpu"] != "cpu"
+    assert float(row["floor_us"]) > 0 and 0 < float(row["pct_of_floor"]) <= 100
+    r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:0", "--budget", "0.5", "--pool", "1", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)["results"][0]
+    assert res["floor_us"] > 0 and res["stats"][0]["mean_us"] > res["floor_us"]
+
+
+@pytest.mark.parametrize("name,status,detail", [
+    ("never_writes", "FAIL", "got nan"),
+    ("mutates_input", "FAIL", "modified input tensor #0"),
+    ("caches_result", "FAIL", "seed 1112"),
+    ("raises", "FAIL", "custom_kernel raised ValueError"),
+])
+def test_adversarial_on_gpu(name, status, detail):
+    r = invoke("test", "gemm", ADVERSARIAL / f"{name}.py", "--shape", "m=128,n=256,k=256", "--seeds", "2")
+    assert r.exit_code == 1, r.output
+    assert status in r.output and detail in r.output
+
+
+def test_side_stream_work_is_caught_by_escape_check():
+    r = invoke("run", "gemm", ADVERSARIAL / "side_stream.py", "--shapes", "benchmarks:0", "--budget", "1", "--pool", "2")
+    assert r.exit_code == 1, r.output
+    assert "escapes the timed stream" in r.output
