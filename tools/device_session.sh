@@ -4,7 +4,7 @@
 # Usage (device machine, repo root): bash tools/device_session.sh PROBLEM...
 # Env: NVFP4_GIT_COMMIT / NVFP4_GIT_DIRTY (the copied tree has no .git), TEST_ARGS, TABLE_ARGS,
 #      GPU_TESTS=0 to skip pytest -m gpu.
-set -u
+set -u -o pipefail
 OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NVFP4_LEADERBOARD="$OUT/leaderboard.csv" NVFP4_BUILD_DIR="${NVFP4_BUILD_DIR:-.build}" COLUMNS=200
 log="$OUT/session.log"
