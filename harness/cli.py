@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 
 import click
@@ -271,16 +272,20 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, budget
         sys.exit(1)
     from harness import stats as st_mod
 
-    table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time A / time B)", title_justify="left")
-    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "verdict"):
+    table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time A / time B, paired per repeat)", title_justify="left")
+    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup [95% CI]", "verdict"):
         table.add_column(col)
     ratios = []
     for r in outcome.results:
         if r.stats:
             ratio, verdict = st_mod.ratio_verdict(r.stats[0], r.stats[1])
             ratios.append(ratio if r.ok else None)
+            paired = r.stats[1].get("vs_first")
+            interval = (f" [{math.exp(paired['mean'] - 1.96 * paired['se']):.3f}, "
+                        f"{math.exp(paired['mean'] + 1.96 * paired['se']):.3f}]"
+                        if paired and math.isfinite(paired["se"]) else "")
             table.add_row(r.shape.label, _status(r.status), _us(r.stats[0]["mean_us"]), _us(r.stats[1]["mean_us"]),
-                          f"{ratio:.3f}x", verdict if r.ok else r.message)
+                          f"{ratio:.3f}x{interval}", verdict if r.ok else r.message)
         else:
             ratios.append(None)
             table.add_row(r.shape.label, _status(r.status), "-", "-", "-", r.message)
@@ -434,7 +439,7 @@ def _plot(problem, pc, shapes, outcomes, on_benchmarks, path) -> None:
                    for o in ran]
             pts = [(x, v["us"][i]) for x, v in pub if v and v["us"][i] is not None]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="--", color=line.get_color(), alpha=0.6,
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="--", marker="x", color=line.get_color(), alpha=0.6,
                         label=f"{lab} (writeup {pc.writeup.gpu})")
     ax.set_yscale("log")
     ax.set_ylabel("µs (log)")

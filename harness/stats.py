@@ -24,12 +24,28 @@ def relative_error(times_us: list[float]) -> float:
     return statistics.stdev(times_us) / math.sqrt(n) / mean if mean > 0 else float("inf")
 
 
+def paired_log_ratio(first: list[float], other: list[float]) -> dict:
+    """Per-repeat log(first / other) of two interleaved series: mean, standard error, n."""
+    logs = [math.log(a / b) for a, b in zip(first, other) if a > 0 and b > 0]
+    n = len(logs)
+    mean = statistics.fmean(logs) if logs else 0.0
+    se = statistics.stdev(logs) / math.sqrt(n) if n > 1 else float("inf")
+    return {"mean": mean, "se": se, "n": n}
+
+
 def ratio_verdict(stats_a: dict, stats_b: dict) -> tuple[float, str]:
-    """Speedup of B over A (mean_A / mean_B) and faster / slower / within noise at 95%."""
-    ratio = stats_a["mean_us"] / stats_b["mean_us"]
-    rel_a = stats_a["stderr_us"] / stats_a["mean_us"]
-    rel_b = stats_b["stderr_us"] / stats_b["mean_us"]
-    se_log = math.sqrt(rel_a**2 + rel_b**2)
+    """Speedup of B over A (time A / time B) and faster / slower / within noise at 95%.
+
+    Uses the paired per-repeat log ratios when B was timed interleaved with A (``vs_first``),
+    else the two means' standard errors.
+    """
+    paired = stats_b.get("vs_first")
+    if paired:
+        ratio, se_log = math.exp(paired["mean"]), paired["se"]
+    else:
+        ratio = stats_a["mean_us"] / stats_b["mean_us"]
+        se_log = math.sqrt((stats_a["stderr_us"] / stats_a["mean_us"]) ** 2
+                           + (stats_b["stderr_us"] / stats_b["mean_us"]) ** 2)
     if not math.isfinite(se_log) or abs(math.log(ratio)) <= 1.96 * se_log:
         return ratio, "within noise"
     return ratio, "faster" if ratio > 1 else "slower"

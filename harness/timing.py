@@ -6,7 +6,9 @@ inputs rotate over a pool of independently seeded input sets; warm-up calls (com
 cuBLAS handles) are excluded. Calls repeat until the standard error of the mean is under
 ``target_rel_err`` of the mean (default 0.1%, as GPU MODE's eval_better_bench) with at least
 ``min_repeats`` samples, or the time budget or ``max_repeats`` runs out (then ``converged`` is
-false). Several callables are interleaved call by call (A B B A ...) on the same inputs.
+false). Several callables are interleaved call by call (A B B A ...) on the same inputs, and each
+later one carries ``vs_first``: the mean and standard error of the per-repeat log time ratio
+against the first, the paired statistic ``compare`` judges by.
 
 Escape check: after timing, a burst of calls is bracketed by one pair of events and by a
 device-wide synchronise on the wall clock; work left on another stream shows up as wall time the
@@ -76,10 +78,12 @@ def time_calls(torch, fns: list, inputs: list, settings: TimingSettings | None =
         samples = _time_cpu(fns, inputs, s)
         escapes = [None] * len(fns)
     results = []
-    for times, escape in zip(samples, escapes):
+    for i, (times, escape) in enumerate(zip(samples, escapes)):
         converged = len(times) >= s.min_repeats and stats.relative_error(times) <= s.target_rel_err
         summary = stats.summarize(times, converged)
         summary["escape"] = escape
+        if i > 0:  # paired with the first callable: same input, adjacent in time, so drift cancels
+            summary["vs_first"] = stats.paired_log_ratio(samples[0], times)
         results.append(summary)
     return results
 
@@ -92,10 +96,12 @@ def _on_cuda(data) -> bool:
     return False
 
 
-def _order(r: int, n: int) -> list[int]:
-    """A B, B A, A B, ...: neither version always runs right after the flush of the other."""
+def _order(r: int, n: int, batch: int | None = None) -> list[int]:
+    """A B, B A, A B, ... per repeat, and the parity flips every batch too, so that neither
+    version is always the first call after a synchronisation (a systematic few-% head start)."""
     idx = list(range(n))
-    return idx if r % 2 == 0 else idx[::-1]
+    flip = r % 2 ^ ((r // batch) % 2 if batch else 0)
+    return idx[::-1] if flip else idx
 
 
 def _done(samples: list[list[float]], s: TimingSettings, started: float) -> bool:
@@ -114,7 +120,7 @@ def _time_cuda(torch, fns, inputs, s: TimingSettings) -> list[list[float]]:
         pending = []
         for _ in range(s.check_every):
             data = inputs[r % len(inputs)]
-            for i in _order(r, len(fns)):
+            for i in _order(r, len(fns), s.check_every):
                 flush()
                 start = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)

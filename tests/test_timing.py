@@ -84,3 +84,25 @@ def test_summarize_and_relative_error():
     assert one["std_us"] == 0.0 and one["ci95_us"] is None and math.isinf(one["stderr_us"])
     assert math.isinf(stats.relative_error([1.0]))
     assert stats.relative_error([2.0, 2.0, 2.0]) == 0.0
+
+
+def test_first_call_after_each_sync_alternates_between_versions():
+    # Batches of 10 repeats end in a synchronise; the first call after it must not always be A.
+    firsts = [timing._order(r, 2, 10)[0] for r in range(0, 60, 10)]
+    assert firsts == [0, 1, 0, 1, 0, 1]
+    # Within a batch the order still alternates call by call.
+    assert [timing._order(r, 2, 10)[0] for r in range(4)] == [0, 1, 0, 1]
+
+
+def test_paired_ratio_verdict_ignores_shared_drift():
+    # Both series drift together by 30%; B is 2% faster on every pair: paired stats see it.
+    a = [100.0 * (1 + 0.3 * (i % 7) / 7) for i in range(200)]
+    b = [x / 1.02 for x in a]
+    sb = stats.summarize(b, True)
+    sb["vs_first"] = stats.paired_log_ratio(a, b)
+    ratio, verdict = stats.ratio_verdict(stats.summarize(a, True), sb)
+    assert verdict == "faster" and abs(ratio - 1.02) < 1e-9
+    # Identical series: within noise.
+    sa = stats.summarize(a, True)
+    sa2 = dict(sa, vs_first=stats.paired_log_ratio(a, [x * (1 + 1e-3 * ((-1) ** i)) for i, x in enumerate(a)]))
+    assert stats.ratio_verdict(sa, sa2)[1] == "within noise"
