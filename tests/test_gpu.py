@@ -93,3 +93,11 @@ def test_side_stream_work_is_caught_by_escape_check():
     r = invoke("run", "gemm", ADVERSARIAL / "side_stream.py", "--shapes", "benchmarks:0", "--budget", "1", "--pool", "2")
     assert r.exit_code == 1, r.output
     assert "escapes the timed stream" in r.output
+
+
+def test_poisoned_context_is_crash_for_that_shape_only():
+    r = invoke("test", "gemm", ADVERSARIAL / "device_assert.py", "--shape", "m=128,n=256,k=256",
+               "--shape", "m=256,n=256,k=256", "--dist", "competition", "--seeds", "1")
+    assert r.exit_code == 1, r.output
+    rows = [line for line in r.output.splitlines() if "competition" in line]
+    assert "CRASH" in rows[0] and "PASS" in rows[1], r.output
