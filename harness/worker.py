@@ -67,6 +67,13 @@ def _tensors(obj, out: list) -> list:
     return out
 
 
+def _same_bits(torch, a, b) -> bool:
+    """Bitwise equality (fp8 and fp4 tensors have no comparison ops; NaN == NaN here)."""
+    if a.element_size() == 1:
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    return torch.equal(a, b) or bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+
+
 class CheckedCall:
     """One correctness call: poison outputs, snapshot inputs, call, compare, check."""
 
@@ -86,7 +93,7 @@ class CheckedCall:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         for i, (t, snap) in enumerate(zip(inputs, snapshots)):
-            if not torch.equal(t.view(torch.uint8) if t.element_size() == 1 else t, snap.view(torch.uint8) if snap.element_size() == 1 else snap):
+            if not _same_bits(torch, t, snap):
                 return False, f"custom_kernel modified input tensor #{i} (shape {tuple(t.shape)}, {t.dtype})"
         return self.mod.check(data, result)
 
