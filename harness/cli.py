@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness import config, isolation, leaderboard, roofline, runner, submissions
+from harness import config, isolation, leaderboard, roofline, runner, stats, submissions
 from harness.errors import UserError
 from reference import PROBLEMS
 from reference.distributions import DISTS
@@ -19,7 +19,8 @@ from reference.distributions import DISTS
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
-STATUS_STYLE = {"PASS": "green", "FAIL": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "SKIP": "yellow"}
+STATUS_STYLE = {"PASS": "green", "FAIL": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "TAMPERED": "bold red",
+                "IMPLAUSIBLE": "bold red", "SKIP": "yellow"}
 
 
 def clean_errors(fn):
@@ -88,17 +89,33 @@ def common_options(fn):
 
 def timing_options(fn):
     fn = click.option("--budget", type=float, default=3.0, show_default=True,
-                      help="Seconds of timing per shape before giving up on convergence.")(fn)
-    fn = click.option("--min-repeats", type=int, default=10, show_default=True)(fn)
+                      help="Seconds of timing per shape (hard cap; the run is flagged not converged).")(fn)
+    fn = click.option("--min-repeats", "min_samples", type=click.IntRange(min=1), default=10, show_default=True,
+                      help="Timed calls per shape before the stopping rule may stop.")(fn)
+    fn = click.option("--min-time", type=float, default=0.1, show_default=True,
+                      help="Seconds of timing per shape before the stopping rule may stop.")(fn)
     fn = click.option("--target", type=float, default=1e-3, show_default=True,
                       help="Stop once the standard error is under this fraction of the mean.")(fn)
-    fn = click.option("--pool", type=click.IntRange(min=1), default=4, show_default=True,
-                      help="Independently seeded input sets rotated in the timed loop.")(fn)
+    fn = click.option("--pool", type=click.IntRange(min=1), default=8, show_default=True,
+                      help="Distinct input sets per block: one timed call each, regenerated every block.")(fn)
+    fn = click.option("--graph", is_flag=True,
+                      help="Time CUDA-graph replays (launch overhead removed; the in-graph flush is subtracted).")(fn)
+    fn = click.option("--warm", is_flag=True, help="Also time warm-L2 calls and report them beside the cold ones.")(fn)
     return fn
 
 
-def _timing(budget, min_repeats, target) -> dict:
-    return {"budget_s": budget, "min_repeats": min_repeats, "target_rel_err": target}
+def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=0.01) -> runner.TimingPlan:
+    if graph and warm:
+        raise UserError("--graph and --warm do not combine (the graph replays with its own flush)")
+    return runner.TimingPlan.from_options(budget_s=budget, min_samples=min_samples, min_time_s=min_time,
+                                          target=target, pool=pool, mode="graph" if graph else "cold",
+                                          warm=warm, margin=margin)
+
+
+def _record(outcome) -> str:
+    rows, sidecars = runner.leaderboard_rows(outcome)
+    path = leaderboard.append(rows, sidecars=sidecars)
+    return f"recorded {len(rows)} rows in {path} (raw samples in {leaderboard.sidecar_dir(path)}/)"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -172,17 +189,18 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, timeout, compil
 @timing_options
 @common_options
 @clean_errors
-def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget, min_repeats, target, pool,
-            timeout, compile_timeout):
-    """Correctness first, then timing: mean, median, ±CI, best, % of the floor; geomean."""
+def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget, min_samples, min_time, target, pool,
+            graph, warm, timeout, compile_timeout):
+    """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
     if note and not as_json:
         err_console.print(f"[yellow]note:[/yellow] {note}")
     with Progress(f"run {problem} {sub.label}", quiet=as_json) as prog:
-        outcome = runner.run([sub], shapes, [dist], "run", timing=_timing(budget, min_repeats, target), pool=pool,
-                             timeout_s=timeout, compile_timeout_s=compile_timeout, capability=cap, progress=prog)
+        outcome = runner.run([sub], shapes, [dist], "run", plan=plan, timeout_s=timeout,
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog)
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
@@ -191,16 +209,18 @@ def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget
     else:
         _print_run(problem, sub, outcome)
     if record:
-        path = leaderboard.append(runner.leaderboard_rows(outcome))
+        line = _record(outcome)
         if not as_json:
-            console.print(f"recorded {len(outcome.results)} rows in {path}")
+            console.print(line)
     sys.exit(0 if outcome.ok else 1)
 
 
 def _json_outcome(outcome: runner.JobOutcome) -> dict:
     return {"device": outcome.device, "versions": [s.label for s in outcome.submissions],
             "results": [{"shape": r.shape.params, "label": r.shape.label, "dist": r.dist, "status": r.status,
-                         "message": r.message, "stats": r.stats, "floor_us": r.floor_us} for r in outcome.results]}
+                         "message": r.message, "stats": r.stats, "floor_us": r.floor_us,
+                         "physical_floor_us": r.physical_floor_us, "ratio": r.ratio} for r in outcome.results],
+            "geomean": outcome.geomean, "timing": outcome.plan.describe() if outcome.plan else None}
 
 
 def _device_line(dev: dict | None) -> str:
@@ -215,35 +235,55 @@ def _device_line(dev: dict | None) -> str:
             f"driver {dev.get('driver') or '?'}, CUDA {dev.get('cuda')}, torch {dev.get('torch')}{ceil_txt}")
 
 
+def _interval(lo, hi) -> str:
+    return f"[{_us(lo)}, {_us(hi)}]" if lo is not None and math.isfinite(lo) else "-"
+
+
 def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
-    table = Table(title=f"{problem} {sub.label}: {sub.change or ''}", title_justify="left")
-    for col in ("shape", "status", "mean µs", "median µs", "± CI95", "best µs", "n", "floor µs", "% of floor"):
-        table.add_column(col, justify="right" if col not in ("shape", "status") else "left")
-    means = []
+    plan = outcome.plan
+    mode = "CUDA graph replays" if plan and plan.mode == "graph" else "cold L2"
+    table = Table(title=f"{problem} {sub.label}: {sub.change or ''} ({mode})", title_justify="left")
+    cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
+    if plan and plan.warm:
+        cols.append("warm mean µs")
+    cols += ["floor µs", "% of floor"]
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("shape", "status") else "right")
+    not_converged = []
     for r in outcome.results:
         st = r.stats[0] if r.stats else None
         if st:
-            means.append(st["mean_us"] if r.ok else None)  # a failed result's time is no result
             pct = f"{100 * r.floor_us / st['mean_us']:.1f}%" if r.floor_us else "-"
             n_txt = f"{st['n']}" + ("" if st["converged"] else "*")
-            table.add_row(r.shape.label, _status(r.status), _us(st["mean_us"]), _us(st["median_us"]),
-                          _us(st["ci95_us"]), _us(st["best_us"]), n_txt, _us(r.floor_us), pct)
-            if not r.ok and r.message:  # e.g. the escape check: timed, but failed; say why
-                table.add_row("", f"[dim]{r.message}[/dim]", "", "", "", "", "", "", "")
+            if not st["converged"]:
+                not_converged.append(f"{r.shape.label}: {st['stop_reason']}")
+            cells = [r.shape.label, _status(r.status), _us(st["mean_us"]), _interval(st["ci95_lo_us"], st["ci95_hi_us"]),
+                     _us(st["median_us"]), _us(st["iqr_us"]), _us(st["best_us"]), n_txt]
+            if plan and plan.warm:
+                cells.append(_us(st["warm"]["mean_us"]) if st.get("warm") else "-")
+            table.add_row(*cells, _us(r.floor_us), pct)
+            if not r.ok and r.message:  # timed, but failed (escape, implausible): say why
+                table.add_row("", f"[dim]{r.message}[/dim]", *[""] * (len(cols) - 2))
         else:
-            means.append(None)
-            table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", _us(r.floor_us), "-")
-            table.add_row("", f"[dim]{r.message}[/dim]", "", "", "", "", "", "", "")
+            table.add_row(r.shape.label, _status(r.status), *["-"] * (len(cols) - 4), _us(r.floor_us), "-")
+            table.add_row("", f"[dim]{r.message}[/dim]", *[""] * (len(cols) - 2))
     console.print(table)
-    gm = roofline.geomean(means)
+    gm = (outcome.geomean or {}).get(sub.label)
     floors = roofline.geomean([r.floor_us for r in outcome.results])
-    console.print(f"geomean: {_us(gm)} µs" + (f" (floor geomean {_us(floors)} µs)" if floors else ""))
-    if any(r.stats and not r.stats[0]["converged"] for r in outcome.results):
-        console.print("[dim]* standard error did not reach the target within the budget[/dim]")
+    if gm:
+        console.print(f"geomean: {_us(gm[0])} µs, 95% CI {_interval(gm[1], gm[2])}"
+                      + (f" (floor geomean {_us(floors)} µs)" if floors else ""))
+    else:
+        console.print("geomean: - (only when every shape passes with a plausible time)")
+    for line in not_converged:
+        console.print(f"[dim]* did not converge: {line}[/dim]")
     console.print(f"[dim]{_device_line(outcome.device)}[/dim]")
 
 
 # --------------------------------------------------------------------------------------- compare
+VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS": "yellow"}
+
+
 @main.command("compare")
 @click.argument("problem")
 @click.argument("version_a")
@@ -251,12 +291,16 @@ def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
 @click.option("--shapes", "shapes_spec", default=None)
 @click.option("--shape", "custom", multiple=True)
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
+@click.option("--margin", type=float, default=0.01, show_default=True,
+              help="SAME when the whole 95% interval of the ratio is within this fraction of 1.")
 @timing_options
 @common_options
 @clean_errors
-def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, budget, min_repeats, target, pool,
-                timeout, compile_timeout):
-    """A and B timed in one process, interleaved call by call on the same inputs."""
+def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, budget, min_samples, min_time, target,
+                pool, graph, warm, timeout, compile_timeout):
+    """A and B in separate processes, taking turns block by block on identical inputs; verdicts
+    FASTER / SLOWER / SAME / AMBIGUOUS from a paired bootstrap of the time ratio."""
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin)
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
     cap = runner.local_capability()
@@ -264,34 +308,31 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, budget
     if note:
         err_console.print(f"[yellow]note:[/yellow] {note}")
     with Progress(f"compare {problem} {sub_a.label} vs {sub_b.label}") as prog:
-        outcome = runner.run([sub_a, sub_b], shapes, [dist], "compare", timing=_timing(budget, min_repeats, target),
-                             pool=pool, timeout_s=timeout, compile_timeout_s=compile_timeout, capability=cap,
-                             progress=prog)
+        outcome = runner.run([sub_a, sub_b], shapes, [dist], "compare", plan=plan, timeout_s=timeout,
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog)
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
-    from harness import stats as st_mod
-
-    table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time A / time B, paired per repeat)", title_justify="left")
-    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup [95% CI]", "verdict"):
+    table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
+                        f"paired block bootstrap, SAME within ±{margin:.1%})", title_justify="left")
+    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI", "verdict"):
         table.add_column(col)
-    ratios = []
     for r in outcome.results:
-        if r.stats:
-            ratio, verdict = st_mod.ratio_verdict(r.stats[0], r.stats[1])
-            ratios.append(ratio if r.ok else None)
-            paired = r.stats[1].get("vs_first")
-            interval = (f" [{math.exp(paired['mean'] - 1.96 * paired['se']):.3f}, "
-                        f"{math.exp(paired['mean'] + 1.96 * paired['se']):.3f}]"
-                        if paired and math.isfinite(paired["se"]) else "")
+        if r.stats and r.ratio:
+            v = r.ratio["verdict"]
             table.add_row(r.shape.label, _status(r.status), _us(r.stats[0]["mean_us"]), _us(r.stats[1]["mean_us"]),
-                          f"{ratio:.3f}x{interval}", verdict if r.ok else r.message)
+                          f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
+                          f"[{VERDICT_STYLE[v]}]{v}[/]" if r.ok else r.message)
         else:
-            ratios.append(None)
-            table.add_row(r.shape.label, _status(r.status), "-", "-", "-", r.message)
+            table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", r.message)
     console.print(table)
-    gm = roofline.geomean(ratios)
-    console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: " + (f"{gm:.3f}x" if gm else "-"))
+    gm = (outcome.geomean or {}).get("ratio")
+    if gm:
+        v = stats.verdict(gm[1], gm[2], margin)
+        console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: {gm[0]:.3f}x, 95% CI [{gm[1]:.3f}, {gm[2]:.3f}]: "
+                      f"[{VERDICT_STYLE[v]}]{v}[/]")
+    else:
+        console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: - (only when every shape passes)")
     console.print(f"[dim]{_device_line(outcome.device)}[/dim]")
     sys.exit(0 if outcome.ok else 1)
 
@@ -304,17 +345,22 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, budget
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the ladder plot (PNG).")
 @click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv.")
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
+@click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
 @timing_options
 @common_options
 @clean_errors
-def table_cmd(problem, versions, shapes_spec, plot_path, record, published, budget, min_repeats, target, pool,
-              timeout, compile_timeout):
+def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, budget, min_samples, min_time,
+              target, pool, graph, warm, timeout, compile_timeout):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
     submissions.check_problem(problem)
     cfg = config.load()
     pc = cfg[problem]
     if published:
         _print_published(pc)
+        return
+    if recorded:
+        _print_recorded(problem, pc)
         return
     subs = ([submissions.resolve(problem, v) for v in versions.split(",")] if versions
             else submissions.versions(problem))
@@ -328,13 +374,14 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, budg
     outcomes = []
     for sub in subs:
         with Progress(f"table {problem} {sub.label}") as prog:
-            outcome = runner.run([sub], shapes, ["competition"], "run", timing=_timing(budget, min_repeats, target),
-                                 pool=pool, timeout_s=timeout, compile_timeout_s=compile_timeout, capability=cap,
-                                 progress=prog)
+            outcome = runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
+                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog)
         outcomes.append(outcome)
         if record and not outcome.refused:
-            leaderboard.append(runner.leaderboard_rows(outcome))
+            _record(outcome)
+    _flag_speedups(outcomes)
     _print_table(problem, pc, shapes, outcomes, on_benchmarks)
+    _note_recorded_gpus(problem, outcomes)
     if plot_path:
         _plot(problem, pc, shapes, outcomes, on_benchmarks, plot_path)
         console.print(f"plot written to {plot_path}")
@@ -344,6 +391,71 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, budg
                       + "; ".join(o.refused for o in skipped))
     failed = [o for o in outcomes if not o.refused and not o.ok]
     sys.exit(1 if failed else 0)
+
+
+def _flag_speedups(outcomes) -> None:
+    """A speedup over v0 (measured in this run) beyond v0 / physical floor is no result."""
+    base = next((o for o in outcomes if o.submissions[0].label == "v0" and not o.refused), None)
+    if not base:
+        return
+    for o in outcomes:
+        if o is base or o.refused:
+            continue
+        for r, r0 in zip(o.results, base.results):
+            if r.ok and r0.ok and r.stats and r0.stats:
+                why = roofline.plausibility(r.stats[0]["mean_us"], r.physical_floor_us, r0.stats[0]["mean_us"])
+                if why:
+                    r.status, r.message = "IMPLAUSIBLE", why
+
+
+def _note_recorded_gpus(problem, outcomes) -> None:
+    """Says when a version's recorded results come from a GPU other than the one measured now."""
+    here = next((o.device.get("gpu") for o in outcomes if o.device), None)
+    if not here:
+        return
+    rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS"]
+    for o in outcomes:
+        sub = o.submissions[0]
+        gpus = sorted({r["gpu"] for r in rows if r["version"] == sub.label and r.get("code_hash") == sub.source_hash[:16]})
+        others = [g for g in gpus if g != here]
+        if others:
+            console.print(f"[yellow]note:[/yellow] {sub.label}'s recorded results come from {', '.join(others)}"
+                          + (f" as well as {here}" if here in gpus else f", not this {here}") + ": compare within one GPU")
+
+
+def _print_recorded(problem, pc) -> None:
+    rows = leaderboard.best(leaderboard.read(), problem)
+    if not rows:
+        console.print(f"no recorded results for {problem} (use --record)")
+        return
+    cap = runner.local_capability()
+    here = None
+    if cap is not None:
+        import torch
+        here = torch.cuda.get_device_name(0)
+    gpus = sorted({r["gpu"] for r in rows})
+    keys = {(s.key) : lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
+    table = Table(title=f"{problem}: best recorded results (µs, mean; GPU after each figure where they differ)",
+                  title_justify="left")
+    table.add_column("version")
+    for lab in pc.benchmark_labels:
+        table.add_column(lab, justify="right")
+    by_version: dict = {}
+    for r in rows:
+        if r["dist"] == "competition" and r["shape"] in keys:
+            by_version.setdefault(r["version"], {}).setdefault(keys[r["shape"]], []).append(r)
+    order = sorted(by_version, key=lambda v: int(v[1:]) if v[1:].isdigit() else 10**6)
+    for v in order:
+        cells = []
+        for lab in pc.benchmark_labels:
+            found = sorted(by_version[v].get(lab, []), key=lambda r: float(r["mean_us"]))
+            cells.append("; ".join(_us(float(r["mean_us"])) + (f" [dim]({r['gpu']})[/dim]" if len(gpus) > 1 else "")
+                                   for r in found) or "-")
+        table.add_row(v, *cells)
+    console.print(table)
+    console.print(f"recorded on: {', '.join(gpus)}" + (f"; this machine: {here}" if here else ""))
+    if here and any(g != here for g in gpus):
+        console.print(f"[yellow]note:[/yellow] results from a GPU other than this {here} are not comparable with a run here")
 
 
 def _mean(outcome, i):

@@ -1,9 +1,15 @@
-"""Process isolation: every submission runs in a child process in its own process group.
+"""Process isolation: each submission runs in a child process in its own process group.
 
-An exception is the item's FAIL; a crash (segfault, ``os._exit``, a CUDA error that poisons the
-context) is CRASH for the item in progress; a hang past the limit is TIMEOUT, and the whole
-process group is killed. Results already reported are kept, and a fresh child takes the items
-left, so one bad shape never hides the others. Importing (which compiles) has its own limit.
+``Child`` starts ``python -m harness.worker`` with two private pipes (commands in, signed events
+out; stdout and stderr go to a log), hands it a fresh channel key with the job, and then serves
+one command at a time with a deadline. What can go wrong is a verdict, never a dead tool:
+
+- an exception in ``custom_kernel`` is the item's FAIL (the child goes on);
+- a crash (segfault, ``os._exit``, a CUDA error that poisons the context) is CRASH for the item in
+  progress; the next command starts a fresh child;
+- a command past its deadline is TIMEOUT, and the whole process group is killed;
+- a line on the verdict pipe the harness did not sign is TAMPERED, and the child is killed;
+- importing (which compiles) has its own, longer limit.
 """
 
 from __future__ import annotations
@@ -14,23 +20,23 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, paths
+from harness import build_cache, channel, paths
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_COMPILE_TIMEOUT_S = 900.0
 
 
-@dataclass
-class ChildReport:
-    device: dict | None = None
-    results: dict = field(default_factory=dict)  # item id -> {status, message, stats?}
-    logs: list[Path] = field(default_factory=list)
+class ChildFailure(Exception):
+    """The child cannot answer: ``status`` is CRASH, TIMEOUT, TAMPERED or FAIL (import)."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 def _signal_name(code: int) -> str:
@@ -48,132 +54,148 @@ def _tail(path: Path, lines: int = 6) -> str:
     return " | ".join(line.strip() for line in text[-lines:] if line.strip())
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
+class Child:
+    """One submission's worker process, restarted on demand after a crash."""
 
+    def __init__(self, job: dict, submission: dict, *, compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+                 on_event: Callable[[dict], None] | None = None, extra_env: dict | None = None):
+        self.job = job
+        self.submission = submission
+        self.compile_timeout_s = compile_timeout_s
+        self.on_event = on_event
+        self.extra_env = extra_env or {}
+        self.proc: subprocess.Popen | None = None
+        self.device: dict | None = None
+        self.logs: list[Path] = []
+        self.import_failure: ChildFailure | None = None  # an import error is final: never retried
 
-def run_job(job: dict, items: list[dict], *, timeout_s: float = DEFAULT_TIMEOUT_S,
-            compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
-            on_event: Callable[[dict], None] | None = None) -> ChildReport:
-    """Runs ``items`` of ``job`` in as many children as crashes require; returns every verdict."""
-    report = ChildReport()
-    remaining = list(items)
-    while remaining:
-        finished_all = _run_child(job, remaining, report, timeout_s, compile_timeout_s, on_event)
-        remaining = [it for it in remaining if it["id"] not in report.results]
-        if finished_all:
-            for it in remaining:  # the child said done but skipped some: never silently
-                report.results[it["id"]] = {"status": "FAIL", "message": "the worker reported no result"}
-            break
-    return report
+    @property
+    def label(self) -> str:
+        return self.submission["label"]
 
-
-def _run_child(job, items, report: ChildReport, timeout_s, compile_timeout_s, on_event) -> bool:
-    """One child over ``items``. True when nothing is left to retry."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    labels = "-".join(s["label"].replace("/", "_") for s in job["submissions"])
-    log_path = build_cache.logs_dir() / f"{job['problem']}-{labels}-{job['mode']}-{stamp}-{os.getpid()}.log"
-    report.logs.append(log_path)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=build_cache.logs_dir()) as f:
-        json.dump(dict(job, items=items, repo_root=str(paths.REPO_ROOT)), f)
-        job_path = f.name
-    read_fd, write_fd = os.pipe()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.worker", job_path, str(write_fd)],
-                                cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                pass_fds=(write_fd,), start_new_session=True, env=env)
-    os.close(write_fd)
-    buffer = b""
-    phase, current, deadline = "start", None, time.monotonic() + compile_timeout_s
-    import_error = None
-    done = False
-    try:
-        while True:
-            wait = max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([read_fd], [], [], min(wait, 1.0))
-            if not ready:
-                if time.monotonic() < deadline:
-                    continue
-                _kill_group(proc)
-                limit = compile_timeout_s if phase in ("start", "import") else timeout_s
-                where = "while importing/compiling" if phase in ("start", "import") else "on this shape"
-                message = f"TIMEOUT: no result after {limit:.0f} s {where} (process group killed)"
-                _mark_rest(report, items, current, "TIMEOUT", message, whole=current is None)
-                return current is None
-            chunk = os.read(read_fd, 65536)
-            if not chunk:
-                break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                kind = event.get("event")
-                if kind == "device":
-                    report.device = {k: v for k, v in event.items() if k != "event"}
-                elif kind == "phase":
-                    phase = event["phase"]
-                    deadline = time.monotonic() + (compile_timeout_s if phase == "import" else timeout_s)
-                elif kind == "import_error":
-                    import_error = event
-                elif kind == "start":
-                    current, phase = event["item"], "item"
-                    deadline = time.monotonic() + timeout_s
-                elif kind == "result":
-                    report.results[event["item"]] = {k: v for k, v in event.items() if k not in ("event", "item")}
-                    current = None
-                elif kind == "done":
-                    done = True
-                if on_event:
-                    on_event(event)
-        proc.wait(timeout=60)
-    finally:
-        os.close(read_fd)
-        if proc.poll() is None:
-            _kill_group(proc)
-        else:  # the child is gone; make sure nothing it started lingers
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.import_failure:
+            raise self.import_failure
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        log_path = build_cache.logs_dir() / (f"{self.job['problem']}-{self.label.replace('/', '_')}-"
+                                             f"{self.job['mode']}-{stamp}-{os.getpid()}-{len(self.logs)}.log")
+        self.logs.append(log_path)
+        cmd_read, self._cmd_write = os.pipe()
+        self._event_read, event_write = os.pipe()
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **self.extra_env)
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.worker", str(cmd_read), str(event_write)],
+                cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(cmd_read, event_write), start_new_session=True, env=env)
+        os.close(cmd_read)
+        os.close(event_write)
+        self._log_path = log_path
+        key = channel.new_key()
+        self._receiver = channel.Receiver(key)
+        job = dict(self.job, submission=self.submission, repo_root=str(paths.REPO_ROOT))
+        self._send({"key": key.hex(), "job": job})
         try:
-            os.unlink(job_path)
-        except OSError:
+            event = self._await(("ready", "import_error"), self.compile_timeout_s, "while importing/compiling")
+        except ChildFailure as exc:
+            if exc.status == "CRASH":
+                exc = ChildFailure("CRASH", f"{exc.message} before the first shape (import/compile)")
+            raise
+        if event["event"] == "import_error":
+            self.stop()
+            status = event.get("status", "FAIL")
+            message = event["message"] if status == "TAMPERED" else f"import failed: {event['message']}"
+            self.import_failure = ChildFailure(status, message)
+            raise self.import_failure
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                self._send({"cmd": "exit"})
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+
+    def _kill(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the child and anything it started
+        except (ProcessLookupError, PermissionError):
             pass
-    if import_error:
-        message = f"import failed: {import_error['message']}"
-        _mark_rest(report, items, None, "FAIL", message, whole=True)
-        return True
-    if done:
-        return True
-    code = proc.returncode
-    how = f"killed by {_signal_name(code)}" if code is not None and code < 0 else f"exited with code {code}"
-    tail = _tail(log_path)
-    if current is None and not report.results.keys() & {it["id"] for it in items}:
-        # Died before any item started (during import / compile / setup): every item fails.
-        _mark_rest(report, items, None, "CRASH", f"CRASH: child {how} before the first shape"
-                   + (f"; log: {tail}" if tail else ""), whole=True)
-        return True
-    if current is not None:
-        report.results[current] = {"status": "CRASH", "message": f"CRASH: child {how}" + (f"; log: {tail}" if tail else "")}
-    elif code == 3:
-        pass  # CUDA error already reported as the item's CRASH; retry the rest in a fresh child
-    return False
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for fd in (self._cmd_write, self._event_read):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.proc = None
 
+    # -- commands ---------------------------------------------------------------------------
+    def request(self, command: dict, timeout_s: float) -> dict:
+        """Sends one command and returns its reply; starts the child if needed. Raises ChildFailure."""
+        if not self.alive():
+            self.start()
+        try:
+            self._send(command)
+        except OSError:
+            pass  # the child is gone; _await reports how
+        event = self._await(("reply",), timeout_s, "on this shape")
+        reply = {k: v for k, v in event.items() if k != "event"}
+        if reply.get("status") == "CRASH":
+            self._kill()
+        return reply
 
-def _mark_rest(report, items, current, status, message, whole: bool) -> None:
-    if whole:
-        for it in items:
-            report.results.setdefault(it["id"], {"status": status, "message": message})
-    elif current is not None:
-        report.results[current] = {"status": status, "message": message}
+    def _send(self, obj: dict) -> None:
+        data = (json.dumps(obj) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._cmd_write, view):]
+
+    def _await(self, kinds: tuple[str, ...], timeout_s: float, where: str) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                self._kill()
+                raise ChildFailure("TIMEOUT", f"TIMEOUT: no result after {timeout_s:.0f} s {where} (process group killed)")
+            ready, _, _ = select.select([self._event_read], [], [], min(wait, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(self._event_read, 65536)
+            if not chunk:
+                raise self._died()
+            try:
+                events = self._receiver.feed(chunk)
+            except channel.Tampered as exc:
+                self._kill()
+                raise ChildFailure("TAMPERED", f"TAMPERED: {exc}") from None
+            for event in events:
+                if event.get("event") == "device":
+                    self.device = {k: v for k, v in event.items() if k != "event"}
+                if event.get("event") == "phase" and event.get("phase") == "import":
+                    deadline = time.monotonic() + self.compile_timeout_s
+                if self.on_event:
+                    self.on_event(dict(event, label=event.get("label", self.label)))
+                if event.get("event") in kinds:
+                    return event
+
+    def _died(self) -> ChildFailure:
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._kill()
+        how = f"killed by {_signal_name(code)}" if code is not None and code < 0 else f"exited with code {code}"
+        tail = _tail(self._log_path)
+        return ChildFailure("CRASH", f"CRASH: child {how}" + (f"; log: {tail}" if tail else ""))

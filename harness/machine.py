@@ -33,6 +33,22 @@ def driver_version() -> str:
     return ""
 
 
+def nvcc_version() -> str:
+    """The nvcc release line, or "" where nvcc is not on PATH (load_inline builds need it)."""
+    if not shutil.which("nvcc"):
+        return ""
+    out = _run(["nvcc", "--version"]).splitlines()
+    return next((line.strip() for line in out if "release" in line), "")
+
+
+def harness_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("nvfp4-lab")
+    except Exception:  # noqa: BLE001 - not installed: running from the tree
+        return "tree"
+
+
 def device_info(torch) -> dict:
     """Runs in the child: describes the device the timings come from."""
     info = {"torch": torch.__version__, "cuda": torch.version.cuda or "", "driver": "", "gpu": "cpu",

@@ -1,7 +1,11 @@
-"""From a CLI request to verdicts: choose shapes, check the arch, run children, shape results.
+"""From a CLI request to verdicts: choose shapes, check the arch, drive the children, judge.
 
-The CLI (presentation) and the tests both go through here; nothing in this module prints except
-through the ``progress`` callback.
+The parent owns every decision: it sends each child one command at a time (``test``; or
+``prepare`` then ``block`` after ``block``), keeps the raw samples, applies the stopping rule,
+drops throttled blocks (bounded), computes the statistics, and flags implausible times. In
+``compare`` the two versions live in separate children and take turns block by block (A B B A
+...), each block on identical, never-seen inputs; the time ratio is bootstrapped over block pairs.
+Nothing in this module prints except through the ``progress`` callback.
 """
 
 from __future__ import annotations
@@ -10,22 +14,52 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness import config, isolation, machine, roofline
+from harness import config, isolation, machine, roofline, stats, telemetry
 from harness.config import Shape
 from harness.errors import UserError
 from harness.submissions import Submission
 
 STATUSES_OK = ("PASS",)
+MAX_THROTTLE_DROPS = 10  # throttled blocks dropped (and retried) per shape before keeping them, flagged
+
+
+@dataclass
+class TimingPlan:
+    """How to time: the stopping rule, the pool, the mode, and compare's equivalence margin."""
+    rule: stats.StopRule = field(default_factory=stats.StopRule)
+    pool: int = 8
+    warmup: int = 2
+    mode: str = "cold"  # cold | graph
+    warm: bool = False  # also time warm-cache calls (reported beside the cold ones)
+    margin: float = 0.01
+
+    @classmethod
+    def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode="cold", warm=False,
+                     margin=0.01, min_time_s=0.1, max_samples=100_000) -> "TimingPlan":
+        return cls(stats.StopRule(min_samples=min_samples, min_time_s=min_time_s, target_rel_err=target,
+                                  budget_s=budget_s, max_samples=max_samples),
+                   pool=pool, mode=mode, warm=warm, margin=margin)
+
+    def describe(self) -> dict:
+        r = self.rule
+        return {"mode": self.mode, "warm": self.warm, "pool": self.pool, "warmup": self.warmup,
+                "min_samples": r.min_samples, "min_time_s": r.min_time_s, "target_rel_err": r.target_rel_err,
+                "budget_s": r.budget_s, "max_samples": r.max_samples, "margin": self.margin}
 
 
 @dataclass
 class ShapeResult:
     shape: Shape
     dist: str
-    status: str  # PASS FAIL CRASH TIMEOUT SKIP
+    status: str  # PASS FAIL CRASH TIMEOUT TAMPERED IMPLAUSIBLE SKIP
     message: str = ""
-    stats: list | None = None  # one stats dict per submission timed in the job
-    floor_us: float | None = None
+    stats: list | None = None  # one summary dict per submission (``warm`` inside when timed)
+    floor_us: float | None = None  # from the measured ceilings
+    physical_floor_us: float | None = None  # from the datasheet peaks: below it is implausible
+    samples: list | None = None  # per submission: the kept blocks of per-call µs
+    telemetry: list | None = None  # per kept round: one NVML sample per submission
+    ratio: dict | None = None  # compare: speedup of B over A, 95% interval, verdict
+    extra: dict = field(default_factory=dict)  # seeds, throttle drops, L2 reset, flush cost
 
     @property
     def ok(self) -> bool:
@@ -39,6 +73,8 @@ class JobOutcome:
     results: list[ShapeResult] = field(default_factory=list)
     refused: str | None = None  # why it did not run at all (arch), or None
     logs: list = field(default_factory=list)
+    plan: TimingPlan | None = None
+    geomean: dict | None = None  # per submission (and the ratio): point and 95% interval
 
     @property
     def ok(self) -> bool:
@@ -82,38 +118,166 @@ def select_shapes(problem: str, spec: str | None, custom: tuple[str, ...], has_g
 
 
 def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str, *,
-        seeds: int = 3, timing: dict | None = None, pool: int = 4,
+        seeds: int = 3, plan: TimingPlan | None = None,
         timeout_s: float = isolation.DEFAULT_TIMEOUT_S, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S,
         capability=None, progress: Callable[[dict], None] | None = None) -> JobOutcome:
-    """One child job (restarted after crashes) over shapes x dists for ``subs`` (1, or 2 to compare)."""
-    outcome = JobOutcome(list(subs), None)
+    """``test`` / ``run`` (one submission) or ``compare`` (two) over shapes x dists."""
+    plan = plan or TimingPlan()
+    outcome = JobOutcome(list(subs), None, plan=plan)
     for sub in subs:
         why = machine.arch_refusal(sub.arch, capability)
         if why:
             outcome.refused = f"{sub.label}: {why}"
             outcome.results = [ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists]
             return outcome
-    items = []
-    for s in shapes:
-        for d in dists:
-            items.append({"id": f"{s.set_name}:{s.index}:{d}", "params": s.params, "dist": d})
-    job = {"mode": mode, "problem": subs[0].problem, "seeds": seeds, "pool": pool,
-           "timing": timing or {}, "labels": [s.label for s in subs],
-           "submissions": [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in subs]}
-    report = isolation.run_job(job, items, timeout_s=timeout_s, compile_timeout_s=compile_timeout_s,
-                               on_event=progress)
-    outcome.device = report.device
-    outcome.logs = report.logs
-    figures = (report.device or {}).get("ceilings")
-    for s in shapes:
-        for d in dists:
-            r = report.results.get(f"{s.set_name}:{s.index}:{d}", {"status": "FAIL", "message": "no result"})
-            outcome.results.append(ShapeResult(s, d, r["status"], r.get("message", ""), r.get("stats"),
-                                               roofline.floor_us(s.problem, s.params, figures)))
+    job = {"mode": mode, "problem": subs[0].problem, "ceilings": mode != "test"}
+    children = [isolation.Child(job, {"label": s.label, "path": str(s.path), "source_hash": s.source_hash},
+                                compile_timeout_s=compile_timeout_s, on_event=progress) for s in subs]
+    try:
+        for s in shapes:
+            for d in dists:
+                item = {"id": f"{s.set_name}:{s.index}:{d}", "params": s.params, "dist": d}
+                if progress:
+                    progress({"event": "start", "item": item["id"]})
+                if mode == "test":
+                    result = _test_item(children[0], s, d, item, seeds, timeout_s)
+                else:
+                    result = _measure_item(children, s, d, item, plan, timeout_s, progress)
+                outcome.results.append(result)
+                outcome.device = next((c.device for c in children if c.device), outcome.device)
+    finally:
+        for c in children:
+            c.stop()
+            outcome.logs.extend(c.logs)
+    _finish(outcome)
     return outcome
 
 
-def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> list[dict]:
+def _test_item(child, shape, dist, item, seeds, timeout_s) -> ShapeResult:
+    try:
+        reply = child.request({"cmd": "test", "item": item, "seeds": seeds}, timeout_s)
+    except isolation.ChildFailure as exc:
+        return ShapeResult(shape, dist, exc.status, exc.message)
+    return ShapeResult(shape, dist, reply["status"], reply.get("message", ""))
+
+
+def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
+    result = ShapeResult(shape, dist, "PASS")
+    labels = [c.label for c in children]
+
+    def fail(i: int, status: str, message: str) -> ShapeResult:
+        result.status = status
+        result.message = (f"{labels[i]}: " if len(children) > 1 else "") + message
+        return result
+
+    prepare = {"cmd": "prepare", "item": item, "pool": plan.pool, "mode": plan.mode, "warmup": plan.warmup}
+    extra = {}
+    for i, child in enumerate(children):
+        if progress:
+            progress({"event": "progress", "item": item["id"], "stage": f"checking {labels[i]}"})
+        try:
+            reply = child.request(prepare, timeout_s)
+        except isolation.ChildFailure as exc:
+            return fail(i, exc.status, exc.message)
+        if reply["status"] != "PASS":
+            return fail(i, reply["status"], reply.get("message", ""))
+        extra[labels[i]] = {"l2_reset": reply.get("l2_reset"), "graph_flush_us": reply.get("flush_us")}
+
+    blocks: list[list] = [[] for _ in children]
+    warm_blocks: list[list] = [[] for _ in children]
+    tele_log: list = []
+    dropped, rounds = 0, 0
+    started = time.monotonic()
+    decision = None
+    while decision is None:
+        rounds += 1
+        order = list(range(len(children)))
+        if rounds % 2 == 0:
+            order.reverse()  # A B, B A, A B ...: neither version always goes first
+        replies = {}
+        for i in order:
+            try:
+                reply = children[i].request({"cmd": "block", "round": rounds, "mode": plan.mode, "warm": plan.warm},
+                                            timeout_s)
+            except isolation.ChildFailure as exc:
+                return fail(i, exc.status, exc.message)
+            if reply["status"] != "PASS":
+                return fail(i, reply["status"], reply.get("message", ""))
+            replies[i] = reply
+        samples = [replies[i].get("telemetry") for i in range(len(children))]
+        if any(telemetry.is_throttled(s) for s in samples) and dropped < MAX_THROTTLE_DROPS:
+            dropped += 1
+            continue
+        tele_log.append({"round": rounds, "throttled": any(telemetry.is_throttled(s) for s in samples),
+                         "samples": samples})
+        for i in range(len(children)):
+            blocks[i].append(replies[i]["times_us"])
+            if "warm_times_us" in replies[i]:
+                warm_blocks[i].append(replies[i]["warm_times_us"])
+        elapsed = time.monotonic() - started
+        flat = [t for b in blocks[0] for t in b]
+        if len(children) == 2:
+            logs = stats.paired_log_ratios(blocks[0], blocks[1])
+            rel = stats.standard_error(logs)  # of log(ratio): the ratio's relative error
+            decision = plan.rule.decide(flat, elapsed, len(blocks[0]), rel_err=rel)
+        else:
+            decision = plan.rule.decide(flat, elapsed, len(blocks[0]))
+        if progress and rounds % 5 == 0:
+            progress({"event": "progress", "item": item["id"], "stage": f"timing: {len(flat)} calls"})
+    for child in children:
+        try:
+            child.request({"cmd": "finish"}, timeout_s)
+        except isolation.ChildFailure:
+            pass  # the samples are in; a child that dies while freeing memory is restarted next shape
+    converged, reason = decision
+    result.stats = []
+    for i in range(len(children)):
+        summary = stats.summarize(blocks[i], converged, reason)
+        if warm_blocks[i]:
+            summary["warm"] = stats.summarize(warm_blocks[i], converged, reason)
+        summary["throttled_blocks_kept"] = sum(1 for t in tele_log if t["throttled"])
+        result.stats.append(summary)
+    result.samples = blocks
+    result.telemetry = tele_log
+    result.extra = {"rounds": rounds, "throttle_drops": dropped, "children": extra,
+                    "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
+    if len(children) == 2:
+        point, lo, hi = stats.ratio_interval(blocks[0], blocks[1])
+        result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin)}
+    return result
+
+
+def _finish(outcome: JobOutcome) -> None:
+    """Floors, plausibility, and the geomeans with their intervals."""
+    dev = outcome.device or {}
+    figures = dev.get("ceilings")
+    for r in outcome.results:
+        r.floor_us = roofline.floor_us(r.shape.problem, r.shape.params, figures)
+        r.physical_floor_us = roofline.physical_floor_us(r.shape.problem, r.shape.params, dev.get("gpu", ""), figures)
+        if r.ok and r.stats:
+            for sub, st in zip(outcome.submissions, r.stats):
+                why = roofline.plausibility(st["mean_us"], r.physical_floor_us)
+                if why:
+                    r.status, r.message = "IMPLAUSIBLE", (f"{sub.label}: " if len(r.stats) > 1 else "") + why
+                    break
+    timed = [r for r in outcome.results if r.stats]
+    if not timed:
+        return
+    outcome.geomean = {}
+    complete = all(r.ok for r in outcome.results)
+    for i, sub in enumerate(outcome.submissions):
+        gm = stats.geomean_interval([r.samples[i] for r in timed]) if complete else None
+        outcome.geomean[sub.label] = gm
+    if len(outcome.submissions) == 2:
+        outcome.geomean["ratio"] = (stats.geomean_ratio_interval([(r.samples[0], r.samples[1]) for r in timed])
+                                    if complete else None)
+
+
+def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict], list[dict]]:
+    """Rows for leaderboard.csv and, per row, its reproducibility sidecar (raw samples and context).
+
+    An IMPLAUSIBLE (or any failed) result is recorded as its status without times: never as a result.
+    """
     sub = outcome.submissions[sub_index]
     dev = outcome.device or {}
     git = machine.git_state()
@@ -121,25 +285,41 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> list[dict]:
         rel = str(sub.path.relative_to(config.paths.REPO_ROOT))
     except ValueError:
         rel = str(sub.path)
-    rows = []
+    rows, sidecars = [], []
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    tele = dev.get("telemetry") or {}
     for r in outcome.results:
         if r.status == "SKIP":
             continue
-        st = (r.stats or [None] * len(outcome.submissions))[sub_index] if r.stats else None
+        st = r.stats[sub_index] if (r.stats and r.ok) else None
         row = {"timestamp": stamp, "problem": sub.problem, "version": sub.label, "file": rel, "sha256": sub.sha256,
                "code_hash": sub.source_hash[:16],
                "shape_set": r.shape.set_name, "shape_index": r.shape.index, "shape": r.shape.key, "dist": r.dist,
                "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
-               "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""), "cuda": dev.get("cuda", ""),
-               "torch": dev.get("torch", ""), **git}
+               "gpu_uuid": tele.get("uuid", ""), "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""),
+               "cuda": dev.get("cuda", ""), "torch": dev.get("torch", ""),
+               "timing_mode": (outcome.plan.mode if outcome.plan else ""), **git}
         if st:
-            row.update({k: _fmt(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us")})
+            row.update({k: _fmt(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us",
+                                                     "ci95_lo_us", "ci95_hi_us", "iqr_us")})
             row.update(n=st["n"], converged=str(st["converged"]).lower())
             if r.floor_us:
                 row.update(floor_us=_fmt(r.floor_us), pct_of_floor=_fmt(100 * r.floor_us / st["mean_us"]))
         rows.append(row)
-    return rows
+        sidecars.append({
+            "row": {k: row[k] for k in ("timestamp", "problem", "version", "shape", "dist", "status")},
+            "source": {"file": rel, "sha256": sub.sha256, "source_hash": sub.source_hash, **git},
+            "shape": r.shape.params, "seeds": r.extra.get("seeds"),
+            "samples_us": r.samples[sub_index] if (r.samples and r.ok) else None,
+            "stats": st, "telemetry": r.telemetry,
+            "timing": dict(outcome.plan.describe() if outcome.plan else {}, flush="2x L2 zeroed on the timed stream before every call",
+                           **{k: v for k, v in r.extra.items() if k != "seeds"}),
+            "environment": {"gpu": dev.get("gpu"), "gpu_telemetry": tele, "sm_count": dev.get("sm_count"),
+                            "capability": dev.get("capability"), "driver": dev.get("driver"), "cuda": dev.get("cuda"),
+                            "torch": dev.get("torch"), "nvcc": machine.nvcc_version(), "ceilings": dev.get("ceilings"),
+                            "harness": machine.harness_version()},
+        })
+    return rows, sidecars
 
 
 def _fmt(x):

@@ -1,60 +1,206 @@
-"""Summary statistics of a list of per-call times (µs)."""
+"""Statistics of timings, all computed in the parent from raw per-call samples.
+
+Samples arrive in blocks (one block = one pass over a freshly generated input pool, timed back to
+back); consecutive calls share clocks and temperature, so intervals come from a *block* bootstrap
+(resample whole blocks with replacement), which stays honest when calls within a block are
+correlated. Reported per shape: n, mean, median, IQR, std, best and a 95% bootstrap interval of
+the mean; over shapes, the geomean of means with its own bootstrap interval; for two versions,
+the time ratio with its interval and a verdict.
+
+Stopping rule (``StopRule``): at least ``min_samples`` and ``min_time_s``, then stop when the
+standard error is under ``target_rel_err`` of the mean (converged); or when the noise has
+stabilised far above the target (the spread estimate no longer moves and the samples the target
+needs would not fit in the budget: stop now, flagged not converged); or at the hard cap
+(``budget_s`` / ``max_samples``, not converged).
+"""
 
 from __future__ import annotations
 
 import math
-import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+RESAMPLES = 2000
+VERDICTS = ("FASTER", "SLOWER", "SAME", "AMBIGUOUS")
 
 
-def _mean_std(xs: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (statistics.stdev is exact but far too slow to call
-    between timing batches on thousands of samples)."""
-    n = len(xs)
-    mean = math.fsum(xs) / n
-    if n < 2:
-        return mean, 0.0
-    return mean, math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+def _mean_std(xs) -> tuple[float, float]:
+    arr = np.asarray(xs, dtype=np.float64)
+    if arr.size == 0:
+        return float("nan"), 0.0
+    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else 0.0
 
 
-def summarize(times_us: list[float], converged: bool) -> dict:
-    n = len(times_us)
-    mean, std = _mean_std(times_us)
-    stderr = std / math.sqrt(n) if n > 1 else float("inf")
-    return {"n": n, "mean_us": mean, "median_us": statistics.median(times_us), "std_us": std,
-            "stderr_us": stderr, "ci95_us": 1.96 * stderr if n > 1 else None, "best_us": min(times_us),
-            "converged": converged}
+def _flat(blocks: list[list[float]]) -> np.ndarray:
+    return np.concatenate([np.asarray(b, dtype=np.float64) for b in blocks if len(b)]) if blocks else np.array([])
 
 
-def relative_error(times_us: list[float]) -> float:
-    n = len(times_us)
-    if n < 2:
+def relative_error(samples) -> float:
+    """Standard error of the mean over the mean (inf with fewer than two samples)."""
+    arr = np.asarray(samples, dtype=np.float64)
+    if arr.size < 2:
         return float("inf")
-    mean, std = _mean_std(times_us)
-    return std / math.sqrt(n) / mean if mean > 0 else float("inf")
+    mean = arr.mean()
+    return float(arr.std(ddof=1) / math.sqrt(arr.size) / mean) if mean > 0 else float("inf")
 
 
-def paired_log_ratio(first: list[float], other: list[float]) -> dict:
-    """Per-repeat log(first / other) of two interleaved series: mean, standard error, n."""
-    logs = [math.log(a / b) for a, b in zip(first, other) if a > 0 and b > 0]
-    n = len(logs)
-    mean, std = _mean_std(logs) if logs else (0.0, 0.0)
-    se = std / math.sqrt(n) if n > 1 else float("inf")
-    return {"mean": mean, "se": se, "n": n}
+def standard_error(samples) -> float:
+    arr = np.asarray(samples, dtype=np.float64)
+    return float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else float("inf")
 
 
-def ratio_verdict(stats_a: dict, stats_b: dict) -> tuple[float, str]:
-    """Speedup of B over A (time A / time B) and faster / slower / within noise at 95%.
+def _block_sums(blocks) -> tuple[np.ndarray, np.ndarray]:
+    sums = np.array([float(np.sum(b)) for b in blocks], dtype=np.float64)
+    counts = np.array([len(b) for b in blocks], dtype=np.float64)
+    return sums, counts
 
-    Uses the paired per-repeat log ratios when B was timed interleaved with A (``vs_first``),
-    else the two means' standard errors.
+
+def _resample_index(rng: np.random.Generator, n_blocks: int, resamples: int) -> np.ndarray:
+    return rng.integers(0, n_blocks, size=(resamples, n_blocks))
+
+
+def bootstrap_means(blocks: list[list[float]], resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """``resamples`` bootstrap replicates of the mean, resampling whole blocks."""
+    sums, counts = _block_sums(blocks)
+    if len(sums) == 1:  # one block: resample calls instead (no block structure to keep)
+        arr = np.asarray(blocks[0], dtype=np.float64)
+        idx = np.random.default_rng(seed).integers(0, arr.size, size=(resamples, arr.size))
+        return arr[idx].mean(axis=1)
+    idx = _resample_index(np.random.default_rng(seed), len(sums), resamples)
+    return sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+
+
+def _interval(replicates: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    lo, hi = np.quantile(replicates, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def summarize(blocks: list[list[float]], converged: bool, stop_reason: str = "") -> dict:
+    """Per-shape statistics of blocks of per-call times (µs)."""
+    flat = _flat(blocks)
+    n = int(flat.size)
+    mean, std = _mean_std(flat)
+    q1, median, q3 = (float(x) for x in np.quantile(flat, [0.25, 0.5, 0.75]))
+    lo, hi = _interval(bootstrap_means(blocks)) if n > 1 else (float("nan"), float("nan"))
+    stderr = std / math.sqrt(n) if n > 1 else float("inf")
+    return {"n": n, "blocks": len(blocks), "mean_us": mean, "median_us": median, "q1_us": q1, "q3_us": q3,
+            "iqr_us": q3 - q1, "std_us": std, "stderr_us": stderr, "ci95_lo_us": lo, "ci95_hi_us": hi,
+            "ci95_us": (hi - lo) / 2 if n > 1 else None, "best_us": float(flat.min()),
+            "converged": converged, "stop_reason": stop_reason}
+
+
+def geomean_interval(per_shape_blocks: list[list[list[float]]], resamples: int = RESAMPLES,
+                     seed: int = 1) -> tuple[float, float, float] | None:
+    """Geomean over shapes of the mean time, with a 95% interval (blocks resampled per shape)."""
+    if not per_shape_blocks or any(not b for b in per_shape_blocks):
+        return None
+    logs = np.zeros(resamples)
+    point = 0.0
+    for i, blocks in enumerate(per_shape_blocks):
+        reps = bootstrap_means(blocks, resamples, seed + i)
+        if np.any(reps <= 0):
+            return None
+        logs += np.log(reps)
+        point += math.log(float(_flat(blocks).mean()))
+    k = len(per_shape_blocks)
+    lo, hi = _interval(np.exp(logs / k))
+    return math.exp(point / k), lo, hi
+
+
+def _paired_ratio_replicates(blocks_a, blocks_b, resamples: int, seed: int) -> np.ndarray:
+    """Replicates of mean(A) / mean(B), resampling block *pairs* (same inputs, adjacent in time)."""
+    n = min(len(blocks_a), len(blocks_b))
+    sa, ca = _block_sums(blocks_a[:n])
+    sb, cb = _block_sums(blocks_b[:n])
+    idx = _resample_index(np.random.default_rng(seed), n, resamples)
+    return (sa[idx].sum(axis=1) / ca[idx].sum(axis=1)) / (sb[idx].sum(axis=1) / cb[idx].sum(axis=1))
+
+
+def ratio_interval(blocks_a, blocks_b, resamples: int = RESAMPLES, seed: int = 2) -> tuple[float, float, float]:
+    """Speedup of B over A (mean time A / mean time B) with its 95% paired-block bootstrap interval."""
+    n = min(len(blocks_a), len(blocks_b))
+    point = float(_flat(blocks_a[:n]).mean() / _flat(blocks_b[:n]).mean())
+    if n < 2:
+        return point, float("nan"), float("nan")
+    lo, hi = _interval(_paired_ratio_replicates(blocks_a, blocks_b, resamples, seed))
+    return point, lo, hi
+
+
+def geomean_ratio_interval(pairs: list[tuple[list, list]], resamples: int = RESAMPLES,
+                           seed: int = 3) -> tuple[float, float, float] | None:
+    if not pairs or any(min(len(a), len(b)) < 2 for a, b in pairs):
+        return None
+    logs = np.zeros(resamples)
+    point = 0.0
+    for i, (a, b) in enumerate(pairs):
+        logs += np.log(_paired_ratio_replicates(a, b, resamples, seed + i))
+        n = min(len(a), len(b))
+        point += math.log(float(_flat(a[:n]).mean() / _flat(b[:n]).mean()))
+    lo, hi = _interval(np.exp(logs / len(pairs)))
+    return math.exp(point / len(pairs)), lo, hi
+
+
+def verdict(lo: float, hi: float, margin: float = 0.01) -> str:
+    """From a 95% interval of the speedup of B over A:
+
+    SAME when the whole interval lies within ``margin`` of 1 (any difference is too small to
+    matter); FASTER / SLOWER when the interval excludes 1 (and it is not SAME); AMBIGUOUS when it
+    straddles 1 but reaches beyond the margin (more samples needed to tell).
     """
-    paired = stats_b.get("vs_first")
-    if paired:
-        ratio, se_log = math.exp(paired["mean"]), paired["se"]
-    else:
-        ratio = stats_a["mean_us"] / stats_b["mean_us"]
-        se_log = math.sqrt((stats_a["stderr_us"] / stats_a["mean_us"]) ** 2
-                           + (stats_b["stderr_us"] / stats_b["mean_us"]) ** 2)
-    if not math.isfinite(se_log) or abs(math.log(ratio)) <= 1.96 * se_log:
-        return ratio, "within noise"
-    return ratio, "faster" if ratio > 1 else "slower"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "AMBIGUOUS"
+    if lo >= 1 - margin and hi <= 1 + margin:
+        return "SAME"
+    if lo > 1:
+        return "FASTER"
+    if hi < 1:
+        return "SLOWER"
+    return "AMBIGUOUS"
+
+
+def paired_log_ratios(blocks_a, blocks_b) -> list[float]:
+    """Per-block log(mean A / mean B): the series the compare stopping rule watches."""
+    return [math.log(np.mean(a) / np.mean(b)) for a, b in zip(blocks_a, blocks_b) if len(a) and len(b)]
+
+
+@dataclass
+class StopRule:
+    min_samples: int = 10
+    min_time_s: float = 0.1
+    target_rel_err: float = 1e-3
+    budget_s: float = 3.0
+    max_samples: int = 100_000
+    stable_blocks: int = 6  # blocks of history the stabilisation test looks at
+
+    def decide(self, samples: list[float], elapsed_s: float, n_blocks: int,
+               rel_err: float | None = None) -> tuple[bool, str] | None:
+        """None to go on, else (converged, reason). ``samples`` are the per-call times so far;
+        ``rel_err`` overrides their relative standard error (compare passes the ratio's)."""
+        n = len(samples)
+        err = relative_error(samples) if rel_err is None else rel_err
+        if n >= self.max_samples:
+            return False, f"hard cap of {self.max_samples} samples"
+        if elapsed_s >= self.budget_s:
+            return False, f"time budget of {self.budget_s:g} s spent (rel. error {err:.2%})"
+        if n < self.min_samples or elapsed_s < self.min_time_s:
+            return None
+        if err <= self.target_rel_err:
+            return True, f"rel. error {err:.3%} <= {self.target_rel_err:.3%}"
+        if n_blocks >= 2 * self.stable_blocks and rel_err is None:
+            # Stabilised: the spread (CV) of the recent half agrees with the whole within 20%, so
+            # the error shrinks only as 1/sqrt(n); stop early if the target is out of the budget's reach.
+            half = samples[len(samples) // 2:]
+            cv_all = _cv(samples)
+            cv_half = _cv(half)
+            needed = n * (err / self.target_rel_err) ** 2
+            rate = n / elapsed_s
+            if cv_all > 0 and abs(cv_half - cv_all) <= 0.2 * cv_all and needed - n > rate * (self.budget_s - elapsed_s):
+                return False, (f"noise stabilised at CV {cv_all:.1%}: the target needs ~{needed:,.0f} samples, "
+                               f"more than the budget allows (rel. error {err:.2%})")
+        return None
+
+
+def _cv(xs) -> float:
+    mean, std = _mean_std(xs)
+    return std / mean if mean > 0 else float("inf")

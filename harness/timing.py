@@ -1,169 +1,215 @@
-"""Timing: one function, ``time_calls``, used by run, compare and table.
+"""Timing: one function, ``time_block``, the only place a submission's calls are timed.
 
-Method (CUDA): a flush buffer of twice the L2 size, allocated once, is zeroed on the timed stream
-before every timed call, so each call starts with a cold L2; the call is bracketed by CUDA events;
-inputs rotate over a pool of independently seeded input sets; warm-up calls (compile, first-touch,
-cuBLAS handles) are excluded. Calls repeat until the standard error of the mean is under
-``target_rel_err`` of the mean (default 0.1%, as GPU MODE's eval_better_bench) with at least
-``min_repeats`` samples, or the time budget or ``max_repeats`` runs out (then ``converged`` is
-false). Several callables are interleaved call by call (A B B A ...) on the same inputs, and each
-later one carries ``vs_first``: the mean and standard error of the per-repeat log time ratio
-against the first, the paired statistic ``compare`` judges by.
+A *block* is one pass over a pool of distinct input sets, one timed call each, back to back. The
+caller (``harness.worker``) refreshes the pool with never-seen inputs and poisons the outputs
+before every block, and checks every output after it; the parent decides when to stop.
 
-Escape check: after timing, a burst of calls is bracketed by one pair of events and by a
-device-wide synchronise on the wall clock; work left on another stream shows up as wall time the
-events did not see.
+Per call (CUDA, ``cold``): the flush buffer (twice the L2 size, allocated once) is zeroed on the
+timed stream, then the call is bracketed by CUDA events. The block as a whole is bracketed by an
+outer event pair *and* by the host clock around a device-wide synchronise: work the call left on
+another stream, or returned before finishing, shows up as wall time the events did not see
+(``escape``). Before each block the persisting-L2 carve-out is reset to zero and its lines
+normalised, so no call can pin data in L2 across the flush.
+
+``warm``: each timed call follows an untimed call on the same input (no flush between), so L2 holds
+what that call left. ``graph``: the call is captured once in a CUDA graph together with a flush;
+each input is copied into the captured buffers before a replay, and the flush's own replay time
+(measured alone) is subtracted.
+
+Everything used to time is bound by ``bind`` before a submission is imported; later patches to
+``torch.cuda.Event`` and friends do not reach these references (and the guard reports them).
 """
 
 from __future__ import annotations
 
+import ctypes
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from harness import stats
+_now = time.perf_counter
 
-# A burst whose wall time exceeds its event time by both margins is flagged.
+# A block whose device-synchronised wall time exceeds its event span by both margins is flagged.
 ESCAPE_REL = 0.5
 ESCAPE_ABS_US = 500.0
+MODES = ("cold", "warm", "graph")
 
 
 @dataclass
-class TimingSettings:
-    min_repeats: int = 10
-    max_repeats: int = 10_000
-    budget_s: float = 3.0
-    target_rel_err: float = 1e-3
-    warmup: int = 2  # untimed calls per callable before timing (each on a different input)
-    check_every: int = 10
+class Bound:
+    torch: object
+    Event: type
+    record: object
+    elapsed: object
+    synchronize: object
+    flush_buffer: object = None
+    l2_status: str = ""
 
 
-class _Flusher:
-    def __init__(self, torch):
+_bound: Bound | None = None
+
+
+def bind(torch) -> Bound:
+    """Take the references timing uses; call once, before importing any submission."""
+    global _bound
+    ev = torch.cuda.Event
+    _bound = Bound(torch, ev, ev.record, ev.elapsed_time, torch.cuda.synchronize)
+    if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2 = int(getattr(props, "L2_cache_size", 0)) or 64 * 1024 * 1024
-        self.buffer = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
-
-    def __call__(self):
-        self.buffer.zero_()
-
-
-_flushers: dict = {}
+        _bound.flush_buffer = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+        _bound.l2_status = reset_persisting_l2()
+    return _bound
 
 
-def _flusher(torch) -> _Flusher:
-    dev = torch.cuda.current_device()
-    if dev not in _flushers:
-        _flushers[dev] = _Flusher(torch)
-    return _flushers[dev]
+def bound() -> Bound:
+    if _bound is None:
+        raise RuntimeError("harness.timing.bind(torch) must run before timing")
+    return _bound
 
 
-def time_calls(torch, fns: list, inputs: list, settings: TimingSettings | None = None) -> list[dict]:
-    """Times each of ``fns`` (callables taking one input set) over the ``inputs`` pool.
+def flush() -> None:
+    bound().flush_buffer.zero_()
 
-    Returns one stats dict per callable: n, mean/median/std/stderr/ci95/best (µs), converged,
-    escape (None, or a message when work escaped the timed stream).
+
+_libcuda = None
+
+
+def reset_persisting_l2() -> str:
+    """cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE, 0) and cuCtxResetPersistingL2Cache() on the current
+    context (the one torch uses). Returns "ok" or why not; never raises."""
+    global _libcuda
+    try:
+        if _libcuda is None:
+            _libcuda = ctypes.CDLL("libcuda.so.1")
+        limit_rc = _libcuda.cuCtxSetLimit(ctypes.c_int(0x06), ctypes.c_size_t(0))  # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+        reset_rc = _libcuda.cuCtxResetPersistingL2Cache()
+    except (OSError, AttributeError) as exc:
+        return f"unavailable ({exc})"
+    return "ok" if limit_rc == 0 and reset_rc == 0 else f"cuCtxSetLimit={limit_rc} cuCtxResetPersistingL2Cache={reset_rc}"
+
+
+@dataclass
+class Block:
+    times_us: list[float]
+    results: list = field(default_factory=list)  # what each call returned, for the caller to check
+    wall_us: float = 0.0
+    span_us: float = 0.0
+    escape: str | None = None
+    telemetry: dict | None = None
+
+
+def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, telemetry=None) -> Block:
+    """Times ``fn(data)`` once per input set in ``pool``, back to back.
+
+    ``poison(data)`` refills a set's outputs (``warm`` calls it between the untimed and the timed
+    call); ``graph`` is a ``GraphCall`` for mode ``graph``; ``telemetry.sample()`` is read while the
+    block runs on the device.
     """
-    s = settings or TimingSettings()
-    if not inputs:
-        raise ValueError("time_calls needs at least one input set")
-    cuda = torch.cuda.is_available() and _on_cuda(inputs[0])
-    for fn in fns:
-        for w in range(s.warmup):
-            fn(inputs[w % len(inputs)])
-    if cuda:
-        torch.cuda.synchronize()
-        samples = _time_cuda(torch, fns, inputs, s)
-        escapes = [_escape_check(torch, fn, inputs) for fn in fns]
-    else:
-        samples = _time_cpu(fns, inputs, s)
-        escapes = [None] * len(fns)
+    if mode not in MODES:
+        raise ValueError(f"unknown timing mode {mode!r}; expected one of {', '.join(MODES)}")
+    b = bound()
+    torch = b.torch
+    if not torch.cuda.is_available():
+        return _time_block_cpu(fn, pool, mode, poison)
+    b.l2_status = reset_persisting_l2()
+    starts = [b.Event(enable_timing=True) for _ in pool]
+    ends = [b.Event(enable_timing=True) for _ in pool]
+    outer = (b.Event(enable_timing=True), b.Event(enable_timing=True))
     results = []
-    for i, (times, escape) in enumerate(zip(samples, escapes)):
-        converged = len(times) >= s.min_repeats and stats.relative_error(times) <= s.target_rel_err
-        summary = stats.summarize(times, converged)
-        summary["escape"] = escape
-        if i > 0:  # paired with the first callable: same input, adjacent in time, so drift cancels
-            summary["vs_first"] = stats.paired_log_ratio(samples[0], times)
-        results.append(summary)
-    return results
+    b.synchronize()
+    wall0 = _now()
+    b.record(outer[0])
+    for data, start, end in zip(pool, starts, ends):
+        if mode == "cold":
+            flush()
+            b.record(start)
+            results.append(fn(data))
+            b.record(end)
+        elif mode == "warm":
+            fn(data)
+            if poison:
+                poison(data)
+            b.record(start)
+            results.append(fn(data))
+            b.record(end)
+        else:
+            graph.load(data)
+            b.record(start)
+            graph.replay()
+            b.record(end)
+            results.append(graph.output_copy())
+    b.record(outer[1])
+    sample = telemetry.sample() if telemetry else None
+    b.synchronize()  # device-wide: every stream's work is done before the wall clock stops
+    wall_us = (_now() - wall0) * 1e6
+    span_us = b.elapsed(outer[0], outer[1]) * 1e3
+    times = [b.elapsed(s, e) * 1e3 for s, e in zip(starts, ends)]
+    if mode == "graph":
+        times = [t - graph.flush_us for t in times]
+    escape = None
+    if wall_us - span_us > max(ESCAPE_REL * wall_us, ESCAPE_ABS_US):
+        escape = (f"work escapes the timed stream: a block of {len(pool)} calls took {wall_us:.0f} µs of "
+                  f"device-synchronised wall time but {span_us:.0f} µs between events on the calling stream")
+    return Block(times, results, wall_us, span_us, escape, sample)
 
 
-def _on_cuda(data) -> bool:
-    if hasattr(data, "is_cuda"):
-        return bool(data.is_cuda)
-    if isinstance(data, (list, tuple)):
-        return any(_on_cuda(x) for x in data)
-    return False
+def _time_block_cpu(fn, pool, mode, poison) -> Block:
+    times, results = [], []
+    wall0 = _now()
+    for data in pool:
+        if mode == "warm":
+            fn(data)
+            if poison:
+                poison(data)
+        t0 = _now()
+        results.append(fn(data))
+        times.append((_now() - t0) * 1e6)
+    return Block(times, results, (_now() - wall0) * 1e6, sum(times))
 
 
-def _order(r: int, n: int, batch: int | None = None) -> list[int]:
-    """A B, B A, A B, ... per repeat, and the parity flips every batch too, so that neither
-    version is always the first call after a synchronisation (a systematic few-% head start)."""
-    idx = list(range(n))
-    flip = r % 2 ^ ((r // batch) % 2 if batch else 0)
-    return idx[::-1] if flip else idx
+class GraphCall:
+    """``fn(static)`` captured in one CUDA graph after a flush; inputs are copied into ``static``'s
+    tensors before each replay. ``flush_us``: median replay time of a graph holding only the flush."""
 
+    def __init__(self, fn, static, tensors_of, poison, replays: int = 21):
+        b = bound()
+        torch = b.torch
+        self._static = static
+        self._static_tensors = tensors_of(static)
+        self._tensors_of = tensors_of
+        self._poison = poison
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up off the capture stream, as CUDA graphs require
+            for _ in range(2):
+                fn(static)
+        torch.cuda.current_stream().wait_stream(side)
+        b.synchronize()
+        self._graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self._graph):
+            flush()
+            self._output = fn(static)
+        flush_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(flush_graph):
+            flush()
+        times = []
+        for _ in range(replays):
+            s, e = b.Event(enable_timing=True), b.Event(enable_timing=True)
+            b.record(s)
+            flush_graph.replay()
+            b.record(e)
+            b.synchronize()
+            times.append(b.elapsed(s, e) * 1e3)
+        self.flush_us = sorted(times)[len(times) // 2]
 
-def _done(samples: list[list[float]], s: TimingSettings, started: float) -> bool:
-    n = len(samples[0])
-    if n >= s.max_repeats or time.perf_counter() - started > s.budget_s:
-        return True
-    return n >= s.min_repeats and all(stats.relative_error(t) <= s.target_rel_err for t in samples)
+    def load(self, data) -> None:
+        for dst, src in zip(self._static_tensors, self._tensors_of(data)):
+            dst.copy_(src)
+        self._poison(self._static)
 
+    def replay(self) -> None:
+        self._graph.replay()
 
-def _time_cuda(torch, fns, inputs, s: TimingSettings) -> list[list[float]]:
-    flush = _flusher(torch)
-    samples: list[list[float]] = [[] for _ in fns]
-    started = time.perf_counter()
-    r = 0
-    while True:
-        pending = []
-        for _ in range(s.check_every):
-            data = inputs[r % len(inputs)]
-            for i in _order(r, len(fns), s.check_every):
-                flush()
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                fns[i](data)
-                end.record()
-                pending.append((i, start, end))
-            r += 1
-        torch.cuda.synchronize()
-        for i, start, end in pending:
-            samples[i].append(start.elapsed_time(end) * 1e3)
-        if _done(samples, s, started):
-            return samples
-
-
-def _time_cpu(fns, inputs, s: TimingSettings) -> list[list[float]]:
-    samples: list[list[float]] = [[] for _ in fns]
-    started = time.perf_counter()
-    r = 0
-    while True:
-        data = inputs[r % len(inputs)]
-        for i in _order(r, len(fns)):
-            t0 = time.perf_counter()
-            fns[i](data)
-            samples[i].append((time.perf_counter() - t0) * 1e6)
-        r += 1
-        if _done(samples, s, started):
-            return samples
-
-
-def _escape_check(torch, fn, inputs, calls: int = 20) -> str | None:
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    t0 = time.perf_counter()
-    start.record()
-    for j in range(calls):
-        fn(inputs[j % len(inputs)])
-    end.record()
-    torch.cuda.synchronize()  # device-wide: waits for every stream
-    wall_us = (time.perf_counter() - t0) * 1e6
-    event_us = start.elapsed_time(end) * 1e3
-    if wall_us - event_us > max(ESCAPE_REL * wall_us, ESCAPE_ABS_US):
-        return (f"work escapes the timed stream: {calls} calls took {wall_us:.0f} µs of device-synchronised "
-                f"wall time but {event_us:.0f} µs between events on the calling stream")
-    return None
+    def output_copy(self):
+        out = self._output
+        return out.clone() if hasattr(out, "clone") else out

@@ -1,9 +1,22 @@
-"""The child process: imports submissions, checks and times them, reports over a private pipe.
+"""The child process: imports one submission, then checks and times it on the parent's commands.
 
-Started by :mod:`harness.isolation` as ``python -m harness.worker JOB.json FD``. Every event is
-one JSON line written to file descriptor FD (not stdout, which the submission shares), so a
-crash loses only the item in progress. A CUDA error poisons the context: the child reports the
-item as CRASH and exits, and the parent starts a fresh child for the items left.
+Started by :mod:`harness.isolation` as ``python -m harness.worker CMD_FD EVENT_FD``. The first line
+on the command pipe carries the channel key and the job; everything the harness times and checks
+with is bound (``timing.bind``, ``guard.Guard.snapshot``) before the submission is imported. Then
+one command per line, one signed reply per command (``harness.channel``):
+
+- ``test``: N seeds of a shape, each call with poisoned outputs, uninitialised memory filled with
+  NaN, inputs compared with untouched copies.
+- ``prepare``: the pool for timing: P input sets, each checked as in ``test``; a repeat of the first
+  set in fresh buffers (a content-keyed cache must not hand back an earlier output); warm-up calls;
+  for ``graph`` the capture.
+- ``block``: refresh every pool set in place with never-seen inputs (same tensors, new values: a
+  cache keyed by ``id`` or ``data_ptr`` returns stale results), poison outputs, time one call per
+  set (``timing.time_block``), then check every output, the guard and the threads. Raw samples go
+  to the parent, which owns every statistic and verdict.
+
+A CUDA error poisons the context: the reply is CRASH and the child exits; the parent starts a
+fresh one for what is left.
 """
 
 from __future__ import annotations
@@ -14,18 +27,10 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 EXIT_CUDA_ERROR = 3
-
-
-class _Channel:
-    def __init__(self, fd: int):
-        self._out = os.fdopen(fd, "w", buffering=1)
-
-    def emit(self, event: str, **fields) -> None:
-        self._out.write(json.dumps({"event": event, **fields}, default=str) + "\n")
-        self._out.flush()
 
 
 def _one_line(exc: BaseException) -> str:
@@ -57,13 +62,14 @@ def import_submission(path: str, label: str):
     return kernel
 
 
-def _tensors(obj, out: list) -> list:
+def tensors_of(obj, out: list | None = None) -> list:
     import torch
+    out = [] if out is None else out
     if isinstance(obj, torch.Tensor):
         out.append(obj)
     elif isinstance(obj, (list, tuple)):
         for x in obj:
-            _tensors(x, out)
+            tensors_of(x, out)
     return out
 
 
@@ -74,115 +80,262 @@ def _same_bits(torch, a, b) -> bool:
     return torch.equal(a, b) or bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
 
 
-class CheckedCall:
-    """One correctness call: poison outputs, snapshot inputs, call, compare, check."""
+def _storage(t) -> int:
+    return t.untyped_storage().data_ptr()
 
-    def __init__(self, torch, mod):
-        self.torch = torch
-        self.mod = mod
 
-    def __call__(self, kernel, data) -> tuple[bool, str]:
+def round_seed(base: int, round_index: int, slot: int) -> int:
+    """The seed of pool slot ``slot`` in timing round ``round_index`` (round 0 = base + slot, the
+    checked pool); identical in every child, so compared versions see identical inputs."""
+    if round_index == 0:
+        return base + slot
+    return (base * 1_000_003 + round_index * 7_919 + slot * 104_729 + 17) % (2**31 - 1)
+
+
+class Worker:
+    def __init__(self, torch, mod, kernel, guard, channel, telemetry):
+        self.torch, self.mod, self.kernel = torch, mod, kernel
+        self.guard, self.channel, self.telemetry = guard, channel, telemetry
+        self.pool: list = []
+        self.graph = None
+        self.item = None
+
+    # -- correctness ------------------------------------------------------------------------
+    def _poison(self, data) -> None:
+        for c in self.mod.outputs_of(data):
+            c.fill_(float("nan"))
+
+    def _deterministic(self, on: bool) -> None:
+        """Uninitialised-memory filling (torch.empty -> NaN) for correctness calls only; warn_only
+        so ops without a deterministic kernel still run."""
+        torch = self.torch
+        torch.use_deterministic_algorithms(on, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = on
+
+    def checked_call(self, data, earlier: list) -> tuple[str, str]:
+        """One correctness call. ``earlier``: outputs returned for other input sets, kept alive so
+        that their memory cannot be handed out again and a shared storage means a shared output."""
         torch = self.torch
         outputs = self.mod.outputs_of(data)
         output_ids = {id(t) for t in outputs}
-        inputs = [t for t in _tensors(data, []) if id(t) not in output_ids]
+        inputs = [t for t in tensors_of(data) if id(t) not in output_ids]
         snapshots = [t.clone() for t in inputs]
-        for c in outputs:
-            c.fill_(float("nan"))
-        result = kernel(data)
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+        self._poison(data)
+        self._deterministic(True)
+        try:
+            result = self.kernel(data)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except NotImplementedError as exc:
+            # NOTE: torch cannot fill fp4 (float4_e2m1fn_x2) memory, so a submission that allocates
+            # or clones an fp4 tensor trips the filling itself; repeat the call without it (outputs
+            # poisoned again; inputs are still compared with the snapshot taken before the first try).
+            if "fill_empty_deterministic_" not in str(exc):
+                raise
+            self._deterministic(False)
+            self._poison(data)
+            result = self.kernel(data)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        finally:
+            self._deterministic(False)
+        problem = self.guard.verdict()
+        if problem:
+            return problem
         for i, (t, snap) in enumerate(zip(inputs, snapshots)):
             if not _same_bits(torch, t, snap):
-                return False, f"custom_kernel modified input tensor #{i} (shape {tuple(t.shape)}, {t.dtype})"
-        return self.mod.check(data, result)
+                return "FAIL", f"custom_kernel modified input tensor #{i} (shape {tuple(t.shape)}, {t.dtype})"
+        taken = {_storage(t) for t in earlier}
+        for t in tensors_of(result):
+            if _storage(t) in taken:
+                return "FAIL", "the output shares storage with the output of an earlier call on other inputs (cached result?)"
+        ok, msg = self.mod.check(data, result)
+        earlier.extend(tensors_of(result))
+        return ("PASS" if ok else "FAIL"), msg
 
-
-def run_item(torch, mod, kernels, job, item, channel) -> dict:
-    from harness import timing
-
-    mode = job["mode"]
-    params = dict(item["params"])
-    base_seed = params.pop("seed")
-    dist = item["dist"]
-    checked = CheckedCall(torch, mod)
-    if mode == "test":
-        n_seeds = job.get("seeds", 3)
+    def test(self, item: dict, n_seeds: int) -> dict:
+        params, base = self._params(item)
+        earlier: list = []
         for i in range(n_seeds):
-            data = mod.generate_input(**params, seed=base_seed + i, dist=dist)
-            ok, msg = checked(kernels[0], data)
-            if not ok:
-                return {"status": "FAIL", "message": f"seed {base_seed + i}: {msg}"}
+            data = self.mod.generate_input(**params, seed=base + i, dist=item["dist"])
+            status, msg = self.checked_call(data, earlier)
+            if status != "PASS":
+                return {"status": status, "message": f"seed {base + i}: {msg}"}
             del data
         return {"status": "PASS", "message": f"{n_seeds} seeds pass"}
 
-    # run / compare: a pool of independently seeded input sets, each checked before timing.
-    settings = timing.TimingSettings(**job.get("timing", {}))
-    pool_size = job.get("pool", 4)
-    pool = [mod.generate_input(**params, seed=base_seed + i, dist=dist) for i in range(pool_size)]
-    channel.emit("progress", item=item["id"], stage="checking")
-    for kernel, label in zip(kernels, job["labels"]):
-        for i, data in enumerate(pool):
-            ok, msg = checked(kernel, data)
+    @staticmethod
+    def _params(item: dict) -> tuple[dict, int]:
+        params = dict(item["params"])
+        return params, params.pop("seed")
+
+    # -- timing -----------------------------------------------------------------------------
+    def prepare(self, item: dict, pool_size: int, mode: str, warmup: int) -> dict:
+        from harness import timing
+        torch = self.torch
+        self.item, self.pool, self.graph = item, [], None
+        params, base = self._params(item)
+        earlier: list = []
+        for slot in range(pool_size):
+            data = self.mod.generate_input(**params, seed=round_seed(base, 0, slot), dist=item["dist"])
+            status, msg = self.checked_call(data, earlier)
+            if status != "PASS":
+                return {"status": status, "message": f"seed {round_seed(base, 0, slot)}: {msg}"}
+            self.pool.append(data)
+        # The first set again in fresh buffers: a content-keyed cache would now hit.
+        repeat = _clone_structure(torch, self.pool[0])
+        status, msg = self.checked_call(repeat, earlier)
+        if status != "PASS":
+            return {"status": status, "message": f"repeat of seed {base} in fresh buffers: {msg}"}
+        del repeat
+        for w in range(warmup):
+            for data in self.pool:
+                self.kernel(data)
+        if mode == "graph":
+            if not torch.cuda.is_available():
+                return {"status": "FAIL", "message": "--graph needs a CUDA GPU"}
+            try:
+                self.graph = timing.GraphCall(self.kernel, _clone_structure(torch, self.pool[0]), tensors_of,
+                                              self._poison)
+            except Exception as exc:  # noqa: BLE001 - not capturable is the submission's verdict here
+                if _is_cuda_error(exc) and "capture" not in str(exc).lower():
+                    raise
+                return {"status": "FAIL", "message": f"custom_kernel cannot be captured in a CUDA graph: {_one_line(exc)}"}
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        problem = self.guard.verdict()
+        if problem:
+            return {"status": problem[0], "message": problem[1]}
+        return {"status": "PASS", "message": "", "l2_reset": timing.bound().l2_status,
+                "flush_us": self.graph.flush_us if self.graph else None}
+
+    def block(self, round_index: int, mode: str, warm: bool) -> dict:
+        params, base = self._params(self.item)
+        for slot, data in enumerate(self.pool):
+            fresh = self.mod.generate_input(**params, seed=round_seed(base, round_index, slot), dist=self.item["dist"])
+            for dst, src in zip(tensors_of(data), tensors_of(fresh)):
+                dst.copy_(src)
+            del fresh
+            self._poison(data)
+        reply = self._timed_pass(mode, round_index)
+        if reply["status"] == "PASS" and warm and mode == "cold":
+            warm_pass = self._timed_pass("warm", round_index)
+            reply = warm_pass if warm_pass["status"] != "PASS" else dict(reply, warm_times_us=warm_pass["times_us"])
+        return reply
+
+    def _timed_pass(self, mode: str, round_index: int) -> dict:
+        from harness import timing
+        block = timing.time_block(self.kernel, self.pool, mode, poison=self._poison, graph=self.graph,
+                                  telemetry=self.telemetry)
+        reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
+                 "span_us": block.span_us, "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
+        problem = self.guard.verdict()
+        if problem:
+            return dict(reply, status=problem[0], message=problem[1])
+        if block.escape:
+            return dict(reply, status="FAIL", message=block.escape)
+        _, base = self._params(self.item)
+        for slot, (data, result) in enumerate(zip(self.pool, block.results)):
+            ok, msg = self.mod.check(data, result)
             if not ok:
-                return {"status": "FAIL", "message": f"{label}, seed {base_seed + i}: {msg}"}
-    channel.emit("progress", item=item["id"], stage="timing")
-    results = timing.time_calls(torch, list(kernels), pool, settings)
-    for label, r in zip(job["labels"], results):
-        if r["escape"]:
-            return {"status": "FAIL", "message": f"{label}: {r['escape']}", "stats": results}
-    return {"status": "PASS", "message": "", "stats": results}
+                seed = round_seed(base, round_index, slot)
+                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {round_index} ({mode}, seed {seed}): {msg}")
+        return reply
+
+    def finish(self) -> dict:
+        self.pool, self.graph, self.item = [], None, None
+        if self.torch.cuda.is_available():
+            self.torch.cuda.empty_cache()
+        return {"status": "PASS", "message": ""}
+
+
+def _clone_structure(torch, obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.clone()
+    if isinstance(obj, tuple):
+        return tuple(_clone_structure(torch, x) for x in obj)
+    if isinstance(obj, list):
+        return [_clone_structure(torch, x) for x in obj]
+    return obj
+
+
+def _read_line(stream) -> dict | None:
+    line = stream.readline()
+    return json.loads(line) if line else None
 
 
 def main(argv: list[str]) -> int:
-    job_path, fd = argv[0], int(argv[1])
-    channel = _Channel(fd)
-    job = json.loads(Path(job_path).read_text())
+    cmd_fd, event_fd = int(argv[0]), int(argv[1])
+    commands = os.fdopen(cmd_fd, "r")
+    hello = _read_line(commands)
+    from harness import channel as channel_mod
+    channel = channel_mod.Sender(event_fd, bytes.fromhex(hello["key"]))
+    job = hello["job"]
+    del hello
     repo = job["repo_root"]
     if repo not in sys.path:
         sys.path.insert(0, repo)
+    warnings.filterwarnings("ignore", message=".*deterministic.*")
 
     import torch
 
-    from harness import build_cache, machine, roofline
+    from harness import build_cache, guard as guard_mod, machine, roofline, telemetry as tele_mod, timing
     from reference import problem_module
 
     mod = problem_module(job["problem"])
     info = machine.device_info(torch)
-    if job["mode"] in ("run", "compare") and torch.cuda.is_available():
-        channel.emit("progress", item=None, stage="measuring ceilings")
-        info["ceilings"] = roofline.ceilings(torch, info["gpu"])
+    telemetry = None
+    if torch.cuda.is_available():
+        timing.bind(torch)
+        telemetry = tele_mod.Telemetry(torch)
+        info["telemetry"] = telemetry.static if telemetry.available else {"error": telemetry.error}
+        if job.get("ceilings"):
+            channel.emit("progress", stage="measuring ceilings")
+            info["ceilings"] = roofline.ceilings(torch, info["gpu"])
+    else:
+        timing.bind(torch)
+    guard = guard_mod.Guard.snapshot((mod.__name__,))
+
+    sub = job["submission"]
     channel.emit("device", **info)
+    channel.emit("phase", phase="import", label=sub["label"])
+    t0 = time.perf_counter()
+    build_cache.use_for(sub["source_hash"])
+    try:
+        kernel = import_submission(sub["path"], sub["label"])
+    except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
+        channel.emit("import_error", label=sub["label"], message=_one_line(exc), detail=traceback.format_exc(limit=5))
+        return 1
+    if guard.changes():
+        status, message = guard.verdict()
+        channel.emit("import_error", label=sub["label"], status=status, message=message)
+        return 1
+    guard.accept_threads()
+    channel.emit("ready", label=sub["label"], seconds=time.perf_counter() - t0)
 
-    kernels = []
-    for sub in job["submissions"]:
-        channel.emit("phase", phase="import", label=sub["label"])
-        t0 = time.perf_counter()
-        build_cache.use_for(sub["source_hash"])
+    worker = Worker(torch, mod, kernel, guard, channel, telemetry)
+    while True:
+        cmd = _read_line(commands)
+        if cmd is None or cmd["cmd"] == "exit":
+            return 0
         try:
-            kernels.append(import_submission(sub["path"], sub["label"]))
-        except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
-            channel.emit("import_error", label=sub["label"], message=_one_line(exc),
-                         detail=traceback.format_exc(limit=5))
-            return 1
-        channel.emit("phase", phase="imported", label=sub["label"], seconds=time.perf_counter() - t0)
-
-    for item in job["items"]:
-        channel.emit("start", item=item["id"])
-        try:
-            result = run_item(torch, mod, kernels, job, item, channel)
+            if cmd["cmd"] == "test":
+                reply = worker.test(cmd["item"], cmd["seeds"])
+            elif cmd["cmd"] == "prepare":
+                reply = worker.prepare(cmd["item"], cmd["pool"], cmd["mode"], cmd["warmup"])
+            elif cmd["cmd"] == "block":
+                reply = worker.block(cmd["round"], cmd["mode"], cmd["warm"])
+            elif cmd["cmd"] == "finish":
+                reply = worker.finish()
+            else:
+                reply = {"status": "FAIL", "message": f"unknown command {cmd['cmd']!r}"}
         except Exception as exc:  # noqa: BLE001 - reported as the item's verdict
             if _is_cuda_error(exc):
-                channel.emit("result", item=item["id"], status="CRASH", message=_one_line(exc))
+                channel.emit("reply", status="CRASH", message=_one_line(exc))
                 return EXIT_CUDA_ERROR
-            channel.emit("result", item=item["id"], status="FAIL",
-                         message=f"custom_kernel raised {_one_line(exc)}", detail=traceback.format_exc(limit=5))
-            continue
-        channel.emit("result", item=item["id"], **result)
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    channel.emit("done")
-    return 0
+            reply = {"status": "FAIL", "message": f"custom_kernel raised {_one_line(exc)}",
+                     "detail": traceback.format_exc(limit=5)}
+        channel.emit("reply", **reply)
 
 
 if __name__ == "__main__":
