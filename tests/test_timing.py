@@ -1,108 +1,92 @@
-"""harness.timing on the CPU, and harness.stats."""
+"""harness.timing on the CPU (the CUDA path runs under the gpu marker), the worker's seeds,
+telemetry decoding, and the plausibility guard."""
 
 from __future__ import annotations
 
-import math
 import time
 
 import pytest
 import torch
 
-from harness import stats, timing
+from harness import roofline, telemetry, timing, worker
 
 
-def test_time_calls_sleep_stats():
+@pytest.fixture(autouse=True)
+def bound():
+    timing.bind(torch)
+
+
+def test_cold_block_times_each_call_once_and_returns_results():
     calls = []
 
     def fn(data):
         calls.append(data)
         time.sleep(0.002)
+        return data * 10
 
-    s = timing.TimingSettings(min_repeats=10, budget_s=0.5, target_rel_err=1e-6, warmup=2)
-    t0 = time.perf_counter()
-    (st,) = timing.time_calls(torch, [fn], ["a", "b", "c"], s)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 3.0
-    assert st["n"] >= 10 and len(calls) == st["n"] + 2  # warm-ups are not timed
-    assert set(calls) == {"a", "b", "c"}  # the pool rotates
-    assert 1900 <= st["best_us"] <= st["median_us"]
-    assert 2000 <= st["mean_us"] < 6000
-    assert st["std_us"] >= 0 and st["ci95_us"] == pytest.approx(1.96 * st["stderr_us"])
-    assert st["escape"] is None
-    assert st["converged"] is False  # 1e-6 relative error is out of reach in 0.5 s
+    block = timing.time_block(fn, [1, 2, 3])
+    assert calls == [1, 2, 3] and block.results == [10, 20, 30]
+    assert len(block.times_us) == 3 and all(1900 <= t < 20_000 for t in block.times_us)
+    assert block.wall_us >= sum(block.times_us) and block.escape is None
 
 
-def test_time_calls_not_converged_when_budget_tiny():
-    s = timing.TimingSettings(min_repeats=10_000, budget_s=0.05, warmup=0)
-    (st,) = timing.time_calls(torch, [lambda d: time.sleep(0.001)], [None], s)
-    assert not st["converged"]
-    assert 1 <= st["n"] < 10_000
+def test_warm_block_calls_twice_and_poisons_between():
+    events = []
+    block = timing.time_block(lambda d: events.append(("call", d)) or d, ["x", "y"], "warm",
+                              poison=lambda d: events.append(("poison", d)))
+    assert events == [("call", "x"), ("poison", "x"), ("call", "x"), ("call", "y"), ("poison", "y"), ("call", "y")]
+    assert block.results == ["x", "y"] and len(block.times_us) == 2
 
 
-def test_time_calls_converges_on_steady_fn():
-    s = timing.TimingSettings(min_repeats=5, budget_s=5.0, target_rel_err=0.05, warmup=1)
-    (st,) = timing.time_calls(torch, [lambda d: time.sleep(0.001)], [None], s)
-    assert st["converged"] and st["n"] >= 5
+def test_unknown_mode_refused():
+    with pytest.raises(ValueError, match="unknown timing mode"):
+        timing.time_block(lambda d: d, [1], "hot")
 
 
-def test_time_calls_interleaves_two():
-    order = []
-    s = timing.TimingSettings(min_repeats=4, max_repeats=4, budget_s=5.0, warmup=0)
-    res = timing.time_calls(torch, [lambda d: order.append("A"), lambda d: order.append("B")], [0], s)
-    assert len(res) == 2 and all(r["n"] == 4 for r in res)
-    assert order == ["A", "B", "B", "A", "A", "B", "B", "A"]
+def test_round_seeds_are_deterministic_and_distinct():
+    base = 1111
+    assert [worker.round_seed(base, 0, s) for s in range(3)] == [1111, 1112, 1113]  # the checked pool
+    seen = {worker.round_seed(base, r, s) for r in range(1, 200) for s in range(16)}
+    assert len(seen) == 199 * 16  # never repeats within a shape's timing
+    assert not seen & {base + s for s in range(16)}
+    assert all(0 <= x < 2**31 - 1 for x in seen)
+    assert worker.round_seed(base, 5, 3) == worker.round_seed(base, 5, 3)  # same in every child
 
 
-def test_time_calls_needs_inputs():
-    with pytest.raises(ValueError):
-        timing.time_calls(torch, [lambda d: None], [])
+def test_telemetry_reasons():
+    assert telemetry.decode_reasons(0x4 | 0x40) == ["sw_power_cap", "hw_thermal"]
+    assert telemetry.is_throttled({"reasons": ["hw_thermal"]})
+    assert telemetry.is_throttled({"reasons": ["hw_power_brake", "gpu_idle"]})
+    assert not telemetry.is_throttled({"reasons": ["sw_power_cap"]})  # how the card runs under load
+    assert not telemetry.is_throttled(None) and not telemetry.is_throttled({})
 
 
-def _stats(mean, stderr, n=100):
-    return {"mean_us": mean, "stderr_us": stderr, "n": n}
+# --------------------------------------------------------------------------------- plausibility
+
+GEMM_BENCH = {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1}
 
 
-def test_ratio_verdict():
-    ratio, verdict = stats.ratio_verdict(_stats(100.0, 0.5), _stats(50.0, 0.5))
-    assert ratio == pytest.approx(2.0) and verdict == "faster"
-    ratio, verdict = stats.ratio_verdict(_stats(50.0, 0.5), _stats(100.0, 0.5))
-    assert ratio == pytest.approx(0.5) and verdict == "slower"
-    ratio, verdict = stats.ratio_verdict(_stats(100.0, 1.0), _stats(100.0, 1.0))
-    assert ratio == 1.0 and verdict == "within noise"
-    _, verdict = stats.ratio_verdict(_stats(100.0, 5.0), _stats(99.0, 5.0))
-    assert verdict == "within noise"
-    _, verdict = stats.ratio_verdict(_stats(100.0, float("inf")), _stats(10.0, 0.1))
-    assert verdict == "within noise"  # one sample: no claim
+def test_physical_floor_uses_datasheet_peaks():
+    measured = {"bf16_tflops": 780.0, "copy_tbps": 4.2}
+    phys = roofline.physical_floor_us("gemm", GEMM_BENCH, "NVIDIA H200", measured)
+    assert phys == pytest.approx(2 * 128 * 7168 * 16384 / 989e12 * 1e6)
+    assert phys < roofline.floor_us("gemm", GEMM_BENCH, measured)
+    assert roofline.physical_floor_us("gemm", GEMM_BENCH, "cpu", None) is None
+    unknown = roofline.physical_floor_us("gemm", GEMM_BENCH, "Some GPU", measured)
+    assert unknown == pytest.approx(roofline.floor_us("gemm", GEMM_BENCH, measured) / roofline.UNKNOWN_GPU_MARGIN)
 
 
-def test_summarize_and_relative_error():
-    st = stats.summarize([1.0, 2.0, 3.0, 4.0], converged=True)
-    assert st["n"] == 4 and st["mean_us"] == 2.5 and st["median_us"] == 2.5 and st["best_us"] == 1.0
-    assert st["std_us"] == pytest.approx(math.sqrt(5 / 3))
-    assert st["stderr_us"] == pytest.approx(st["std_us"] / 2)
-    one = stats.summarize([5.0], converged=False)
-    assert one["std_us"] == 0.0 and one["ci95_us"] is None and math.isinf(one["stderr_us"])
-    assert math.isinf(stats.relative_error([1.0]))
-    assert stats.relative_error([2.0, 2.0, 2.0]) == 0.0
+def test_plausibility_flags_times_below_the_physical_floor():
+    phys = roofline.physical_floor_us("gemm", GEMM_BENCH, "NVIDIA H200", None)
+    assert roofline.plausibility(phys * 1.01, phys) is None
+    why = roofline.plausibility(phys / 10, phys)
+    assert why.startswith("IMPLAUSIBLE") and "physical floor" in why
+    why = roofline.plausibility(phys / 10, phys, v0_mean_us=1600.0)
+    assert "speedup over v0" in why
+    assert roofline.plausibility(1.0, None) is None  # CPU: no floor, no claim
 
 
-def test_first_call_after_each_sync_alternates_between_versions():
-    # Batches of 10 repeats end in a synchronise; the first call after it must not always be A.
-    firsts = [timing._order(r, 2, 10)[0] for r in range(0, 60, 10)]
-    assert firsts == [0, 1, 0, 1, 0, 1]
-    # Within a batch the order still alternates call by call.
-    assert [timing._order(r, 2, 10)[0] for r in range(4)] == [0, 1, 0, 1]
-
-
-def test_paired_ratio_verdict_ignores_shared_drift():
-    # Both series drift together by 30%; B is 2% faster on every pair: paired stats see it.
-    a = [100.0 * (1 + 0.3 * (i % 7) / 7) for i in range(200)]
-    b = [x / 1.02 for x in a]
-    sb = stats.summarize(b, True)
-    sb["vs_first"] = stats.paired_log_ratio(a, b)
-    ratio, verdict = stats.ratio_verdict(stats.summarize(a, True), sb)
-    assert verdict == "faster" and abs(ratio - 1.02) < 1e-9
-    # Identical series: within noise.
-    sa = stats.summarize(a, True)
-    sa2 = dict(sa, vs_first=stats.paired_log_ratio(a, [x * (1 + 1e-3 * ((-1) ** i)) for i, x in enumerate(a)]))
-    assert stats.ratio_verdict(sa, sa2)[1] == "within noise"
+def test_geomean_refuses_a_missing_or_zero_shape():
+    assert roofline.geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert roofline.geomean([1.0, None]) is None
+    assert roofline.geomean([1.0, 0.0]) is None

@@ -1,0 +1,158 @@
+"""harness.stats: summaries, block bootstrap intervals, ratio verdicts, the stopping rule
+(known distributions in, known verdicts out)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from harness import stats
+
+
+def _blocks(values, size):
+    return [values[i:i + size] for i in range(0, len(values), size)]
+
+
+def _normal(mean, sd, n, seed):
+    rng = random.Random(seed)
+    return [rng.gauss(mean, sd) for _ in range(n)]
+
+
+def test_summarize_fields():
+    st = stats.summarize([[1.0, 2.0], [3.0, 4.0]], converged=True, stop_reason="x")
+    assert st["n"] == 4 and st["blocks"] == 2 and st["mean_us"] == 2.5 and st["median_us"] == 2.5
+    assert st["q1_us"] == pytest.approx(1.75) and st["q3_us"] == pytest.approx(3.25) and st["iqr_us"] == pytest.approx(1.5)
+    assert st["best_us"] == 1.0 and st["std_us"] == pytest.approx(math.sqrt(5 / 3))
+    assert st["ci95_lo_us"] <= 2.5 <= st["ci95_hi_us"] and st["converged"] and st["stop_reason"] == "x"
+    one = stats.summarize([[5.0]], converged=False)
+    assert one["ci95_us"] is None and math.isinf(one["stderr_us"]) and math.isnan(one["ci95_lo_us"])
+    assert math.isinf(stats.relative_error([1.0])) and stats.relative_error([2.0, 2.0, 2.0]) == 0.0
+
+
+def test_bootstrap_interval_covers_the_true_mean_at_about_95_percent():
+    hits = 0
+    for seed in range(200):
+        xs = _normal(100.0, 5.0, 80, seed)
+        st = stats.summarize(_blocks(xs, 8), True)
+        hits += st["ci95_lo_us"] <= 100.0 <= st["ci95_hi_us"]
+    assert 0.88 <= hits / 200 <= 0.99  # a block bootstrap with 10 blocks is a little narrow; never wild
+
+
+def test_block_bootstrap_widens_for_correlated_blocks():
+    # Each block shares a random offset (clock drift): calls within a block are not independent.
+    rng = random.Random(7)
+    blocks = []
+    for _ in range(20):
+        offset = rng.gauss(0, 5.0)
+        blocks.append([100 + offset + rng.gauss(0, 0.5) for _ in range(10)])
+    st = stats.summarize(blocks, True)
+    naive_half = 1.96 * st["stderr_us"]
+    assert (st["ci95_hi_us"] - st["ci95_lo_us"]) / 2 > 2 * naive_half
+
+
+def test_geomean_interval():
+    a = _blocks(_normal(10.0, 0.1, 100, 1), 10)
+    b = _blocks(_normal(1000.0, 10.0, 100, 2), 10)
+    gm, lo, hi = stats.geomean_interval([a, b])
+    assert gm == pytest.approx(100.0, rel=0.01) and lo < gm < hi and hi / lo < 1.02
+    assert stats.geomean_interval([a, []]) is None
+    assert stats.geomean_interval([]) is None
+
+
+@pytest.mark.parametrize("factor,expected", [(1.10, "FASTER"), (1 / 1.10, "SLOWER"), (1.0, "SAME")])
+def test_ratio_verdicts_on_known_distributions(factor, expected):
+    # A shared drift of 30% across blocks and 1% call noise: pairing must see through the drift.
+    rng = random.Random(3)
+    blocks_a, blocks_b = [], []
+    for k in range(30):
+        drift = 1 + 0.3 * rng.random()
+        blocks_a.append([100 * drift * (1 + rng.gauss(0, 0.01)) for _ in range(8)])
+        blocks_b.append([100 * drift / factor * (1 + rng.gauss(0, 0.01)) for _ in range(8)])
+    point, lo, hi = stats.ratio_interval(blocks_a, blocks_b)
+    assert point == pytest.approx(factor, rel=0.01) and lo <= point <= hi
+    assert stats.verdict(lo, hi, margin=0.01) == expected
+
+
+def test_ambiguous_when_the_interval_straddles_one_beyond_the_margin():
+    # Per block B is 5% faster or 5% slower, alternately: no consistent difference, not equivalent.
+    blocks_a = [[100.0] * 8 for _ in range(6)]
+    blocks_b = [[100.0 * (1.05 if k % 2 else 0.95)] * 8 for k in range(6)]
+    _, lo, hi = stats.ratio_interval(blocks_a, blocks_b)
+    assert lo < 0.99 and hi > 1.01
+    assert stats.verdict(lo, hi) == "AMBIGUOUS"
+
+
+def test_verdict_table():
+    assert stats.verdict(0.995, 1.004) == "SAME"
+    assert stats.verdict(1.002, 1.008) == "SAME"  # significant but too small to matter
+    assert stats.verdict(1.02, 1.05) == "FASTER"
+    assert stats.verdict(1.005, 1.03) == "FASTER"
+    assert stats.verdict(0.90, 0.97) == "SLOWER"
+    assert stats.verdict(0.95, 1.05) == "AMBIGUOUS"
+    assert stats.verdict(float("nan"), float("nan")) == "AMBIGUOUS"
+
+
+def test_geomean_ratio_interval():
+    pairs = []
+    for s in range(3):
+        a = _blocks(_normal(100, 1, 80, s), 8)
+        pairs.append((a, [[x / 2 for x in blk] for blk in a]))
+    gm, lo, hi = stats.geomean_ratio_interval(pairs)
+    assert gm == pytest.approx(2.0) and lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
+    assert stats.geomean_ratio_interval([(pairs[0][0][:1], pairs[0][1][:1])]) is None
+
+
+# ------------------------------------------------------------------------------ stopping rule
+
+def _drive(rule, draw, block=8, seconds_per_call=1e-4):
+    samples, n_blocks = [], 0
+    while True:
+        samples.extend(draw() for _ in range(block))
+        n_blocks += 1
+        decision = rule.decide(samples, len(samples) * seconds_per_call, n_blocks)
+        if decision:
+            return decision, len(samples)
+
+
+def test_stop_converges_on_quiet_samples():
+    rng = random.Random(0)
+    rule = stats.StopRule(min_samples=10, min_time_s=0.0, target_rel_err=1e-3, budget_s=10)
+    (converged, reason), n = _drive(rule, lambda: rng.gauss(100, 1))
+    assert converged and "<=" in reason
+    assert 10 <= n <= 200  # CV 1% needs ~100 samples for 0.1%
+
+
+def test_stop_respects_minimum_samples_and_time():
+    rule = stats.StopRule(min_samples=50, min_time_s=0.0, target_rel_err=1e-3, budget_s=10)
+    (converged, _), n = _drive(rule, lambda: 100.0)
+    assert converged and n >= 50
+    rule = stats.StopRule(min_samples=1, min_time_s=0.01, target_rel_err=1e-3, budget_s=10)
+    (converged, _), n = _drive(rule, lambda: 100.0, seconds_per_call=1e-4)
+    assert converged and n >= 100  # 0.01 s at 1e-4 s per call
+
+
+def test_stop_when_noise_stabilised_out_of_reach():
+    rng = random.Random(1)
+    rule = stats.StopRule(min_samples=10, min_time_s=0.0, target_rel_err=1e-3, budget_s=1.0)
+    (converged, reason), n = _drive(rule, lambda: rng.gauss(100, 30))  # CV 30%: ~90k samples needed
+    assert not converged and "noise stabilised" in reason
+    assert n < 1.0 / 1e-4  # stopped well before the budget would have
+
+
+def test_stop_at_hard_caps():
+    rng = random.Random(2)
+    rule = stats.StopRule(min_samples=10, min_time_s=0.0, target_rel_err=1e-9, budget_s=0.05, stable_blocks=10**6)
+    (converged, reason), _ = _drive(rule, lambda: rng.gauss(100, 1))
+    assert not converged and "budget" in reason
+    rule = stats.StopRule(min_samples=10, min_time_s=0.0, target_rel_err=1e-9, budget_s=100, max_samples=64,
+                          stable_blocks=10**6)
+    (converged, reason), n = _drive(rule, lambda: rng.gauss(100, 1))
+    assert not converged and "cap" in reason and n == 64
+
+
+def test_compare_rule_uses_the_ratio_error():
+    rule = stats.StopRule(min_samples=10, min_time_s=0.0, target_rel_err=1e-3, budget_s=10)
+    assert rule.decide([100.0] * 16, 0.1, 2, rel_err=0.01) is None
+    assert rule.decide([100.0] * 16, 0.1, 2, rel_err=5e-4)[0] is True
