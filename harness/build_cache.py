@@ -18,7 +18,10 @@ def root() -> Path:
 
 
 def extensions_dir(source_hash: str) -> Path:
-    d = root() / "torch_extensions" / source_hash[:16]
+    """``NVFP4_EXTENSIONS_DIR`` overrides the folder's parent, so builds can outlive a throwaway
+    build folder (the GPU tests give each test its own; a version then compiles once per machine)."""
+    parent = Path(os.environ["NVFP4_EXTENSIONS_DIR"]) if os.environ.get("NVFP4_EXTENSIONS_DIR") else root() / "torch_extensions"
+    d = parent / source_hash[:16]
     d.mkdir(parents=True, exist_ok=True)
     return d
 

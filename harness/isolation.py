@@ -152,7 +152,7 @@ class Child:
             pass  # the child is gone; _await reports how
         event = self._await(("reply",), timeout_s, "on this shape")
         reply = {k: v for k, v in event.items() if k != "event"}
-        if reply.get("status") == "CRASH":
+        if reply.get("status") == "CRASH" or reply.pop("restart", False):
             self._kill()
         return reply
 

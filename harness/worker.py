@@ -200,7 +200,9 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - not capturable is the submission's verdict here
                 if _is_cuda_error(exc) and "capture" not in str(exc).lower():
                     raise
-                return {"status": "FAIL", "message": f"custom_kernel cannot be captured in a CUDA graph: {_one_line(exc)}"}
+                # NOTE: a failed capture can leave the context unusable: answer, then let a fresh child go on.
+                return {"status": "FAIL", "message": f"custom_kernel cannot be captured in a CUDA graph: {_one_line(exc)}",
+                        "restart": True}
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         problem = self.guard.verdict()
@@ -336,6 +338,8 @@ def main(argv: list[str]) -> int:
             reply = {"status": "FAIL", "message": f"custom_kernel raised {_one_line(exc)}",
                      "detail": traceback.format_exc(limit=5)}
         channel.emit("reply", **reply)
+        if reply.get("restart"):
+            return 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """GPU-only checks (marker ``gpu``; skipped without CUDA): native NVFP4 against the reference,
 v0 of every problem through the CLI on a tests shape per dist, a benchmark run's % of floor,
-and the escape check on work left on a side stream."""
+the escape check on work left on a side stream, every timing adversary's verdict on the GPU,
+compare's SAME and FASTER, and the graph and warm timing modes."""
 
 from __future__ import annotations
 
@@ -69,7 +70,10 @@ def test_run_benchmark_zero_reports_percent_of_floor(isolated_env):
     assert r.exit_code == 0, r.output
     assert "128x7168x16384" in r.output and "%" in r.output and "floor" in r.output
     (row,) = leaderboard.read()
-    assert row["gpu"] and row["gpu"] != "cpu"
+    assert row["gpu"] and row["gpu"] != "cpu" and row["gpu_uuid"]
+    side = leaderboard.read_sidecar(row["run_id"])
+    assert side["telemetry"] and side["telemetry"][0]["samples"][0]["sm_mhz"] > 0
+    assert side["environment"]["gpu_telemetry"]["power_limit_w"] > 0
     assert float(row["floor_us"]) > 0 and 0 < float(row["pct_of_floor"]) <= 100
     r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:0", "--budget", "0.5", "--pool", "1", "--json")
     assert r.exit_code == 0, r.output
@@ -101,3 +105,56 @@ def test_poisoned_context_is_crash_for_that_shape_only():
     assert r.exit_code == 1, r.output
     rows = [line for line in r.output.splitlines() if "competition" in line]
     assert "CRASH" in rows[0] and "PASS" in rows[1], r.output
+
+
+TIMING_ADVERSARIES = {
+    "patches_event_timer": ("TAMPERED", "torch.cuda.Event.elapsed_time"),
+    "patches_stats": ("TAMPERED", "harness.stats.summarize"),
+    "writes_result_channel": ("TAMPERED", "verdict channel"),
+    "late_thread": ("FAIL", "left a thread running"),
+    "caches_by_data_ptr": ("FAIL", "of round 1"),
+    "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
+    "first_call_only": ("FAIL", "timed call 2 of round 1"),
+    "side_stream": ("FAIL", "escapes the timed stream"),
+}
+
+
+@pytest.mark.parametrize("name", list(TIMING_ADVERSARIES))
+def test_timing_adversaries_on_gpu(name):
+    status, detail = TIMING_ADVERSARIES[name]
+    r = invoke("run", "gemm", ADVERSARIAL / f"{name}.py", "--shapes", "benchmarks:0", "--budget", "1")
+    assert r.exit_code == 1, r.output
+    flat = " ".join(r.output.split())
+    assert f" {status} " in r.output and detail in flat, r.output
+
+
+def test_compare_same_version_is_same():
+    r = invoke("compare", "gemv", "v0", "v0", "--shapes", "benchmarks:2", "--budget", "4")
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.output.splitlines() if "7168x2048" in line]
+    assert rows and "SAME" in rows[0], r.output
+
+
+def test_compare_v0_against_a_faster_version_is_faster():
+    r = invoke("compare", "gemv", "v0", "v1", "--shapes", "benchmarks", "--budget", "2")
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.output.splitlines() if "x" in line and ("FASTER" in line or "SLOWER" in line
+                                                                      or "SAME" in line or "AMBIGUOUS" in line)]
+    assert len(rows) == 3 and all("FASTER" in row for row in rows), r.output
+    assert "geomean speedup of v1 over v0" in r.output and "FASTER" in r.output.splitlines()[-2] + r.output.splitlines()[-1]
+
+
+def test_graph_and_warm_modes():
+    r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:2", "--graph", "--budget", "1", "--json")
+    assert r.exit_code == 0, r.output
+    graph = json.loads(r.stdout)["results"][0]
+    assert graph["status"] == "PASS" and graph["stats"][0]["mean_us"] > graph["physical_floor_us"]
+    r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:2", "--warm", "--budget", "1", "--json")
+    assert r.exit_code == 0, r.output
+    st = json.loads(r.stdout)["results"][0]["stats"][0]
+    assert st["warm"]["n"] == st["n"] and st["warm"]["mean_us"] > 0
+
+
+def test_graph_mode_refuses_an_uncapturable_submission():
+    r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:2", "--graph", "--budget", "1")
+    assert r.exit_code == 1 and "cannot be captured in a CUDA graph" in " ".join(r.output.split()), r.output
