@@ -25,4 +25,7 @@ done
 for p in "$@"; do
   python3 -m harness table "$p" --record --plot "$OUT/$p.png" ${TABLE_ARGS:-} 2>&1 | tee -a "$log" || rc=1
 done
+if [ -d "$OUT/leaderboard_runs" ]; then  # the sidecars travel back as one file
+  tar czf "$OUT/leaderboard_runs.tgz" -C "$OUT" leaderboard_runs && rm -rf "$OUT/leaderboard_runs"
+fi
 exit $rc
