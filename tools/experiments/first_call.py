@@ -29,7 +29,7 @@ def refresh(r):
 
 
 variants = {
-    "as is (L2 reset every block)": {},
+    "sync before every call (L2 reset every block)": {},
     "no L2 reset": {"no_reset": True},
     "no reset + 5 untimed flushes": {"no_reset": True, "pre_flush": 5},
     "no reset + untimed call on slot 7": {"no_reset": True, "pre_call": True},
