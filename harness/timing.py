@@ -7,10 +7,9 @@ before every block, and checks every output after it; the parent decides when to
 Per call (CUDA, ``cold``): the flush buffer (twice the L2 size, allocated once) is zeroed on the
 timed stream, the device is synchronised (the call starts on an idle GPU, so its window covers
 its host launch overhead as well as its device time, the same for every call), then the call is
-bracketed by CUDA events. The block as a whole is bracketed by an
-outer event pair *and* by the host clock around a device-wide synchronise: work the call left on
-another stream, or returned before finishing, shows up as wall time the events did not see
-(``escape``). Before each block the persisting-L2 carve-out is reset to zero and its lines
+bracketed by CUDA events and followed by a device-wide synchronise. The host clock runs from
+just before the start event to the end of that synchronise: work the call left on another
+stream, or that outlived its return, shows up as wall time the events did not see (``escape``). Before each block the persisting-L2 carve-out is reset to zero and its lines
 normalised, so no call can pin data in L2 across the flush.
 
 ``warm``: each timed call follows an untimed call on the same input (no flush between), so L2 holds
@@ -116,53 +115,48 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
     b.l2_status = reset_persisting_l2()
     starts = [b.Event(enable_timing=True) for _ in pool]
     ends = [b.Event(enable_timing=True) for _ in pool]
-    outer = (b.Event(enable_timing=True), b.Event(enable_timing=True))
-    results = []
-    b.synchronize()
-    wall0 = _now()
-    b.record(outer[0])
-    for data, start, end in zip(pool, starts, ends):
+    results, walls = [], []
+    sample = None
+    for i, (data, start, end) in enumerate(zip(pool, starts, ends)):
         # NOTE: every call starts on an idle device (synchronise after the flush), so its window is
         # what a caller waits for: host launch overhead plus device time. Without it the first call
         # of a block paid the launch overhead and the rest hid it behind the previous call (an H200
         # showed 142 µs for the first call of every gemv block and 84 µs for the others).
         if mode == "cold":
             flush()
-            b.synchronize()
-            b.record(start)
-            results.append(fn(data))
-            b.record(end)
         elif mode == "warm":
             fn(data)
             if poison:
                 poison(data)
-            b.synchronize()
-            b.record(start)
-            results.append(fn(data))
-            b.record(end)
         else:
             graph.load(data)
-            b.synchronize()
-            b.record(start)
+        b.synchronize()
+        t0 = _now()
+        b.record(start)
+        if mode == "graph":
             graph.replay()
-            b.record(end)
+        else:
+            results.append(fn(data))
+        b.record(end)
+        host_extra = 0.0
+        if i == len(pool) - 1 and telemetry:
+            # NOTE: read while the last call may still run; the query (around a millisecond of host
+            # time the device never sees) is left out of the wall time.
+            t_sample = _now()
+            sample = telemetry.sample()
+            host_extra = _now() - t_sample
+        b.synchronize()  # device-wide: every stream's work is done before the wall clock stops
+        walls.append((_now() - t0 - host_extra) * 1e6)
+        if mode == "graph":
             results.append(graph.output_copy())
-    b.record(outer[1])
-    # NOTE: the NVML query (around a millisecond) is host time the device never sees: it is left out
-    # of the wall time, else a fast block would look like escaped work.
-    sample_started = _now()
-    sample = telemetry.sample() if telemetry else None
-    sample_s = _now() - sample_started
-    b.synchronize()  # device-wide: every stream's work is done before the wall clock stops
-    wall_us = (_now() - wall0 - sample_s) * 1e6
-    span_us = b.elapsed(outer[0], outer[1]) * 1e3
     times = [b.elapsed(s, e) * 1e3 for s, e in zip(starts, ends)]
     if mode == "graph":
         times = [t - graph.flush_us for t in times]
+    wall_us, span_us = sum(walls), sum(b.elapsed(s, e) * 1e3 for s, e in zip(starts, ends))
     escape = None
     if wall_us - span_us > max(ESCAPE_REL * wall_us, ESCAPE_ABS_US):
-        escape = (f"work escapes the timed stream: a block of {len(pool)} calls took {wall_us:.0f} µs of "
-                  f"device-synchronised wall time but {span_us:.0f} µs between events on the calling stream")
+        escape = (f"work escapes the timed stream: {len(pool)} calls took {wall_us:.0f} µs of device-synchronised "
+                  f"wall time but {span_us:.0f} µs between their events on the calling stream")
     return Block(times, results, wall_us, span_us, escape, sample)
 
 
