@@ -9,8 +9,9 @@ timed stream, the device is synchronised (the call starts on an idle GPU, so its
 its host launch overhead as well as its device time, the same for every call), then the call is
 bracketed by CUDA events and followed by a device-wide synchronise. The host clock runs from
 just before the start event to the end of that synchronise: work the call left on another
-stream, or that outlived its return, shows up as wall time the events did not see (``escape``). Before each block the persisting-L2 carve-out is reset to zero and its lines
-normalised, so no call can pin data in L2 across the flush.
+stream, or that outlived its return, shows up as wall time the events did not see (``escape``).
+Before each block the persisting-L2 carve-out is reset to zero and its lines normalised, so no
+call can pin data in L2 across the flush.
 
 ``warm``: each timed call follows an untimed call on the same input (no flush between), so L2 holds
 what that call left. ``graph``: the call is captured once in a CUDA graph together with a flush;
