@@ -114,7 +114,7 @@ TIMING_ADVERSARIES = {
     "late_thread": ("FAIL", "left a thread running"),
     "caches_by_data_ptr": ("FAIL", "of round 1"),
     "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
-    "first_call_only": ("FAIL", "timed call 2 of round 1"),
+    "first_call_only": ("FAIL", "of round 1"),
     "side_stream": ("FAIL", "escapes the timed stream"),
 }
 

@@ -90,3 +90,9 @@ def test_geomean_refuses_a_missing_or_zero_shape():
     assert roofline.geomean([1.0, 4.0]) == pytest.approx(2.0)
     assert roofline.geomean([1.0, None]) is None
     assert roofline.geomean([1.0, 0.0]) is None
+
+
+def test_prelude_runs_once_before_the_timed_calls():
+    events = []
+    block = timing.time_block(lambda d: events.append(d), ["a", "b"], prelude=lambda: events.append("scratch"))
+    assert events == ["scratch", "a", "b"] and len(block.times_us) == 2

@@ -34,7 +34,9 @@ variants = {
     "no reset + 5 untimed flushes": {"no_reset": True, "pre_flush": 5},
     "no reset + untimed call on slot 7": {"no_reset": True, "pre_call": True},
     "no reset + 2 ms host sleep": {"no_reset": True, "sleep": 0.002},
+    "prelude: untimed call on a scratch set": {"prelude": True},
 }
+scratch = mod.generate_input(**params, seed=99, dist="competition")
 real_reset = timing.reset_persisting_l2
 for name, v in variants.items():
     timing.reset_persisting_l2 = (lambda: "skipped") if v.get("no_reset") else real_reset
@@ -49,6 +51,7 @@ for name, v in variants.items():
         if v.get("sleep"):
             torch.cuda.synchronize()
             time.sleep(v["sleep"])
-        blocks.append(timing.time_block(kernel, pool).times_us)
+        prelude = (lambda: kernel(scratch)) if v.get("prelude") else None
+        blocks.append(timing.time_block(kernel, pool, prelude=prelude).times_us)
     meds = [statistics.median(b[p] for b in blocks) for p in range(8)]
     print(f"{name:40s} " + " ".join(f"{m:6.1f}" for m in meds))
