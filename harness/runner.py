@@ -131,9 +131,8 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
             outcome.results = [ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists]
             return outcome
     job = {"mode": mode, "problem": subs[0].problem, "ceilings": mode != "test"}
-    env = worker_cpus(capability is not None)
     children = [isolation.Child(job, {"label": s.label, "path": str(s.path), "source_hash": s.source_hash},
-                                compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env) for s in subs]
+                                compile_timeout_s=compile_timeout_s, on_event=progress) for s in subs]
     try:
         for s in shapes:
             for d in dists:
@@ -152,19 +151,6 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
             outcome.logs.extend(c.logs)
     _finish(outcome)
     return outcome
-
-
-def worker_cpus(has_gpu: bool) -> dict:
-    """The same two CPUs for every child of a job on a GPU machine (the last two this process may
-    use), so compared versions run their host code on identical cores. NVFP4_PIN_CPUS=0 turns it off;
-    without a GPU children keep every CPU (the CPU path computes on them)."""
-    import os
-    if not has_gpu or os.environ.get("NVFP4_PIN_CPUS") == "0":
-        return {}
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 4:
-        return {}
-    return {"NVFP4_WORKER_CPUS": ",".join(str(c) for c in allowed[-2:])}
 
 
 def _test_item(child, shape, dist, item, seeds, timeout_s) -> ShapeResult:

@@ -275,20 +275,7 @@ def _read_line(stream) -> dict | None:
     return json.loads(line) if line else None
 
 
-def _pin_cpus() -> None:
-    """NVFP4_WORKER_CPUS (set by the parent for every child of a job): run on those CPUs, so that two
-    compared versions' host paths see the same cores (an H200 showed a 2-3% gap between two
-    unpinned children running the same host-heavy v0)."""
-    cpus = os.environ.get("NVFP4_WORKER_CPUS")
-    if cpus:
-        try:
-            os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
-        except (OSError, ValueError):
-            pass
-
-
 def main(argv: list[str]) -> int:
-    _pin_cpus()  # before torch starts any thread
     cmd_fd, event_fd = int(argv[0]), int(argv[1])
     commands = os.fdopen(cmd_fd, "r")
     hello = _read_line(commands)
