@@ -293,14 +293,17 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
 @click.option("--margin", type=float, default=0.01, show_default=True,
               help="SAME when the whole 95% interval of the ratio is within this fraction of 1.")
+@click.option("--processes", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Generations of fresh processes per shape (the budget is split over them).")
 @timing_options
 @common_options
 @clean_errors
-def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, budget, min_samples, min_time, target,
-                pool, graph, warm, timeout, compile_timeout):
+def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, budget, min_samples,
+                min_time, target, pool, graph, warm, timeout, compile_timeout):
     """A and B in separate processes, taking turns block by block on identical inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from a paired bootstrap of the time ratio."""
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin)
+    plan.processes = processes
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
     cap = runner.local_capability()
@@ -314,7 +317,8 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
     table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
-                        f"paired block bootstrap, SAME within ±{margin:.1%})", title_justify="left")
+                        f"paired block bootstrap over {processes} process generation(s), SAME within ±{margin:.1%})",
+                  title_justify="left")
     for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI", "verdict"):
         table.add_column(col)
     for r in outcome.results:

@@ -108,37 +108,68 @@ def geomean_interval(per_shape_blocks: list[list[list[float]]], resamples: int =
     return math.exp(point / k), lo, hi
 
 
-def _paired_ratio_replicates(blocks_a, blocks_b, resamples: int, seed: int) -> np.ndarray:
-    """Replicates of mean(A) / mean(B), resampling block *pairs* (same inputs, adjacent in time)."""
+def _paired_ratio_replicates(blocks_a, blocks_b, resamples: int, seed: int, groups=None) -> np.ndarray:
+    """Replicates of mean(A) / mean(B), resampling block *pairs* (same inputs, adjacent in time).
+
+    With ``groups`` (the process generation of every pair) the bootstrap is hierarchical:
+    generations are resampled first, then pairs within each, so an offset shared by all pairs of
+    one pair of processes widens the interval instead of biasing the verdict."""
     n = min(len(blocks_a), len(blocks_b))
     sa, ca = _block_sums(blocks_a[:n])
     sb, cb = _block_sums(blocks_b[:n])
-    idx = _resample_index(np.random.default_rng(seed), n, resamples)
-    return (sa[idx].sum(axis=1) / ca[idx].sum(axis=1)) / (sb[idx].sum(axis=1) / cb[idx].sum(axis=1))
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(groups[:n] if groups else [0] * n)
+    members = [np.flatnonzero(labels == g) for g in np.unique(labels)]
+    if len(members) == 1:
+        idx = _resample_index(rng, n, resamples)
+        return (sa[idx].sum(axis=1) / ca[idx].sum(axis=1)) / (sb[idx].sum(axis=1) / cb[idx].sum(axis=1))
+    out = np.empty(resamples)
+    for r in range(resamples):
+        picked = np.concatenate([m[rng.integers(0, len(m), len(m))]
+                                 for m in (members[g] for g in rng.integers(0, len(members), len(members)))])
+        out[r] = (sa[picked].sum() / ca[picked].sum()) / (sb[picked].sum() / cb[picked].sum())
+    return out
 
 
-def ratio_interval(blocks_a, blocks_b, resamples: int = RESAMPLES, seed: int = 2) -> tuple[float, float, float]:
+def ratio_interval(blocks_a, blocks_b, resamples: int = RESAMPLES, seed: int = 2,
+                   groups: list[int] | None = None) -> tuple[float, float, float]:
     """Speedup of B over A (mean time A / mean time B) with its 95% paired-block bootstrap interval."""
     n = min(len(blocks_a), len(blocks_b))
     point = float(_flat(blocks_a[:n]).mean() / _flat(blocks_b[:n]).mean())
     if n < 2:
         return point, float("nan"), float("nan")
-    lo, hi = _interval(_paired_ratio_replicates(blocks_a, blocks_b, resamples, seed))
+    lo, hi = _interval(_paired_ratio_replicates(blocks_a, blocks_b, resamples, seed, groups))
     return point, lo, hi
 
 
-def geomean_ratio_interval(pairs: list[tuple[list, list]], resamples: int = RESAMPLES,
+def geomean_ratio_interval(pairs: list[tuple], resamples: int = RESAMPLES,
                            seed: int = 3) -> tuple[float, float, float] | None:
-    if not pairs or any(min(len(a), len(b)) < 2 for a, b in pairs):
+    """Geomean over shapes of the speedup; ``pairs``: (blocks A, blocks B[, generations]) per shape."""
+    if not pairs or any(min(len(p[0]), len(p[1])) < 2 for p in pairs):
         return None
     logs = np.zeros(resamples)
     point = 0.0
-    for i, (a, b) in enumerate(pairs):
-        logs += np.log(_paired_ratio_replicates(a, b, resamples, seed + i))
+    for i, p in enumerate(pairs):
+        a, b = p[0], p[1]
+        groups = p[2] if len(p) > 2 else None
+        logs += np.log(_paired_ratio_replicates(a, b, resamples, seed + i, groups))
         n = min(len(a), len(b))
         point += math.log(float(_flat(a[:n]).mean() / _flat(b[:n]).mean()))
     lo, hi = _interval(np.exp(logs / len(pairs)))
     return math.exp(point / len(pairs)), lo, hi
+
+
+def grouped_log_ratio_error(blocks_a, blocks_b, groups: list[int]) -> float:
+    """Standard error of the mean per-block log ratio, and no smaller than the spread of the
+    generations' means allows (the stopping rule's view of compare's precision)."""
+    logs = paired_log_ratios(blocks_a, blocks_b)
+    within = standard_error(logs)
+    labels = groups[:len(logs)]
+    gens = sorted(set(labels))
+    if len(gens) < 2:
+        return within
+    means = [float(np.mean([x for x, g in zip(logs, labels) if g == k])) for k in gens]
+    return max(within, standard_error(means))
 
 
 def verdict(lo: float, hi: float, margin: float = 0.01) -> str:

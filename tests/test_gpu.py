@@ -129,7 +129,7 @@ def test_timing_adversaries_on_gpu(name):
 
 
 def test_compare_same_version_is_same():
-    r = invoke("compare", "gemv", "v0", "v0", "--shapes", "benchmarks:2", "--budget", "4")
+    r = invoke("compare", "gemv", "v1", "v1", "--shapes", "benchmarks:2", "--budget", "6")
     assert r.exit_code == 0, r.output
     rows = [line for line in r.output.splitlines() if "7168x2048" in line]
     assert rows and "SAME" in rows[0], r.output

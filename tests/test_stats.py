@@ -156,3 +156,22 @@ def test_compare_rule_uses_the_ratio_error():
     rule = stats.StopRule(min_samples=10, min_time_s=0.0, target_rel_err=1e-3, budget_s=10)
     assert rule.decide([100.0] * 16, 0.1, 2, rel_err=0.01) is None
     assert rule.decide([100.0] * 16, 0.1, 2, rel_err=5e-4)[0] is True
+
+
+def test_hierarchical_bootstrap_carries_a_per_process_offset_into_the_interval():
+    # Three generations of processes, each with its own +-3% offset; within one, pairs agree closely.
+    rng = random.Random(5)
+    blocks_a, blocks_b, groups = [], [], []
+    for gen, offset in enumerate([1.03, 0.97, 1.0]):
+        for _ in range(10):
+            drift = 1 + 0.2 * rng.random()
+            blocks_a.append([100 * drift * (1 + rng.gauss(0, 0.003)) for _ in range(8)])
+            blocks_b.append([100 * drift / offset * (1 + rng.gauss(0, 0.003)) for _ in range(8)])
+            groups.append(gen)
+    _, lo_flat, hi_flat = stats.ratio_interval(blocks_a, blocks_b)
+    _, lo, hi = stats.ratio_interval(blocks_a, blocks_b, groups=groups)
+    assert hi - lo > 3 * (hi_flat - lo_flat)
+    assert lo < 0.99 and hi > 1.01  # the offsets are not a difference between the versions
+    assert stats.grouped_log_ratio_error(blocks_a, blocks_b, groups) > 0.01
+    gm = stats.geomean_ratio_interval([(blocks_a, blocks_b, groups)])
+    assert gm[1] == pytest.approx(lo, rel=0.02) and gm[2] == pytest.approx(hi, rel=0.02)
