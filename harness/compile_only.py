@@ -11,7 +11,6 @@ the files compiled, the commands and the compiler versions, so an unchanged vers
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -24,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness import build_cache, contract
+from harness import build_cache, contract, cuda_tools
 from harness.submissions import Submission
 
 DEFAULT_TIMEOUT_S = 900.0
@@ -86,26 +85,7 @@ class CompileResult:
 
 # ------------------------------------------------------------------------------------ tools
 def find_nvcc() -> str | None:
-    """nvcc on PATH, else under CUDA_HOME / CUDA_PATH, else /usr/local/cuda."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
-            return os.path.join(home, "bin", "nvcc")
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def tool_version(exe: str) -> str:
-    """The last line of ``exe --version`` (nvcc: 'Cuda compilation tools, release 13.0, V13.0.88')."""
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    lines = [line.strip() for line in (out.stdout or out.stderr).splitlines() if line.strip()]
-    release = [line for line in lines if "release" in line.lower()]
-    return (release or lines or [""])[-1]
+    return cuda_tools.find("nvcc")
 
 
 def host_compiler() -> str:
@@ -113,12 +93,7 @@ def host_compiler() -> str:
 
 
 def _demanglers() -> list[str]:
-    found = [shutil.which("cu++filt"), shutil.which("c++filt")]
-    nvcc = find_nvcc()
-    if nvcc:
-        beside = Path(nvcc).resolve().parent / "cu++filt"
-        found.insert(0, str(beside) if beside.exists() else None)
-    return [f for f in found if f]
+    return [t for t in (cuda_tools.find("cu++filt"), shutil.which("c++filt")) if t]
 
 
 def demangle(names: list[str]) -> dict[str, str]:
@@ -325,8 +300,8 @@ def check(sub: Submission, nvcc: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> C
     nv_cmd, compiled_for = nvcc_command(nvcc, c, sub.arch)
     cc_cmd = cpp_command(c)
     key = _key({"cu": c.cuda_file_text(), "cpp": c.cpp_file_text() if cc_cmd else None, "nvcc": nv_cmd,
-                "cxx": cc_cmd, "nvcc_version": tool_version(nvcc),
-                "cxx_version": tool_version(cc_cmd[0]) if cc_cmd else None, "torch": torch.__version__})
+                "cxx": cc_cmd, "nvcc_version": cuda_tools.version(nvcc),
+                "cxx_version": cuda_tools.version(cc_cmd[0]) if cc_cmd else None, "torch": torch.__version__})
     folder = build_cache.root() / "compile" / key[:16]
     result_path = folder / "result.json"
     if result_path.exists():
