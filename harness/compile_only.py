@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sysconfig
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -275,7 +276,7 @@ def _hint(output: str) -> str:
 def _run(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[int | None, str]:
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, env=dict(os.environ, LC_ALL="C"))  # plain quotes in messages
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"") + (exc.stderr or b"")
         return None, out.decode(errors="replace") if isinstance(out, bytes) else out
@@ -313,17 +314,25 @@ def check(sub: Submission, nvcc: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> C
             pass  # a damaged cache entry: compile again
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cuda.cu").write_text(c.cuda_file_text())
-    (folder / "command.txt").write_text(shlex.join(nv_cmd) + "\n" + (shlex.join(cc_cmd) + "\n" if cc_cmd else ""))
+    if cc_cmd:
+        (folder / "main.cpp").write_text(c.cpp_file_text())
+    (folder / "command.txt").write_text("\n".join(shlex.join(cmd) for cmd in (nv_cmd, cc_cmd) if cmd) + "\n")
+    # The two compilers at once: a single version's check takes the longer of the two, not the sum.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        nv_future = pool.submit(_run, nv_cmd, folder, timeout_s)
+        cc_future = pool.submit(_run, cc_cmd, folder, timeout_s) if cc_cmd else None
+        code, output = nv_future.result()
+        cc_code, cc_output = cc_future.result() if cc_future else (0, "")
     log = folder / "compile.log"
-    code, output = _run(nv_cmd, folder, timeout_s)
-    log.write_text(output)
+    log.write_text(output + (f"\n--- {shlex.join(cc_cmd)}\n{cc_output}" if cc_cmd else ""))
     result = CompileResult(sub.label, OK, arch=compiled_for, log=str(log))
-    timed_out = code is None
+    failures = []
     if code is None:
-        result.status, result.message = FAIL, f"nvcc took over {timeout_s:.0f} s (killed)"
+        failures.append(f"nvcc took over {timeout_s:.0f} s (killed)")
     elif code != 0:
-        where = "" if c.no_implicit_headers else f" (cuda.cu is CUDA_SRC after load_inline's {len(contract.IMPLICIT_CUDA_PRELUDE)} #include lines)"
-        result.status, result.message = FAIL, f"nvcc exited with code {code}{where}:\n{error_excerpt(output)}"
+        where = ("" if c.no_implicit_headers else
+                 f" (cuda.cu is CUDA_SRC after load_inline's {len(contract.IMPLICIT_CUDA_PRELUDE)} #include lines)")
+        failures.append(f"nvcc exited with code {code}{where}:\n{error_excerpt(output)}")
     else:
         kernels, problems = parse_ptxas(output)
         names = demangle([k.mangled for k in kernels])
@@ -331,21 +340,18 @@ def check(sub: Submission, nvcc: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> C
             k.name = names.get(k.mangled, k.mangled)
         result.kernels = kernels
         if problems:
-            result.status, result.message = FAIL, "nvcc succeeded but " + "; ".join(problems)
+            failures.append("nvcc succeeded but " + "; ".join(problems))
         elif not kernels:
             result.message = "ptxas compiled no kernels (no __global__ function instantiated)"
-    if result.status == OK and cc_cmd:
-        (folder / "main.cpp").write_text(c.cpp_file_text())
-        code, output = _run(cc_cmd, folder, timeout_s)
-        (folder / "cpp.log").write_text(output)
-        timed_out = code is None
-        if code != 0:
-            why = f"took over {timeout_s:.0f} s (killed)" if code is None else f"exited with code {code}"
-            result.status = FAIL
-            result.message = f"C++ side (main.cpp: CPP_SRC and FUNCTIONS) {why}:\n{error_excerpt(output)}"
-            result.log = str(folder / "cpp.log")
+    if cc_code is None:
+        failures.append(f"the C++ side (main.cpp: CPP_SRC and FUNCTIONS) took over {timeout_s:.0f} s (killed)")
+    elif cc_code != 0:
+        failures.append(f"the C++ side (main.cpp: CPP_SRC and FUNCTIONS) failed, {host_compiler()} exited with code "
+                        f"{cc_code}:\n{error_excerpt(cc_output)}")
+    if failures:
+        result.status, result.message = FAIL, "\n".join(failures)
     result.seconds = time.monotonic() - t0
-    if not timed_out:  # a timeout is no verdict on the source: compile again next time
+    if code is not None and cc_code is not None:  # a timeout is no verdict on the source: compile again next time
         tmp = result_path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(result.to_json(), indent=1))
         tmp.replace(result_path)
