@@ -696,8 +696,8 @@ def _print_ncu(problem, sub, shape, res, escape) -> None:
         console.print(f"occupancy (time-weighted): {s['achieved_occupancy_pct']:.1f}% achieved"
                       + (f", {s['theoretical_occupancy_pct']:.1f}% theoretical" if s["theoretical_occupancy_pct"] is not None else ""))
     if s["top_stalls"]:
-        console.print("top stall reasons (cycles stalled per issued instruction): " + ", ".join(
-            f"{t['reason']} {t['cycles_per_issue']:.2f}" + (f" ({100 * t['share']:.0f}%)" if t["share"] else "")
+        console.print("top stall reasons (warps stalled per issue cycle, share of all stalls): " + ", ".join(
+            f"{t['reason']} {t['warps_per_issue']:.2f}" + (f" ({100 * t['share']:.0f}%)" if t["share"] else "")
             for t in s["top_stalls"]))
     if not res["check"]["ok"]:
         console.print(f"[red]the output is wrong:[/red] {escape(res['check']['message'])}")

@@ -42,10 +42,11 @@ NCU_METRICS = (
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
 )
-# Per stall reason: cycles a warp spends stalled per instruction issued (ncu's Warp State section).
-STALL_PREFIX = "smsp__average_warps_issue_stalled_"
-STALL_SUFFIX = "_per_issue_active.ratio"
-NCU_STALL_REGEX = f"regex:^{STALL_PREFIX}.*{re.escape(STALL_SUFFIX)}$"
+# Per stall reason: warps stalled on it per issue cycle (ncu's Warp State section). A regex, not a
+# list: the reasons differ between GPUs (gmma exists on Hopper only) and ncu refuses unknown names.
+NCU_STALL_REGEX = "regex:^smsp__average_warps_issue_stalled_.*_per_issue_active"
+_STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active(\.ratio)?$")
+NOT_STALLS = ("selected",)  # the warp issued: a state, not a stall
 
 _UNIT_SCALE = {
     "nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6,
@@ -110,7 +111,7 @@ def parse_ncu_csv(text: str) -> list[NcuKernel]:
 
 def ncu_summary(kernels: list[NcuKernel], calls: int, flops: float, ceilings: dict | None) -> dict:
     """Per custom_kernel call: duration, TFLOP/s, DRAM GB/s (and % of the ceilings), occupancy
-    weighted by kernel time, the stall reasons ranked by stalled cycles per issued instruction."""
+    weighted by kernel time, the stall reasons ranked by warps stalled per issue cycle."""
     total_us = sum(k.duration_us for k in kernels)
     per_call_us = total_us / max(calls, 1)
     dram = sum(k.dram_bytes for k in kernels) / max(calls, 1)
@@ -123,15 +124,15 @@ def ncu_summary(kernels: list[NcuKernel], calls: int, flops: float, ceilings: di
         return sum(v * w for v, w in pairs) / weight if weight else None
 
     stalls = {}
-    for name in {m for k in kernels for m in k.metrics if m.startswith(STALL_PREFIX) and m.endswith(STALL_SUFFIX)}:
-        reason = name[len(STALL_PREFIX):-len(STALL_SUFFIX)]
-        if reason in ("not_issued",) or reason.endswith("_not_issued"):
+    for name in sorted({m for k in kernels for m in k.metrics if _STALL.match(m)}):
+        reason = _STALL.match(name).group(1)
+        if reason in NOT_STALLS or reason.endswith("_not_issued"):
             continue
         value = weighted(name)
         if value:
             stalls[reason] = value
     stall_total = sum(stalls.values())
-    top = [{"reason": r, "cycles_per_issue": v, "share": v / stall_total if stall_total else None}
+    top = [{"reason": r, "warps_per_issue": v, "share": v / stall_total if stall_total else None}
            for r, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:5]]
     summary = {"duration_us": per_call_us, "kernels_per_call": len(kernels) / max(calls, 1),
                "tflops": tflops, "dram_gbps": gbps, "dram_bytes": dram,
