@@ -603,7 +603,8 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
                   f"{escape(report.message)}")
     for f in report.findings:
         console.print(f"  [bold]{f.count}x[/] {escape(f.kind)}")
-        for line in f.example[1:5]:
+        where = [line for line in f.example[1:] if not line.startswith(("Saved host backtrace", "Host Frame"))]
+        for line in where[:4]:  # the device location, thread and address; the host stack is in the log
             console.print(f"      [dim]{escape(line)}[/dim]")
     if report.child and not report.child.get("ok") and report.status != "FAIL":
         console.print(f"  the program: {escape(report.child.get('message', ''))}")
