@@ -672,6 +672,11 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
     console.print(f"[dim]{_device_line(res['device'])}[/dim]")
 
 
+def _sig(x: float) -> str:
+    """Three significant digits below 100 (0.00122, 16.2), whole numbers with separators above."""
+    return f"{x:.3g}" if abs(x) < 100 else f"{x:,.0f}"
+
+
 def _print_ncu(problem, sub, shape, res, escape) -> None:
     s = res["summary"]
     table = Table(title=f"{problem} {sub.label} on {shape.label}: Nsight Compute (--clock-control none)", title_justify="left")
@@ -690,8 +695,8 @@ def _print_ncu(problem, sub, shape, res, escape) -> None:
     ceil = s.get("ceilings")
     line = f"per custom_kernel call: {_us(s['duration_us'])} µs"
     if s["tflops"] is not None:
-        line += f", {s['tflops']:.1f} TFLOP/s" + (f" ({s['pct_of_bf16']:.1f}% of {ceil['bf16_tflops']:.0f} bf16)" if ceil else "")
-        line += f", DRAM {s['dram_gbps']:,.0f} GB/s" + (f" ({s['pct_of_copy']:.1f}% of {ceil['copy_tbps'] * 1e3:,.0f})" if ceil else "")
+        line += f", {_sig(s['tflops'])} TFLOP/s" + (f" ({_sig(s['pct_of_bf16'])}% of {ceil['bf16_tflops']:.0f} bf16)" if ceil else "")
+        line += f", DRAM {_sig(s['dram_gbps'])} GB/s" + (f" ({_sig(s['pct_of_copy'])}% of {ceil['copy_tbps'] * 1e3:,.0f})" if ceil else "")
     console.print(line + (f" [dim](ceilings: {ceil['source']})[/dim]" if ceil else " [dim](no ceilings known for this GPU)[/dim]"))
     if s["achieved_occupancy_pct"] is not None:
         console.print(f"occupancy (time-weighted): {s['achieved_occupancy_pct']:.1f}% achieved"
