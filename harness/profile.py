@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from harness import build, build_cache, cuda_tools, paths, roofline
+from harness import build, build_cache, paths, roofline
 from harness.errors import UserError
 from harness.submissions import Submission
 
