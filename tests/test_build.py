@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from harness import build, cli, compile_only, submissions
 from harness.errors import UserError
 
-from test_compile_only import BAD, GOOD, NVCC, needs_nvcc
+from test_compile_only import BAD, GOOD, needs_nvcc
 
 ENV = {"COLUMNS": "200"}
 
@@ -54,10 +54,9 @@ def test_full_build_in_a_child(tmp_path):
     assert r.status == compile_only.FAIL and "RuntimeError: nvcc said no" in r.message
 
 
+@needs_nvcc
 def test_cli_all_lineages():
-    r = invoke("build", "all", "all", "--compile-only") if NVCC else None
-    if r is None:
-        pytest.skip("needs nvcc")
+    r = invoke("build", "all", "all", "--compile-only")
     assert r.exit_code == 0, r.output
     assert r.output.count("no CUDA source (torch only)") == 4
     assert "4 built, 0 failed" in r.output
