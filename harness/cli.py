@@ -523,8 +523,32 @@ def build_cmd(problem, version, compile_only_flag, jobs, timeout):
             status.update(f"building: {len(done)}/{len(subs)} done ({sub.problem} {sub.label} {result.status})")
         results = build.build(subs, mode, nvcc=nvcc, jobs=jobs, timeout_s=timeout, on_done=on_done)
     several = len({s.problem for s in subs}) > 1
-    table = Table(title="build" + (" (compile-only: registers per thread, bytes per kernel)" if mode == "compile-only" else ""),
+    if mode == "full":
+        _print_full_builds(subs, results, several)
+    else:
+        _print_compile_only(subs, results, several, escape)
+    failed = [(s, r) for s, r in zip(subs, results) if not r.ok]
+    for sub, r in failed:
+        err_console.print(f"[bold red]{sub.problem} {sub.label} does not build[/] (log: {r.log or '-'})")
+        err_console.print(r.message, markup=False, highlight=False)
+    n_ok = len(results) - len(failed)
+    console.print(f"{n_ok} built, {len(failed)} failed; build cache {build_cache.root()}")
+    sys.exit(1 if failed else 0)
+
+
+def _print_full_builds(subs, results, several) -> None:
+    table = Table(title="build (imported in a child; --compile-only gives ptxas's registers and spills)",
                   title_justify="left")
+    for col in (["problem"] if several else []) + ["version", "status", "time"]:
+        table.add_column(col, justify="right" if col == "time" else "left")
+    for sub, r in zip(subs, results):
+        status = "[bold red]FAIL[/]" if r.status == "FAIL" else "[green]OK[/]"
+        table.add_row(*([sub.problem] if several else []), sub.label, status, f"{r.seconds:.1f} s")
+    console.print(table)
+
+
+def _print_compile_only(subs, results, several, escape) -> None:
+    table = Table(title="build (compile-only: registers per thread, bytes per kernel)", title_justify="left")
     cols = (["problem"] if several else []) + ["version", "status", "kernel", "arch", "regs", "spill st/ld",
                                                 "stack", "smem", "barriers", "time"]
     for col in cols:
@@ -544,13 +568,6 @@ def build_cmd(problem, version, compile_only_flag, jobs, timeout):
                           escape(k.name), k.arch, str(k.registers), spills, _bytes(k.stack_frame), _bytes(k.smem),
                           str(k.barriers), when if i == 0 else "")
     console.print(table)
-    failed = [(s, r) for s, r in zip(subs, results) if not r.ok]
-    for sub, r in failed:
-        err_console.print(f"[bold red]{sub.problem} {sub.label} does not build[/] (log: {r.log or '-'})")
-        err_console.print(r.message, markup=False, highlight=False)
-    n_ok = len(results) - len(failed)
-    console.print(f"{n_ok} built, {len(failed)} failed; build cache {build_cache.root()}")
-    sys.exit(1 if failed else 0)
 
 
 

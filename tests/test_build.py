@@ -87,3 +87,13 @@ def test_cli_refusals(monkeypatch):
     if not torch.cuda.is_available():
         r = invoke("build", "gemm", "v0")
         assert r.exit_code == 2 and "without a GPU, build compiles only" in r.stderr
+
+
+def test_cli_full_build_table(monkeypatch):
+    """The GPU path's table (the build itself stubbed: this machine may have no GPU)."""
+    monkeypatch.setattr(cli.runner, "local_capability", lambda: (9, 0))
+    monkeypatch.setattr(build, "full_build", lambda sub, timeout_s: compile_only.CompileResult(sub.label, "OK", seconds=1.5))
+    r = invoke("build", "gemm", "v0")
+    assert r.exit_code == 0, r.output
+    assert "build (full, load_inline in a child per version)" in r.stdout and "1.5 s" in r.stdout
+    assert "--compile-only gives ptxas" in " ".join(r.stdout.split())
