@@ -593,5 +593,329 @@ def leaderboard_cmd(problem):
     console.print(table)
 
 
+
+# ------------------------------------------------------------------------------ developer tools
+# build, sanitize, profile, diff, doctor: kernel developer tooling (README: Developer tools).
+def _tool_subs(problem: str, version: str) -> list:
+    """PROBLEM VERSION where either may be ``all``."""
+    if problem == "all":
+        if version != "all":
+            raise UserError("with PROBLEM all, VERSION must be all too")
+        return [s for p in PROBLEMS for s in submissions.versions(p)]
+    if version == "all":
+        return submissions.versions(problem)
+    return [submissions.resolve(problem, version)]
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,}"
+
+
+@main.command("build")
+@click.argument("problem")
+@click.argument("version", default="all")
+@click.option("--compile-only", "compile_only_flag", is_flag=True,
+              help="nvcc on the CUDA source only, with ptxas's per-kernel resources (automatic without a GPU).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Versions built at once (default: CPU count).")
+@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds one version's build may take.")
+@clean_errors
+def build_cmd(problem, version, compile_only_flag, jobs, timeout):
+    """Build versions' extensions (PROBLEM and VERSION may be 'all'); --compile-only needs no GPU."""
+    from rich.markup import escape
+
+    from harness import build, build_cache, cuda_tools
+
+    subs = _tool_subs(problem, version)
+    if not subs:
+        raise UserError(f"{problem} has no versions yet")
+    nvcc = cuda_tools.find("nvcc")
+    mode = build.choose_mode(compile_only_flag, runner.local_capability() is not None, nvcc)
+    what = ("nvcc " + cuda_tools.version(nvcc).removeprefix("Cuda compilation tools, ")) if mode == "compile-only" else "load_inline in a child per version"
+    console.print(f"build ({mode}, {what}), {len(subs)} version(s)")
+    done = []
+    with err_console.status(f"building {len(subs)} version(s)...") as status:
+        def on_done(sub, result):
+            done.append(sub)
+            status.update(f"building: {len(done)}/{len(subs)} done ({sub.problem} {sub.label} {result.status})")
+        results = build.build(subs, mode, nvcc=nvcc, jobs=jobs, timeout_s=timeout, on_done=on_done)
+    several = len({s.problem for s in subs}) > 1
+    if mode == "full":
+        _print_full_builds(subs, results, several)
+    else:
+        _print_compile_only(subs, results, several, escape)
+    failed = [(s, r) for s, r in zip(subs, results) if not r.ok]
+    for sub, r in failed:
+        err_console.print(f"[bold red]{sub.problem} {sub.label} does not build[/] (log: {r.log or '-'})")
+        err_console.print(r.message, markup=False, highlight=False)
+    n_ok = len(results) - len(failed)
+    console.print(f"{n_ok} built, {len(failed)} failed; build cache {build_cache.root()}")
+    sys.exit(1 if failed else 0)
+
+
+def _print_full_builds(subs, results, several) -> None:
+    table = Table(title="build (imported in a child; --compile-only gives ptxas's registers and spills)",
+                  title_justify="left")
+    for col in (["problem"] if several else []) + ["version", "status", "time"]:
+        table.add_column(col, justify="right" if col == "time" else "left")
+    for sub, r in zip(subs, results):
+        status = "[bold red]FAIL[/]" if r.status == "FAIL" else "[green]OK[/]"
+        table.add_row(*([sub.problem] if several else []), sub.label, status, f"{r.seconds:.1f} s")
+    console.print(table)
+
+
+def _print_compile_only(subs, results, several, escape) -> None:
+    table = Table(title="build (compile-only: registers per thread, bytes per kernel)", title_justify="left")
+    cols = (["problem"] if several else []) + ["version", "status", "kernel", "arch", "regs", "spill st/ld",
+                                                "stack", "smem", "barriers", "time"]
+    for col in cols:
+        table.add_column(col, justify="right" if col in ("regs", "spill st/ld", "stack", "smem", "barriers", "time") else "left")
+    for sub, r in zip(subs, results):
+        first = [sub.problem] if several else []
+        when = "cached" if r.cached else ("-" if r.status == "NO_CUDA" else f"{r.seconds:.1f} s")
+        status = "[bold red]FAIL[/]" if r.status == "FAIL" else "[green]OK[/]"
+        if not r.kernels:
+            note = "the error is below" if r.status == "FAIL" else r.message
+            table.add_row(*first, sub.label, status, f"[dim]{escape(note)}[/dim]", r.arch, "", "", "", "", "", when)
+        for i, k in enumerate(r.kernels):
+            spills = f"{k.spill_stores}/{k.spill_loads}"
+            if k.spill_stores or k.spill_loads:
+                spills = f"[yellow]{spills}[/]"
+            table.add_row(*(first if i == 0 else [""] * len(first)), sub.label if i == 0 else "", status if i == 0 else "",
+                          escape(k.name), k.arch, str(k.registers), spills, _bytes(k.stack_frame), _bytes(k.smem),
+                          str(k.barriers), when if i == 0 else "")
+    console.print(table)
+
+
+
+def _small_shape(problem: str, spec: str | None, custom: tuple, has_gpu: bool):
+    """--shapes / --shape as elsewhere; by default the tests shape with the fewest FLOPs."""
+    from reference import problem_module
+
+    if spec or custom:
+        shapes, _ = runner.select_shapes(problem, spec, custom, has_gpu)
+        if len(shapes) != 1:
+            raise UserError("choose one shape: --shapes tests:N, benchmarks:N or one --shape")
+        return shapes[0]
+    tests = config.load()[problem].tests
+    return min(tests, key=lambda s: problem_module(problem).flops(**s.params))
+
+
+@main.command("sanitize")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--tool", type=click.Choice(["memcheck", "racecheck", "synccheck", "initcheck"]), default="memcheck",
+              show_default=True)
+@click.option("--shapes", "shapes_spec", default=None, help="One shape: tests:N or benchmarks:N (default: the smallest tests shape).")
+@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=..")
+@click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds for the build and for the run.")
+@clean_errors
+def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeout):
+    """Run a version on a small shape under compute-sanitizer; errors summarised, parsed strictly."""
+    from rich.markup import escape
+
+    from harness import machine, sanitize
+
+    sub = submissions.resolve(problem, version)
+    cap = runner.local_capability()
+    if cap is None:
+        raise UserError("sanitize needs an NVIDIA GPU; this machine has none (nvfp4 doctor)")
+    why = machine.arch_refusal(sub.arch, cap)
+    if why:
+        raise UserError(f"{sub.label} {why}")
+    sanitizer = sanitize.find()
+    if not sanitizer:
+        raise UserError("compute-sanitizer not found on PATH or in the CUDA toolkit (nvfp4 doctor)")
+    shape = _small_shape(problem, shapes_spec, custom, True)
+    with err_console.status(f"sanitize {problem} {sub.label} ({tool}) on {shape.label}: building, then running under "
+                            "compute-sanitizer (slow)..."):
+        report, log = sanitize.run(sub, sanitizer, shape.params, dist, tool, seeds=seeds, timeout_s=timeout)
+    style = {"CLEAN": "green", "ERRORS": "bold red", "FAIL": "red", "UNPARSED": "bold red"}[report.status]
+    console.print(f"{problem} {sub.label}, {tool}, {shape.label} ({dist}): [{style}]{report.status}[/] "
+                  f"{escape(report.message)}")
+    for f in report.findings:
+        console.print(f"  [bold]{f.count}x[/] {escape(f.kind)}")
+        where = [line for line in f.example[1:] if not line.startswith(("Saved host backtrace", "Host Frame"))]
+        for line in where[:4]:  # the device location, thread and address; the host stack is in the log
+            console.print(f"      [dim]{escape(line)}[/dim]")
+    if report.child and not report.child.get("ok") and report.status != "FAIL":
+        console.print(f"  the program: {escape(report.child.get('message', ''))}")
+    console.print(f"[dim]full report: {log}[/dim]")
+    sys.exit(0 if report.ok else 1)
+
+
+@main.command("profile")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--shape", "index", default=None,
+              help="Shape index (benchmarks on a GPU, tests without), or tests:N / benchmarks:N, or a custom m=..,k=.. shape.")
+@click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
+@click.option("--ncu", "use_ncu", is_flag=True, help="Nsight Compute on the custom_kernel NVTX range instead of torch.profiler.")
+@click.option("--calls", type=click.IntRange(min=1), default=None, help="Profiled calls (default 10; 1 with --ncu).")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the kernel table.")
+@click.option("--timeout", type=float, default=900.0, show_default=True)
+@clean_errors
+def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
+    """Where a version's time goes on one shape: torch.profiler kernels, or --ncu's summary."""
+    from rich.markup import escape
+
+    from harness import cuda_tools, machine, profile
+    from reference import problem_module
+
+    sub = submissions.resolve(problem, version)
+    cap = runner.local_capability()
+    why = machine.arch_refusal(sub.arch, cap)
+    if why:
+        raise UserError(f"{sub.label} {why}")
+    if index is None:
+        shapes, _ = runner.select_shapes(problem, "0", (), cap is not None)
+    elif "=" in index or index.lstrip().startswith("{"):
+        shapes, _ = runner.select_shapes(problem, None, (index,), cap is not None)
+    else:
+        shapes, _ = runner.select_shapes(problem, index, (), cap is not None)
+    shape = shapes[0]
+    if use_ncu:
+        if cap is None:
+            raise UserError("--ncu needs an NVIDIA GPU; this machine has none")
+        ncu = cuda_tools.find("ncu")
+        if not ncu:
+            raise UserError("--ncu: ncu (Nsight Compute) not found on PATH or in the CUDA toolkit (nvfp4 doctor)")
+        flops = problem_module(problem).flops(**shape.params)
+        with err_console.status(f"profile {problem} {sub.label} on {shape.label} under ncu (replays every kernel)..."):
+            res = profile.ncu_profile(sub, ncu, shape.params, dist, flops, calls=calls or 1, timeout_s=timeout)
+        _print_ncu(problem, sub, shape, res, escape)
+        return
+    with err_console.status(f"profile {problem} {sub.label} on {shape.label}..."):
+        res = profile.torch_profile(sub, shape.params, dist, calls=calls or 10, timeout_s=timeout)
+    n = res["calls"]
+    unit = "GPU kernels" if res["on_gpu"] else "CPU operators (self time; no GPU here)"
+    table = Table(title=f"{problem} {sub.label} on {shape.label} ({dist}): {unit}, {n} calls", title_justify="left")
+    for col in ("name", "calls", "total µs", "µs per custom_kernel", "share"):
+        table.add_column(col, justify="left" if col == "name" else "right")
+    total = sum(r["total_us"] for r in res["rows"]) or 1.0
+    for r in res["rows"][:top]:
+        table.add_row(escape(r["name"][:100]), str(r["calls"]), _us(r["total_us"]), _us(r["total_us"] / n),
+                      f"{100 * r['total_us'] / total:.1f}%")
+    console.print(table)
+    console.print(f"sum: {_us(total / n)} µs per custom_kernel call"
+                  + (f" ({len(res['rows']) - top} more rows)" if len(res["rows"]) > top else ""))
+    if not res["check"]["ok"]:
+        console.print(f"[red]the output is wrong:[/red] {escape(res['check']['message'])}")
+    console.print(f"[dim]{_device_line(res['device'])}[/dim]")
+
+
+def _sig(x: float) -> str:
+    """Three significant digits below 100 (0.00122, 16.2), whole numbers with separators above."""
+    return f"{x:.3g}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def _print_ncu(problem, sub, shape, res, escape) -> None:
+    s = res["summary"]
+    table = Table(title=f"{problem} {sub.label} on {shape.label}: Nsight Compute (--clock-control none)", title_justify="left")
+    for col in ("kernel", "grid", "block", "regs", "µs", "DRAM GB/s", "occupancy (achieved/theor.)"):
+        table.add_column(col, justify="left" if col in ("kernel", "grid", "block") else "right")
+    for k in res["kernels"]:
+        m = k.metrics
+        occ = (f"{m['sm__warps_active.avg.pct_of_peak_sustained_active']:.0f}% / "
+               f"{m.get('sm__maximum_warps_per_active_cycle_pct', float('nan')):.0f}%"
+               if "sm__warps_active.avg.pct_of_peak_sustained_active" in m else "-")
+        gbps = k.dram_bytes / (k.duration_us * 1e-6) / 1e9 if k.duration_us else 0.0
+        regs = m.get("launch__registers_per_thread")
+        table.add_row(escape(k.name[:80]), k.grid, k.block, f"{regs:.0f}" if regs is not None else "-",
+                      _us(k.duration_us), f"{gbps:,.0f}", occ)
+    console.print(table)
+    ceil = s.get("ceilings")
+    line = f"per custom_kernel call: {_us(s['duration_us'])} µs"
+    if s["tflops"] is not None:
+        line += f", {_sig(s['tflops'])} TFLOP/s" + (f" ({_sig(s['pct_of_bf16'])}% of {ceil['bf16_tflops']:.0f} bf16)" if ceil else "")
+        line += f", DRAM {_sig(s['dram_gbps'])} GB/s" + (f" ({_sig(s['pct_of_copy'])}% of {ceil['copy_tbps'] * 1e3:,.0f})" if ceil else "")
+    console.print(line + (f" [dim](ceilings: {ceil['source']})[/dim]" if ceil else " [dim](no ceilings known for this GPU)[/dim]"))
+    if s["achieved_occupancy_pct"] is not None:
+        console.print(f"occupancy (time-weighted): {s['achieved_occupancy_pct']:.1f}% achieved"
+                      + (f", {s['theoretical_occupancy_pct']:.1f}% theoretical" if s["theoretical_occupancy_pct"] is not None else ""))
+    if s["top_stalls"]:
+        console.print("top stall reasons (warps stalled per issue cycle, share of all stalls): " + ", ".join(
+            f"{t['reason']} {t['warps_per_issue']:.2f}" + (f" ({100 * t['share']:.0f}%)" if t["share"] else "")
+            for t in s["top_stalls"]))
+    if not res["check"]["ok"]:
+        console.print(f"[red]the output is wrong:[/red] {escape(res['check']['message'])}")
+    console.print(f"[dim]report: {res['report']} (open with ncu-ui or ncu --import)[/dim]")
+    console.print(f"[dim]{_device_line(res['device'])}[/dim]")
+
+
+@main.command("diff")
+@click.argument("problem")
+@click.argument("version_a")
+@click.argument("version_b", required=False)
+@click.option("--docstring", "show_docstring", is_flag=True, help="Show the docstring's diff too.")
+@click.option("-U", "--context", type=click.IntRange(min=0), default=3, show_default=True)
+@clean_errors
+def diff_cmd(problem, version_a, version_b, show_docstring, context):
+    """The change from VA to VB (with only VA: from its Parent to it): headers, code, CUDA source."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    from harness import diff
+
+    if version_b is None:
+        b = submissions.resolve(problem, version_a)
+        parent = (b.header.get("parent") or "").strip()
+        if parent.lower() in ("", "none", "-"):
+            raise UserError(f"{b.label} has no Parent in its docstring; name both versions")
+        a = submissions.resolve(problem, parent)
+    else:
+        a, b = submissions.resolve(problem, version_a), submissions.resolve(problem, version_b)
+    d = diff.diff(a, b, context)
+    table = Table(title=f"{problem}: {a.label} -> {b.label}", title_justify="left", show_header=True)
+    table.add_column("")
+    table.add_column(a.label)
+    table.add_column(b.label)
+    for key in ("parent", "change", "arch", "analogue"):
+        table.add_row(key, escape(a.header.get(key, "-")), escape(b.header.get(key, "-")))
+    console.print(table)
+    for note in d.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    styles = {"+": "green", "-": "red", "@": "cyan"}
+    for section in d.sections:
+        if not section.lines:
+            console.print(f"[bold]{section.title}[/bold]: unchanged")
+            continue
+        console.print(f"[bold]{section.title}[/bold]: +{section.added} -{section.removed}")
+        for line in section.lines:
+            style = "bold" if line.startswith(("+++", "---")) else styles.get(line[:1], "")
+            console.print(Text(line, style=style), soft_wrap=True)
+    doc = d.docstring
+    if not doc.lines:
+        console.print("[bold]docstring[/bold]: unchanged")
+    elif show_docstring:
+        console.print(f"[bold]docstring[/bold]: +{doc.added} -{doc.removed}")
+        for line in doc.lines:
+            console.print(Text(line, style=styles.get(line[:1], "")), soft_wrap=True)
+    else:
+        console.print(f"[bold]docstring[/bold]: +{doc.added} -{doc.removed} lines (--docstring shows them)")
+    if d.identical:
+        console.print("the code is identical (the docstring aside)")
+
+
+@main.command("doctor")
+@clean_errors
+def doctor_cmd():
+    """What this machine can do: GPU and arch, driver, CUDA, torch, nvcc, ncu, compute-sanitizer, build cache."""
+    from rich.markup import escape
+
+    from harness import doctor
+
+    found, can = doctor.checks()
+    marks = {True: "[green]ok[/]", False: "[yellow]missing[/]", None: ""}
+    for title, rows in (("this machine", found), ("what it can do here", can)):
+        table = Table(title=title, title_justify="left", show_header=False)
+        for _ in range(3):
+            table.add_column()
+        for c in rows:
+            table.add_row(c.item, escape(c.value), marks[c.ok])
+        console.print(table)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,358 @@
+"""Compile-only checks: a submission's CUDA source through nvcc for its arch, with no GPU and no
+CUDA build of torch, and what ptxas says about every kernel (registers, spills, stack frame,
+shared memory).
+
+The nvcc command is the one torch's ``load_inline`` runs (same defines, include paths,
+``COMMON_NVCC_FLAGS``, ``-std=c++20`` unless the flags set one) plus ``-c -Xptxas -v``; the C++
+side (declarations and bindings, as load_inline's main.cpp) is checked with the host compiler's
+``-fsyntax-only``. Each result is cached in ``.build/compile/<key>/result.json``, the key hashing
+the files compiled, the commands and the compiler versions, so an unchanged version is instant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sysconfig
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from harness import build_cache, contract, cuda_tools
+from harness.submissions import Submission
+
+DEFAULT_TIMEOUT_S = 900.0
+ERROR_LINES = 12  # of the compiler's output shown for a failure
+
+# Arch header -> what nvcc compiles for; "any" with CUDA source means this lab's GPUs (Hopper).
+GENCODE = {
+    "sm_90a": "-gencode=arch=compute_90a,code=sm_90a",
+    "sm_90": "-gencode=arch=compute_90,code=sm_90",
+    "sm_100a": "-gencode=arch=compute_100a,code=sm_100a",
+    "any": "-gencode=arch=compute_90a,code=sm_90a",
+}
+_ARCH_FLAG = re.compile(r"^(-gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code)\b")
+_TORCH_HEADER = re.compile(r'^\s*#\s*include\s*[<"](torch|ATen|c10|pybind11|caffe2)/', re.MULTILINE)
+
+OK, FAIL, NO_CUDA = "OK", "FAIL", "NO_CUDA"
+
+
+@dataclass
+class Kernel:
+    """One entry function as ptxas reports it (sizes in bytes)."""
+    name: str  # demangled where a demangler was found
+    mangled: str
+    arch: str
+    registers: int
+    stack_frame: int
+    spill_stores: int
+    spill_loads: int
+    smem: int = 0  # static shared memory; dynamic shared memory is a launch parameter
+    barriers: int = 0
+    cmem: dict = field(default_factory=dict)  # bank -> bytes
+    other: list = field(default_factory=list)  # fields this parser does not name, verbatim
+
+
+@dataclass
+class CompileResult:
+    label: str
+    status: str  # OK, FAIL, NO_CUDA
+    message: str = ""
+    kernels: list = field(default_factory=list)  # of Kernel
+    arch: str = ""  # what it was compiled for, e.g. sm_90a
+    seconds: float = 0.0
+    cached: bool = False
+    log: str = ""  # the compiler output, in full, on disk
+
+    @property
+    def ok(self) -> bool:
+        return self.status != FAIL
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "CompileResult":
+        doc = dict(doc)
+        doc["kernels"] = [Kernel(**k) for k in doc.get("kernels", [])]
+        return cls(**doc)
+
+
+# ------------------------------------------------------------------------------------ tools
+def find_nvcc() -> str | None:
+    return cuda_tools.find("nvcc")
+
+
+def host_compiler() -> str:
+    return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
+
+
+def _demanglers() -> list[str]:
+    return [t for t in (cuda_tools.find("cu++filt"), shutil.which("c++filt")) if t]
+
+
+def demangle(names: list[str]) -> dict[str, str]:
+    """Mangled -> readable, through cu++filt or c++filt; names stay as they are without either."""
+    if not names:
+        return {}
+    for tool in _demanglers():
+        try:
+            out = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        lines = out.stdout.splitlines()
+        if out.returncode == 0 and len(lines) == len(names):
+            return dict(zip(names, lines))
+    return {n: n for n in names}
+
+
+# --------------------------------------------------------------------------------- commands
+def arch_flags(arch: str, flags: tuple[str, ...]) -> tuple[list[str], str]:
+    """The -gencode to add (none when the flags choose their own) and the arch compiled for."""
+    given = [f for f in flags if _ARCH_FLAG.match(f)]
+    if given:
+        found = re.findall(r"(?:code|arch)=\[?(sm_\w+)", " ".join(flags)) or re.findall(r"(sm_\w+)", " ".join(given))
+        return [], ",".join(dict.fromkeys(found)) or "as flagged"
+    gencode = GENCODE[arch]
+    return [gencode], re.search(r"code=(sm_\w+)", gencode).group(1)
+
+
+def _shim_include() -> list[str]:
+    """A CPU build of torch ships c10/cuda headers but not the one CMake generates for CUDA builds
+    (c10/cuda/impl/cuda_cmake_macros.h, one #define); supply it so that <c10/cuda/CUDAStream.h>
+    compiles here as it does against a CUDA build of torch."""
+    from torch.utils import cpp_extension
+
+    if any(Path(p, "c10/cuda/impl/cuda_cmake_macros.h").exists() for p in cpp_extension.include_paths()):
+        return []
+    shim = build_cache.root() / "compile" / "shim"
+    header = shim / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+    if not header.exists():
+        header.parent.mkdir(parents=True, exist_ok=True)
+        tmp = header.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text("#pragma once\n// Stand-in for the header a CUDA build of torch generates.\n"
+                       "#define C10_CUDA_BUILD_SHARED_LIBS\n")
+        tmp.replace(header)
+    return ["-isystem", str(shim)]
+
+
+def _torch_includes(for_cuda: bool) -> list[str]:
+    from torch.utils import cpp_extension
+
+    try:
+        paths = cpp_extension.include_paths("cuda" if for_cuda else "cpu")
+    except Exception:  # noqa: BLE001 - a CPU torch without CUDA_HOME: its own headers are enough
+        paths = cpp_extension.include_paths()
+    flags = []
+    for p in [*paths, sysconfig.get_path("include", scheme="posix_prefix")]:
+        flags += ["-isystem", p]
+    return flags + (_shim_include() if for_cuda else [])
+
+
+def _defines(c: contract.Contract) -> list[str]:
+    return [f"-DTORCH_EXTENSION_NAME={c.extension_name}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+
+
+def nvcc_command(nvcc: str, c: contract.Contract, arch: str) -> tuple[list[str], str]:
+    """The command (run in the folder holding cuda.cu) and the arch it compiles for."""
+    from torch.utils import cpp_extension
+
+    text = c.cuda_file_text()
+    gencode, compiled_for = arch_flags(arch, c.cuda_flags)
+    cmd = [nvcc, "-c", "cuda.cu", "-o", "cuda.o", "-Xptxas", "-v", *_defines(c)]
+    if _TORCH_HEADER.search(text):
+        cmd += _torch_includes(for_cuda=True)
+    cmd += [*cpp_extension.COMMON_NVCC_FLAGS, *gencode, "--compiler-options", "-fPIC", *c.cuda_flags]
+    if not any(f.startswith("-std=") for f in c.cuda_flags):
+        cmd.append("-std=c++20")
+    return cmd, compiled_for
+
+
+def cpp_command(c: contract.Contract) -> list[str] | None:
+    """The host compiler's syntax check of main.cpp, or None when there is no C++ side."""
+    if not (c.cpp_src or c.functions):
+        return None
+    cmd = [host_compiler(), "-fsyntax-only", "-x", "c++", "main.cpp", *_defines(c)]
+    if _TORCH_HEADER.search(c.cpp_file_text()):
+        cmd += _torch_includes(for_cuda=False)
+    return cmd + ["-fPIC", "-std=c++20", *c.cpp_flags]
+
+
+# ---------------------------------------------------------------------------------- parsing
+_ENTRY = re.compile(r"^ptxas info\s*: Compiling entry function '([^']+)' for '(\w+)'")
+_PROPS = re.compile(r"^ptxas info\s*: Function properties for (\S+)")
+_FRAME = re.compile(r"^\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\s*$")
+_USED = re.compile(r"^ptxas info\s*: Used (\d+) registers(.*)$")
+_PIECES = (
+    ("barriers", re.compile(r"^used (\d+) barriers?$")),
+    ("smem", re.compile(r"^(\d+) bytes smem$")),
+    ("cmem", re.compile(r"^(\d+) bytes cmem\[(\d+)\]$")),
+)
+
+
+def parse_ptxas(text: str) -> tuple[list[Kernel], list[str]]:
+    """Every entry function in ``-Xptxas -v`` output, and what could not be parsed.
+
+    Strict: an entry without its 'Function properties' line (stack frame, spills) or its 'Used N
+    registers' line is a problem, never a kernel with zeros. Names are mangled here."""
+    kernels: list[Kernel] = []
+    problems: list[str] = []
+    props: dict[str, tuple[int, int, int]] = {}
+    entries: list[dict] = []
+    current = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        line = line.rstrip()
+        m = _ENTRY.match(line)
+        if m:
+            current = {"mangled": m.group(1), "arch": m.group(2), "used": None}
+            entries.append(current)
+            continue
+        m = _PROPS.match(line)
+        if m:
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            frame = _FRAME.match(nxt)
+            if frame:
+                props[(m.group(1), current["arch"] if current else "")] = tuple(int(x) for x in frame.groups())
+            else:
+                problems.append(f"no stack frame / spill line after 'Function properties for {m.group(1)}'")
+            continue
+        m = _USED.match(line)
+        if m:
+            if current is None or current["used"] is not None:
+                problems.append(f"a 'Used ... registers' line with no entry function before it: {line.strip()}")
+                continue
+            current["used"] = (int(m.group(1)), m.group(2))
+    for e in entries:
+        name, arch = e["mangled"], e["arch"]
+        frame = props.get((name, arch))
+        if frame is None or e["used"] is None:
+            missing = "stack frame and spills" if frame is None else "registers"
+            problems.append(f"ptxas output for {name} ({arch}) could not be parsed: no {missing}")
+            continue
+        registers, rest = e["used"]
+        k = Kernel(name=name, mangled=name, arch=arch, registers=registers, stack_frame=frame[0],
+                   spill_stores=frame[1], spill_loads=frame[2])
+        for piece in (p.strip() for p in rest.split(",") if p.strip()):
+            for key, pattern in _PIECES:
+                pm = pattern.match(piece)
+                if pm:
+                    if key == "cmem":
+                        k.cmem[pm.group(2)] = int(pm.group(1))
+                    else:
+                        setattr(k, key, int(pm.group(1)))
+                    break
+            else:
+                k.other.append(piece)
+        kernels.append(k)
+    return kernels, problems
+
+
+def error_excerpt(output: str, lines: int = ERROR_LINES) -> str:
+    """The compiler's first error and what follows it (its first lines when no line says error)."""
+    text = [line for line in output.splitlines() if line.strip()]
+    first = next((i for i, line in enumerate(text) if re.search(r"\berror\b", line, re.IGNORECASE)), 0)
+    excerpt = "\n".join(text[first:first + lines])
+    hint = _hint(output)
+    return excerpt + (f"\nhint: {hint}" if hint else "")
+
+
+def _hint(output: str) -> str:
+    m = re.search(r"fatal error: (cusparse\.h|cublas_v2\.h|cublasLt\.h|cusolverDn\.h|cufft\.h|curand\.h)", output)
+    if m:
+        return (f"{m.group(1)} is not in this CUDA toolkit (ATen/cuda/CUDAContext.h pulls in the CUDA "
+                "libraries' headers); for the stream include <c10/cuda/CUDAStream.h> and call "
+                "c10::cuda::getCurrentCUDAStream(), or take the stream as an int64 argument")
+    return ""
+
+
+# -------------------------------------------------------------------------------------- run
+def _run(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[int | None, str]:
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL, env=dict(os.environ, LC_ALL="C"))  # plain quotes in messages
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"") + (exc.stderr or b"")
+        return None, out.decode(errors="replace") if isinstance(out, bytes) else out
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _key(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def check(sub: Submission, nvcc: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> CompileResult:
+    """Compile ``sub``'s CUDA source (and syntax-check its C++ side); cached by what is compiled."""
+    t0 = time.monotonic()
+    try:
+        c = contract.read(sub.path)
+    except contract.ContractError as exc:
+        return CompileResult(sub.label, FAIL, f"{sub.path.name}: {exc}")
+    if not c.compiles_cuda:
+        return CompileResult(sub.label, NO_CUDA, "no CUDA source (torch only)")
+    import torch
+
+    nv_cmd, compiled_for = nvcc_command(nvcc, c, sub.arch)
+    cc_cmd = cpp_command(c)
+    key = _key({"cu": c.cuda_file_text(), "cpp": c.cpp_file_text() if cc_cmd else None, "nvcc": nv_cmd,
+                "cxx": cc_cmd, "nvcc_version": cuda_tools.version(nvcc),
+                "cxx_version": cuda_tools.version(cc_cmd[0]) if cc_cmd else None, "torch": torch.__version__})
+    folder = build_cache.root() / "compile" / key[:16]
+    result_path = folder / "result.json"
+    if result_path.exists():
+        try:
+            cached = CompileResult.from_json(json.loads(result_path.read_text()))
+            cached.label, cached.cached = sub.label, True
+            return cached
+        except (OSError, ValueError, TypeError):
+            pass  # a damaged cache entry: compile again
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "cuda.cu").write_text(c.cuda_file_text())
+    if cc_cmd:
+        (folder / "main.cpp").write_text(c.cpp_file_text())
+    (folder / "command.txt").write_text("\n".join(shlex.join(cmd) for cmd in (nv_cmd, cc_cmd) if cmd) + "\n")
+    # The two compilers at once: a single version's check takes the longer of the two, not the sum.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        nv_future = pool.submit(_run, nv_cmd, folder, timeout_s)
+        cc_future = pool.submit(_run, cc_cmd, folder, timeout_s) if cc_cmd else None
+        code, output = nv_future.result()
+        cc_code, cc_output = cc_future.result() if cc_future else (0, "")
+    log = folder / "compile.log"
+    log.write_text(output + (f"\n--- {shlex.join(cc_cmd)}\n{cc_output}" if cc_cmd else ""))
+    result = CompileResult(sub.label, OK, arch=compiled_for, log=str(log))
+    failures = []
+    if code is None:
+        failures.append(f"nvcc took over {timeout_s:.0f} s (killed)")
+    elif code != 0:
+        where = ("" if c.no_implicit_headers else
+                 f" (cuda.cu is CUDA_SRC after load_inline's {len(contract.IMPLICIT_CUDA_PRELUDE)} #include lines)")
+        failures.append(f"nvcc exited with code {code}{where}:\n{error_excerpt(output)}")
+    else:
+        kernels, problems = parse_ptxas(output)
+        names = demangle([k.mangled for k in kernels])
+        for k in kernels:
+            k.name = names.get(k.mangled, k.mangled)
+        result.kernels = kernels
+        if problems:
+            failures.append("nvcc succeeded but " + "; ".join(problems))
+        elif not kernels:
+            result.message = "ptxas compiled no kernels (no __global__ function instantiated)"
+    if cc_code is None:
+        failures.append(f"the C++ side (main.cpp: CPP_SRC and FUNCTIONS) took over {timeout_s:.0f} s (killed)")
+    elif cc_code != 0:
+        failures.append(f"the C++ side (main.cpp: CPP_SRC and FUNCTIONS) failed, {host_compiler()} exited with code "
+                        f"{cc_code}:\n{error_excerpt(cc_output)}")
+    if failures:
+        result.status, result.message = FAIL, "\n".join(failures)
+    result.seconds = time.monotonic() - t0
+    if code is not None and cc_code is not None:  # a timeout is no verdict on the source: compile again next time
+        tmp = result_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(result.to_json(), indent=1))
+        tmp.replace(result_path)
+    return result

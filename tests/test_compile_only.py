@@ -1,0 +1,168 @@
+"""Compile-only: ptxas -v parsing (recorded CUDA 13 output, a CUDA 12-style line order, strict
+refusal of an incomplete report), the arch flags, and nvcc on a tiny known-good and known-bad
+CUDA source (skipped without nvcc; CI has it). The sources avoid torch headers on purpose:
+compiling torch/types.h takes a minute on a small machine."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import compile_only, contract, submissions
+
+DATA = Path(__file__).resolve().parent / "data" / "ptxas"
+NVCC = compile_only.find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="needs nvcc (CI has it): none on PATH or in /usr/local/cuda")
+
+GOOD = '''\
+"""A tiny known-good CUDA submission.
+
+Arch: sm_90a
+"""
+NO_IMPLICIT_HEADERS = True
+CUDA_SRC = r"""
+__global__ void scale(float* x, int n) {
+    __shared__ float s[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.f;
+    __syncthreads();
+    if (i < n) x[i] = s[255 - threadIdx.x] * 2.f;
+}
+template <int N> __global__ void local_array(float* x) {
+    float a[N];
+    for (int i = 0; i < N; i++) a[i] = x[i * threadIdx.x];
+    float s = 0;
+    for (int i = 0; i < N; i++) s += a[(i * 7) % N] * a[i];
+    x[threadIdx.x] = s;
+}
+template __global__ void local_array<512>(float*);
+"""
+CUDA_FLAGS = ["-O3"]
+
+
+def custom_kernel(data):
+    return data[-1]
+'''
+BAD = GOOD.replace("s[255 - threadIdx.x]", "undeclared_tile[255 - threadIdx.x]")
+
+
+def _sub(tmp_path, name, text):
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    return submissions.load("gemm", path, path.name)
+
+
+# ------------------------------------------------------------------------------------ parsing
+def test_parse_recorded_cuda13_output():
+    kernels, problems = compile_only.parse_ptxas((DATA / "cuda13_sm90a.txt").read_text())
+    assert problems == []
+    by_name = {k.mangled: k for k in kernels}
+    assert set(by_name) == {"plain", "_Z3bigILi512EEvPf", "_Z5scalePfi"}
+    scale = by_name["_Z5scalePfi"]
+    assert (scale.registers, scale.barriers, scale.smem, scale.stack_frame, scale.arch) == (8, 1, 1024, 0, "sm_90a")
+    big = by_name["_Z3bigILi512EEvPf"]
+    assert (big.registers, big.stack_frame, big.spill_stores, big.spill_loads) == (32, 2048, 0, 0)
+    assert big.other == ["2048 bytes cumulative stack size"]  # kept verbatim, not dropped
+
+
+def test_parse_cuda12_style_spills_and_cmem():
+    kernels, problems = compile_only.parse_ptxas((DATA / "cuda12_style_spills.txt").read_text())
+    assert problems == []
+    (k,) = kernels  # the device function _Z6helperPf is not an entry: no row of its own
+    assert (k.registers, k.smem, k.spill_stores, k.spill_loads, k.stack_frame) == (255, 49152, 40, 36, 64)
+    assert k.cmem == {"0": 400, "2": 8}
+
+
+def test_parse_is_strict():
+    kernels, problems = compile_only.parse_ptxas((DATA / "missing_registers.txt").read_text())
+    assert kernels == []
+    assert problems == ["ptxas output for _Z5scalePfi (sm_90a) could not be parsed: no registers"]
+    text = ("ptxas info    : Compiling entry function '_Z1kv' for 'sm_90a'\n"
+            "ptxas info    : Function properties for _Z1kv\n"
+            "ptxas info    : Used 4 registers\n")
+    kernels, problems = compile_only.parse_ptxas(text)
+    assert kernels == [] and any("no stack frame" in p for p in problems)
+
+
+def test_arch_flags():
+    assert compile_only.arch_flags("sm_90a", ()) == (["-gencode=arch=compute_90a,code=sm_90a"], "sm_90a")
+    assert compile_only.arch_flags("sm_100a", ("-O3",)) == (["-gencode=arch=compute_100a,code=sm_100a"], "sm_100a")
+    assert compile_only.arch_flags("any", ()) == (["-gencode=arch=compute_90a,code=sm_90a"], "sm_90a")
+    own = ("-gencode=arch=compute_90a,code=sm_90a", "-gencode=arch=compute_100a,code=sm_100a")
+    assert compile_only.arch_flags("sm_90a", own) == ([], "sm_90a,sm_100a")
+
+
+def test_torch_includes_only_for_torch_headers(tmp_path):
+    path = tmp_path / "s.py"
+    path.write_text('NO_IMPLICIT_HEADERS = True\nCUDA_SRC = "__global__ void k() {}"\n')
+    cmd, arch = compile_only.nvcc_command("nvcc", contract.read(path), "sm_90a")
+    assert "-isystem" not in cmd and "-Xptxas" in cmd and "-std=c++20" in cmd and arch == "sm_90a"
+    path.write_text('CUDA_SRC = "__global__ void k() {}"\nCUDA_FLAGS = ["-std=c++17"]\n')  # load_inline's prelude
+    cmd, _ = compile_only.nvcc_command("nvcc", contract.read(path), "sm_90a")
+    assert "-isystem" in cmd and "-std=c++20" not in cmd and "-DTORCH_EXTENSION_NAME=nvfp4_compile_check" in cmd
+
+
+def test_error_excerpt_starts_at_the_error_and_hints():
+    out = "In file included from x.h:1,\n  from cuda.cu:4:\nfatal error: cusparse.h: No such file or directory\n"
+    text = compile_only.error_excerpt(out)
+    assert text.startswith("fatal error: cusparse.h") and "c10/cuda/CUDAStream.h" in text
+
+
+# -------------------------------------------------------------------------------------- nvcc
+@needs_nvcc
+def test_known_good_compiles_with_resources_then_is_cached(tmp_path):
+    sub = _sub(tmp_path, "good", GOOD)
+    first = compile_only.check(sub, NVCC)
+    assert first.status == compile_only.OK, first.message
+    assert not first.cached and first.arch == "sm_90a"
+    by_name = {k.name: k for k in first.kernels}
+    assert set(by_name) == {"scale(float*, int)", "void local_array<512>(float*)"}  # demangled
+    assert by_name["scale(float*, int)"].smem == 1024 and by_name["scale(float*, int)"].barriers == 1
+    assert by_name["void local_array<512>(float*)"].stack_frame > 0
+    second = compile_only.check(sub, NVCC)
+    assert second.cached and second.status == compile_only.OK and len(second.kernels) == 2
+    assert json.loads((Path(first.log).parent / "result.json").read_text())["status"] == "OK"
+
+
+@needs_nvcc
+def test_known_bad_reports_the_compiler_error(tmp_path):
+    result = compile_only.check(_sub(tmp_path, "bad", BAD), NVCC)
+    assert result.status == compile_only.FAIL and not result.ok
+    assert "nvcc exited with code" in result.message
+    assert 'identifier "undeclared_tile" is undefined' in result.message
+
+
+def test_torch_only_and_unreadable_contract(tmp_path):
+    v0 = submissions.resolve("gemm", "v0")
+    r = compile_only.check(v0, NVCC or "nvcc")
+    assert r.status == compile_only.NO_CUDA and r.ok and r.message == "no CUDA source (torch only)"
+    sub = _sub(tmp_path, "dynamic", textwrap.dedent('''
+        CUDA_SRC = open("kernel.cu").read()
+        def custom_kernel(data):
+            return data[-1]
+        '''))
+    r = compile_only.check(sub, NVCC or "nvcc")
+    assert r.status == compile_only.FAIL and "line 2: CUDA_SRC must be a literal" in r.message
+
+
+@needs_nvcc
+def test_cpp_side_error_is_reported(tmp_path):
+    """The bindings name a function the declarations do not have (the host compiler's check)."""
+    text = GOOD.replace("CUDA_FLAGS", 'CPP_SRC = "void run(int n);"\nFUNCTIONS = ["run", "missing"]\nCUDA_FLAGS')
+    text = text.replace("NO_IMPLICIT_HEADERS = True", "NO_IMPLICIT_HEADERS = True\nCPP_FLAGS = ['-include', 'pybind_stub.h']")
+    # A stand-in for pybind11 and torch's wrapper keeps the test fast (torch/extension.h takes a minute).
+    (tmp_path / "pybind_stub.h").write_text(
+        "struct Module { template <class... A> void def(A...) {} };\n"
+        "#define PYBIND11_MODULE(name, m) void init_module(Module m)\n"
+        "namespace torch { template <class F> int wrap_pybind_function(F f) { return 0; } }\n")
+    text = text.replace("['-include', 'pybind_stub.h']", f"['-include', '{tmp_path / 'pybind_stub.h'}']")
+    result = compile_only.check(_sub(tmp_path, "cpp_bad", text), NVCC)
+    assert result.status == compile_only.FAIL
+    assert "the C++ side (main.cpp: CPP_SRC and FUNCTIONS) failed" in result.message
+    assert "'missing' was not declared" in result.message, result.message
+    assert len(result.kernels) == 2  # the CUDA side compiled: both sides are reported
+    fixed = compile_only.check(_sub(tmp_path, "cpp_good", text.replace(', "missing"', "")), NVCC)
+    assert fixed.status == compile_only.OK, fixed.message

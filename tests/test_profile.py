@@ -1,0 +1,108 @@
+"""nvfp4 profile: the ncu CSV parser on a raw page recorded on an H200 and on small hand-written
+tables (units, thousands separators, strict refusals), the summary's arithmetic, torch.profiler
+through the CLI on the CPU, and (GPU) the kernel table and --ncu summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from harness import cli, cuda_tools, profile
+
+DATA = Path(__file__).resolve().parent / "data" / "ncu"
+PLANTED = Path(__file__).resolve().parent / "planted"
+H200 = {"bf16_tflops": 989.0, "copy_tbps": 4.8, "source": "datasheet"}
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+def test_parse_recorded_raw_page():
+    kernels = profile.parse_ncu_csv((DATA / "raw_gemv_smem_race.csv").read_text())
+    assert len(kernels) == 19
+    k = kernels[-1]
+    assert k.name == "copy_through_shared(const __half *, __half *, float *, long)"
+    assert (k.block, k.grid) == ("(128, 1, 1)", "(1, 1, 1)")
+    assert k.duration_us == pytest.approx(2.144)  # ncu's ns, in µs
+    assert k.metrics["launch__registers_per_thread"] == 17
+    assert k.metrics["sm__warps_active.avg.pct_of_peak_sustained_active"] == pytest.approx(6.23)
+    assert k.metrics["device__attribute_clock_rate"] == 1_980_000  # "1,980,000": separators dropped
+    assert k.dram_bytes == pytest.approx(k.metrics["dram__bytes_read.sum"] + k.metrics["dram__bytes_write.sum"])
+
+
+def test_summary_of_recorded_page():
+    kernels = profile.parse_ncu_csv((DATA / "raw_gemv_smem_race.csv").read_text())
+    flops = 2.0 * 128 * 256
+    s = profile.ncu_summary(kernels, calls=1, flops=flops, ceilings=H200)
+    total = sum(k.duration_us for k in kernels)
+    assert s["duration_us"] == pytest.approx(total) and s["kernels_per_call"] == 19
+    assert s["tflops"] == pytest.approx(flops / (total * 1e-6) / 1e12)
+    assert s["dram_gbps"] == pytest.approx(sum(k.dram_bytes for k in kernels) / (total * 1e-6) / 1e9)
+    assert s["pct_of_copy"] == pytest.approx(100 * s["dram_gbps"] / 4800)
+    reasons = [t["reason"] for t in s["top_stalls"]]
+    assert reasons[0] == "long_scoreboard" and "selected" not in reasons and len(reasons) == 5
+    assert sum(t["share"] for t in s["top_stalls"]) <= 1.0
+    assert 0 < s["achieved_occupancy_pct"] < s["theoretical_occupancy_pct"] <= 100
+
+
+HEADER = '"ID","Kernel Name","Block Size","Grid Size","gpu__time_duration.sum","dram__bytes_read.sum","dram__bytes_write.sum"'
+
+
+def test_units_are_converted():
+    text = "\n".join(["==PROF== a note ncu prints unquoted", HEADER,
+                      '"","","","","usecond","Mbyte","Kbyte"',
+                      '"0","k1","(128, 1, 1)","(4, 1, 1)","1.5","2","500"',
+                      '"1","k2","(128, 1, 1)","(4, 1, 1)","0.5","1","0"'])
+    k1, k2 = profile.parse_ncu_csv(text)
+    assert (k1.duration_us, k1.dram_bytes) == (1.5, 2e6 + 5e5)
+    s = profile.ncu_summary([k1, k2], calls=2, flops=1e9, ceilings=None)
+    assert s["duration_us"] == pytest.approx(1.0)  # two calls: per call
+    assert s["tflops"] == pytest.approx(1e9 / 1e-6 / 1e12) and "pct_of_bf16" not in s
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("", "no CSV table"),
+    ("==ERROR== ERR_NVGPUCTRPERM", "no CSV table"),
+    (HEADER + '\n"","","","","ns","byte","byte"\n', "profiled no kernel"),
+    ('"ID","Kernel Name"\n"0","k"\n', "no gpu__time_duration.sum column"),
+    (HEADER + '\n"","","","","ns","byte","byte"\n"0","k","(1, 1, 1)","(1, 1, 1)","n/a","1","1"\n', "no duration"),
+])
+def test_parse_is_strict(text, needle):
+    with pytest.raises(ValueError, match=needle):
+        profile.parse_ncu_csv(text)
+
+
+def test_cli_torch_profiler_on_this_machine():
+    r = invoke("profile", "gemm", "v0", "--shape", "m=64,n=128,k=256", "--calls", "2")
+    assert r.exit_code == 0, r.output
+    assert "2 calls" in r.stdout and "per custom_kernel call" in r.stdout
+    if not torch.cuda.is_available():
+        assert "CPU operators" in r.stdout and "aten::" in r.stdout and "device: CPU" in r.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without a GPU")
+def test_cli_ncu_refused_without_gpu():
+    r = invoke("profile", "gemm", "v0", "--ncu")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --ncu needs an NVIDIA GPU")
+
+
+@pytest.mark.gpu
+def test_gpu_torch_profiler_lists_kernels():
+    r = invoke("profile", "gemv", PLANTED / "smem_race.py", "--shape", "tests:0", "--calls", "3")
+    assert r.exit_code == 0, r.output
+    assert "GPU kernels, 3 calls" in r.stdout and "copy_through_shared" in r.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_tools.find("ncu") is None, reason="needs ncu")
+def test_gpu_ncu_summary():
+    r = invoke("profile", "gemv", PLANTED / "smem_race.py", "--shape", "tests:0", "--ncu")
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "copy_through_shared" in out and "per custom_kernel call:" in out and "TFLOP/s" in out
+    assert "GB/s" in out and "occupancy (time-weighted)" in out and "top stall reasons" in out
+    assert ".ncu-rep" in out

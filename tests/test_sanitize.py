@@ -1,0 +1,130 @@
+"""compute-sanitizer reports parsed strictly (recorded outputs: clean, errors, a race, truncated;
+an inconsistent report; a clean report of a program that failed) and, on a GPU, the planted
+out-of-bounds write and shared-memory race caught through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from harness import cli, sanitize
+
+DATA = Path(__file__).resolve().parent / "data" / "sanitizer"
+PLANTED = Path(__file__).resolve().parent / "planted"
+CODE = sanitize.ERROR_EXITCODE
+
+
+def recorded(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+# ------------------------------------------------------------------------------------ parsing
+def test_clean():
+    r = sanitize.parse(recorded("memcheck_clean.txt"), 0)
+    assert (r.status, r.errors, r.findings, r.ok) == (sanitize.CLEAN, 0, [], True)
+    assert r.child == {"ok": True, "message": ""}
+
+
+def test_memcheck_errors():
+    r = sanitize.parse(recorded("memcheck_oob_write.txt"), CODE)
+    assert r.status == sanitize.ERRORS and not r.ok and r.errors == 3
+    assert r.message == "3 errors"
+    kinds = [f.kind for f in r.findings]
+    assert "Invalid __global__ write of size 2 bytes" in kinds
+    oob = next(f for f in r.findings if f.kind.startswith("Invalid __global__ write"))
+    assert any("is 1 bytes after the nearest allocation" in line for line in oob.example)
+    assert any("copy_one_past_end" in line for line in oob.example)
+    assert sum(f.count for f in r.findings) == 3  # the write and the two API errors it causes
+    assert r.child["ok"] is False
+
+
+def test_racecheck_summary():
+    r = sanitize.parse(recorded("racecheck_smem_race.txt"), CODE)
+    assert r.status == sanitize.ERRORS and r.errors == 1 and r.warnings == 0
+    (f,) = r.findings
+    assert f.kind.startswith("Error: Race reported between Write access at copy_through_shared")
+    assert "+0x…" in f.kind  # addresses normalised, so repeats of one race group together
+    assert "[512 hazards]" in f.example[1]
+
+
+@pytest.mark.parametrize("code", [None, -9, 0, CODE])
+def test_truncated_is_never_a_pass(code):
+    r = sanitize.parse(recorded("memcheck_truncated.txt"), code)
+    assert r.status == sanitize.UNPARSED and not r.ok
+    assert "no ERROR SUMMARY line" in r.message and "not a pass" in r.message
+
+
+def test_empty_or_foreign_output_is_unparsed():
+    assert sanitize.parse("", 0).status == sanitize.UNPARSED
+    assert sanitize.parse("compute-sanitizer: command not found\n", 127).status == sanitize.UNPARSED
+
+
+def test_summary_contradicting_its_records_is_unparsed():
+    text = recorded("memcheck_oob_write.txt").replace("ERROR SUMMARY: 3 errors", "ERROR SUMMARY: 0 errors")
+    r = sanitize.parse(text, 0)
+    assert r.status == sanitize.UNPARSED and "inconsistent" in r.message
+
+
+def test_clean_report_of_a_failed_program_fails():
+    text = recorded("memcheck_clean.txt")
+    wrong = text.replace('{"ok": true, "message": ""}', '{"ok": false, "message": "seed 1111: 3 of 128 mismatch"}')
+    r = sanitize.parse(wrong, 1)
+    assert r.status == sanitize.FAIL and "3 of 128 mismatch" in r.message
+    no_verdict = "\n".join(line for line in text.splitlines() if not line.startswith(sanitize.CHILD_DONE))
+    r = sanitize.parse(no_verdict, 0)
+    assert r.status == sanitize.FAIL and "did not finish" in r.message
+    r = sanitize.parse(text, 7)
+    assert r.status == sanitize.FAIL and "exit code 7" in r.message
+
+
+def test_racecheck_warnings_are_shown_not_failed():
+    text = recorded("racecheck_smem_race.txt").replace("(1 error, 0 warnings)", "(0 errors, 1 warning)")
+    text = text.replace("========= Error: Race", "========= Warning: Race")
+    r = sanitize.parse(text, 0)
+    assert r.status == sanitize.CLEAN and r.warnings == 1 and "1 racecheck warning" in r.message
+
+
+def test_command():
+    cmd = sanitize.command("/cuda/bin/compute-sanitizer", "racecheck", ["gemv", "f.py"])
+    assert cmd[:3] == ["/cuda/bin/compute-sanitizer", "--tool", "racecheck"]
+    assert ["--error-exitcode", str(CODE)] == cmd[3:5] and "--print-limit" in cmd
+    assert cmd[-4:] == ["-m", "harness.sanitize", "gemv", "f.py"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without a GPU")
+def test_cli_refuses_without_gpu():
+    r = invoke("sanitize", "gemv", "v0")
+    assert r.exit_code == 2 and r.stderr.startswith("error: sanitize needs an NVIDIA GPU")
+
+
+# ----------------------------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+def test_gpu_memcheck_catches_planted_out_of_bounds_write():
+    r = invoke("sanitize", "gemv", PLANTED / "oob_write.py")
+    assert r.exit_code == 1, r.output
+    assert "ERRORS" in r.stdout and "Invalid __global__ write of size 2 bytes" in r.stdout
+    assert "copy_one_past_end" in r.stdout
+
+
+@pytest.mark.gpu
+def test_gpu_racecheck_catches_planted_shared_memory_race():
+    r = invoke("sanitize", "gemv", PLANTED / "smem_race.py", "--tool", "racecheck")
+    assert r.exit_code == 1, r.output
+    assert "ERRORS" in r.stdout and "Race reported between Write access" in r.stdout
+    assert "copy_through_shared" in r.stdout
+
+
+@pytest.mark.gpu
+def test_gpu_clean_version_is_clean():
+    """No false positives: the race is invisible to memcheck, and v0 is clean."""
+    r = invoke("sanitize", "gemv", PLANTED / "smem_race.py")
+    assert r.exit_code == 0 and "CLEAN 0 errors" in r.stdout, r.output
+    r = invoke("sanitize", "gemv", "v0")
+    assert r.exit_code == 0 and "CLEAN 0 errors" in r.stdout, r.output
