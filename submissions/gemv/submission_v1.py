@@ -5,7 +5,7 @@ Parent: v0
 Change: one CUDA kernel for all batches: a warp per row of A reads 16 bytes per lane per step (coalesced), decodes e2m1 through a shared-memory table and e4m3 with the fp8 intrinsic, and reduces with shuffles
 Arch: sm_90
 Analogue: none
-Measured: not yet
+Measured: NVIDIA H200, mean µs, L2 flushed, each call from an idle device (nvfp4 table, commit 07f3ee2): 7168x16384 66.6, 4096x7168 L8 102.2, 7168x2048 L4 47.6; CUDA-graph replays (--graph): 48.1, 83.2, 26.2
 
 The vector b (row 0 of its 128-row tensor) is re-read by every warp from L2; A is streamed once.
 Exact: e2m1 x e2m1 products are multiples of 1/4 below 36, so the 16-element block sum is exact
