@@ -87,6 +87,19 @@ def common_options(fn):
     return fn
 
 
+def gpus_option(fn):
+    return click.option("--gpus", "gpus_spec", default=None, metavar="0,1,...|all",
+                        help="Shard the shapes across these local GPUs: one child per GPU, timings never share one.")(fn)
+
+
+def _gpus(spec: str | None) -> list[int] | None:
+    if spec is None:
+        return None
+    import torch
+    from harness import sharding
+    return sharding.parse_gpus(spec, torch.cuda.device_count() if torch.cuda.is_available() else 0)
+
+
 def timing_options(fn):
     fn = click.option("--budget", type=float, default=3.0, show_default=True,
                       help="Seconds of timing per shape (hard cap; the run is flagged not converged).")(fn)
@@ -153,16 +166,17 @@ def list_cmd(problem):
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per shape.")
 @click.option("--shapes", "shapes_spec", default="tests", show_default=True, help="tests, benchmarks, or an index.")
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
+@gpus_option
 @common_options
 @clean_errors
-def test_cmd(problem, version, dist, seeds, shapes_spec, custom, timeout, compile_timeout):
+def test_cmd(problem, version, dist, seeds, shapes_spec, custom, gpus_spec, timeout, compile_timeout):
     """Correctness on the tests shapes: poisoned outputs, input mutation check, several seeds."""
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     shapes, _ = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
     with Progress(f"test {problem} {sub.label}") as prog:
         outcome = runner.run([sub], shapes, _dists(dist), "test", seeds=seeds, timeout_s=timeout,
-                             compile_timeout_s=compile_timeout, capability=cap, progress=prog)
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec))
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
@@ -187,10 +201,11 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, timeout, compil
 @click.option("--record", is_flag=True, help="Append the results to leaderboard.csv.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 @timing_options
+@gpus_option
 @common_options
 @clean_errors
 def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget, min_samples, min_time, target, pool,
-            graph, warm, timeout, compile_timeout):
+            graph, warm, gpus_spec, timeout, compile_timeout):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
     sub = submissions.resolve(problem, version)
@@ -200,7 +215,7 @@ def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget
         err_console.print(f"[yellow]note:[/yellow] {note}")
     with Progress(f"run {problem} {sub.label}", quiet=as_json) as prog:
         outcome = runner.run([sub], shapes, [dist], "run", plan=plan, timeout_s=timeout,
-                             compile_timeout_s=compile_timeout, capability=cap, progress=prog)
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec))
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
@@ -351,12 +366,14 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
 @click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
 @timing_options
+@gpus_option
 @common_options
 @clean_errors
 def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, budget, min_samples, min_time,
-              target, pool, graph, warm, timeout, compile_timeout):
+              target, pool, graph, warm, gpus_spec, timeout, compile_timeout):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
+    gpus = _gpus(gpus_spec)
     submissions.check_problem(problem)
     cfg = config.load()
     pc = cfg[problem]
@@ -379,7 +396,7 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
     for sub in subs:
         with Progress(f"table {problem} {sub.label}") as prog:
             outcome = runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
-                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog)
+                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=gpus)
         outcomes.append(outcome)
         if record and not outcome.refused:
             _record(outcome)

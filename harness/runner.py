@@ -10,6 +10,7 @@ Nothing in this module prints except through the ``progress`` callback.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -77,6 +78,7 @@ class JobOutcome:
     logs: list = field(default_factory=list)
     plan: TimingPlan | None = None
     geomean: dict | None = None  # per submission (and the ratio): point and 95% interval
+    extra_devices: dict = field(default_factory=dict)  # with --gpus: GPU index -> its device description
 
     @property
     def ok(self) -> bool:
@@ -122,8 +124,13 @@ def select_shapes(problem: str, spec: str | None, custom: tuple[str, ...], has_g
 def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str, *,
         seeds: int = 3, plan: TimingPlan | None = None,
         timeout_s: float = isolation.DEFAULT_TIMEOUT_S, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S,
-        capability=None, progress: Callable[[dict], None] | None = None) -> JobOutcome:
-    """``test`` / ``run`` (one submission) or ``compare`` (two) over shapes x dists."""
+        capability=None, progress: Callable[[dict], None] | None = None,
+        gpus: list[int] | None = None) -> JobOutcome:
+    """``test`` / ``run`` (one submission) or ``compare`` (two) over shapes x dists.
+
+    ``gpus``: local GPU indices; the (shape, dist) items are sharded across them (heaviest first,
+    to the least loaded GPU), one set of children per GPU pinned there with CUDA_VISIBLE_DEVICES,
+    so two timings never share a GPU. Results come back in the order of the request."""
     plan = plan or TimingPlan()
     outcome = JobOutcome(list(subs), None, plan=plan)
     for sub in subs:
@@ -133,26 +140,62 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
             outcome.results = [ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists]
             return outcome
     job = {"mode": mode, "problem": subs[0].problem, "ceilings": mode != "test"}
-    children = [isolation.Child(job, {"label": s.label, "path": str(s.path), "source_hash": s.source_hash},
-                                compile_timeout_s=compile_timeout_s, on_event=progress) for s in subs]
-    try:
-        for s in shapes:
-            for d in dists:
-                item = {"id": f"{s.set_name}:{s.index}:{d}", "params": s.params, "dist": d}
+    items = [(s, d) for s in shapes for d in dists]
+    results: list[ShapeResult | None] = [None] * len(items)
+    devices: dict = {}
+
+    def serve(indices: list[int], gpu: int | None) -> None:
+        env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
+        children = [isolation.Child(job, {"label": s.label, "path": str(s.path), "source_hash": s.source_hash},
+                                    compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env)
+                    for s in subs]
+        try:
+            for i in indices:
+                shape, dist = items[i]
+                item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist}
                 if progress:
-                    progress({"event": "start", "item": item["id"]})
+                    progress({"event": "start", "item": item["id"] + (f" (GPU {gpu})" if gpu is not None else "")})
                 if mode == "test":
-                    result = _test_item(children[0], s, d, item, seeds, timeout_s)
+                    results[i] = _test_item(children[0], shape, dist, item, seeds, timeout_s)
                 else:
-                    result = _measure_item(children, s, d, item, plan, timeout_s, progress)
-                outcome.results.append(result)
-                outcome.device = next((c.device for c in children if c.device), outcome.device)
-    finally:
-        for c in children:
-            c.stop()
-            outcome.logs.extend(c.logs)
+                    results[i] = _measure_item(children, shape, dist, item, plan, timeout_s, progress)
+                devices.setdefault(gpu, next((c.device for c in children if c.device), None))
+        except Exception as exc:  # noqa: BLE001 - a harness fault on one GPU must not lose the others
+            for i in indices:
+                if results[i] is None:
+                    results[i] = ShapeResult(*items[i], "FAIL", f"harness error: {type(exc).__name__}: {exc}")
+        finally:
+            for c in children:
+                c.stop()
+                outcome.logs.extend(c.logs)
+
+    if gpus and len(gpus) > 1:
+        from harness import sharding
+        shards = sharding.shard(list(range(len(items))), gpus, cost=lambda i: _item_cost(items[i][0]))
+        threads = [threading.Thread(target=serve, args=(idx, gpu), name=f"gpu-{gpu}") for gpu, idx in shards.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        outcome.extra_devices = {g: d for g, d in devices.items() if d}
+    else:
+        serve(list(range(len(items))), gpus[0] if gpus else None)
+    outcome.results = [r for r in results if r is not None]
+    outcome.device = next((d for d in devices.values() if d), None)
     _finish(outcome)
     return outcome
+
+
+def visible_device(gpu: int) -> str:
+    """The CUDA_VISIBLE_DEVICES entry for local index ``gpu`` (honours an inherited list)."""
+    import os
+    inherited = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    return inherited[gpu] if inherited and gpu < len(inherited) else str(gpu)
+
+
+def _item_cost(shape: Shape) -> float:
+    """Relative time of a shape: its floor with round ceilings (only the order matters)."""
+    return roofline.floor_us(shape.problem, shape.params, {"bf16_tflops": 800.0, "copy_tbps": 4.0}) or 1.0
 
 
 def _test_item(child, shape, dist, item, seeds, timeout_s) -> ShapeResult:

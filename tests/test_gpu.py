@@ -128,11 +128,13 @@ def test_timing_adversaries_on_gpu(name):
     assert f" {status} " in r.output and detail in flat, r.output
 
 
-def test_compare_same_version_is_same():
+def test_compare_same_version_claims_no_difference():
+    """A version against itself is never FASTER or SLOWER. (SAME needs the whole interval within 1%;
+    on an H200 two processes of the same gemv v1 differ by ~1-2%, so it often says AMBIGUOUS.)"""
     r = invoke("compare", "gemv", "v1", "v1", "--shapes", "benchmarks:2", "--budget", "6")
     assert r.exit_code == 0, r.output
     rows = [line for line in r.output.splitlines() if "7168x2048" in line]
-    assert rows and "SAME" in rows[0], r.output
+    assert rows and ("SAME" in rows[0] or "AMBIGUOUS" in rows[0]), r.output
 
 
 def test_compare_v0_against_a_faster_version_is_faster():
@@ -158,3 +160,11 @@ def test_graph_and_warm_modes():
 def test_graph_mode_refuses_an_uncapturable_submission():
     r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:2", "--graph", "--budget", "1")
     assert r.exit_code == 1 and "cannot be captured in a CUDA graph" in " ".join(r.output.split()), r.output
+
+
+def test_gpus_shards_across_two_gpus():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    r = invoke("run", "gemv", "v1", "--gpus", "0,1", "--budget", "1")
+    assert r.exit_code == 0, r.output
+    assert sum(" PASS " in line for line in r.output.splitlines()) == 3, r.output
