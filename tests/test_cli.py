@@ -12,6 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from harness import cli, leaderboard
+from adversarial.expected import TIMING_ADVERSARIES
 
 ADVERSARIAL = Path(__file__).resolve().parent / "adversarial"
 SHAPE = "m=128,n=256,k=256"
@@ -231,18 +232,7 @@ def test_adversarial_verdicts(name):
 
 
 # Submissions that attack the timer, the statistics, the channel or the input pool; each gets its
-# verdict from `run` (the mechanism is the same on a GPU; side_stream needs one: see test_gpu).
-TIMING_ADVERSARIES = {
-    "patches_event_timer": ("TAMPERED", "torch.cuda.Event.elapsed_time"),
-    "patches_stats": ("TAMPERED", "harness.stats.summarize"),
-    "writes_result_channel": ("TAMPERED", "verdict channel"),
-    "late_thread": ("FAIL", "left a thread running"),
-    "caches_by_data_ptr": ("FAIL", "of round 1"),
-    "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
-    "first_call_only": ("FAIL", "of round 1"),
-}
-
-
+# verdict (tests/adversarial/expected.py) from `run`; side_stream needs a GPU: see test_gpu.
 @pytest.mark.parametrize("name", list(TIMING_ADVERSARIES))
 def test_timing_adversaries(name, isolated_env):
     status, detail = TIMING_ADVERSARIES[name]

@@ -13,6 +13,7 @@ import torch
 from click.testing import CliRunner
 
 from harness import cli, leaderboard
+from adversarial.expected import GPU_TIMING_ADVERSARIES as TIMING_ADVERSARIES
 from reference import checking, codec, problem_module
 
 pytestmark = pytest.mark.gpu
@@ -107,16 +108,6 @@ def test_poisoned_context_is_crash_for_that_shape_only():
     assert "CRASH" in rows[0] and "PASS" in rows[1], r.output
 
 
-TIMING_ADVERSARIES = {
-    "patches_event_timer": ("TAMPERED", "torch.cuda.Event.elapsed_time"),
-    "patches_stats": ("TAMPERED", "harness.stats.summarize"),
-    "writes_result_channel": ("TAMPERED", "verdict channel"),
-    "late_thread": ("FAIL", "left a thread running"),
-    "caches_by_data_ptr": ("FAIL", "of round 1"),
-    "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
-    "first_call_only": ("FAIL", "of round 1"),
-    "side_stream": ("FAIL", "escapes the timed stream"),
-}
 
 
 @pytest.mark.parametrize("name", list(TIMING_ADVERSARIES))

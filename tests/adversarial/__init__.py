@@ -1,0 +1,1 @@
+"""Submissions that must fail, and the verdicts the harness must give them."""
