@@ -42,12 +42,12 @@ def measure(problem: str, version: str, shape_index: int, allocations: int, bloc
                 kernel(data)
         means = []
         for _ in range(blocks):
-            block = timing.time_block(kernel, pool, prelude=lambda: kernel(scratch))
+            block = timing.time_block(kernel, pool, prelude=lambda s=scratch: kernel(s))
             means.append(statistics.fmean(block.times_us))
         out.append({"allocation": a, "mean_us": statistics.fmean(means),
                     "se_us": statistics.stdev(means) / len(means) ** 0.5,
                     "first_ptr": hex(pool[0][0].data_ptr())})
-        del pool, scratch
+        pool = scratch = None
         torch.cuda.empty_cache()
     return out
 
