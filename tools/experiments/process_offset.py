@@ -35,6 +35,9 @@ def measure(problem: str, version: str, shape_index: int, allocations: int, bloc
     base = params.pop("seed")
     out = []
     for a in range(allocations):
+        # NOTE: a spacer of a different size each time, so the pool does not simply reuse the
+        # addresses the last one freed.
+        spacer = torch.empty((a * 37 % 11) * 96 * 2**20, dtype=torch.uint8, device="cuda")
         pool = [mod.generate_input(**params, seed=base + s, dist="competition") for s in range(8)]
         scratch = mod.generate_input(**params, seed=base + 99, dist="competition")
         for _ in range(2):
@@ -47,7 +50,7 @@ def measure(problem: str, version: str, shape_index: int, allocations: int, bloc
         out.append({"allocation": a, "mean_us": statistics.fmean(means),
                     "se_us": statistics.stdev(means) / len(means) ** 0.5,
                     "first_ptr": hex(pool[0][0].data_ptr())})
-        pool = scratch = None
+        pool = scratch = spacer = None
         torch.cuda.empty_cache()
     return out
 
