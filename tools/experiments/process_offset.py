@@ -49,7 +49,7 @@ def measure(problem: str, version: str, shape_index: int, allocations: int, bloc
             means.append(statistics.fmean(block.times_us))
         out.append({"allocation": a, "mean_us": statistics.fmean(means),
                     "se_us": statistics.stdev(means) / len(means) ** 0.5,
-                    "first_ptr": hex(pool[0][0].data_ptr())})
+                    "first_ptr": hex(pool[0][0].data_ptr()), "spacer_mib": spacer.numel() // 2**20})
         pool = scratch = spacer = None
         torch.cuda.empty_cache()
     return out
