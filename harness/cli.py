@@ -308,8 +308,8 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
 @click.option("--margin", type=float, default=0.01, show_default=True,
               help="SAME when the whole 95% interval of the ratio is within this fraction of 1.")
-@click.option("--processes", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Generations of fresh processes per shape (the budget is split over them).")
+@click.option("--processes", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Generations of fresh processes per shape, started in alternating order (the budget is split over them).")
 @timing_options
 @common_options
 @clean_errors
@@ -342,6 +342,11 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
             table.add_row(r.shape.label, _status(r.status), _us(r.stats[0]["mean_us"]), _us(r.stats[1]["mean_us"]),
                           f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
                           f"[{VERDICT_STYLE[v]}]{v}[/]" if r.ok else r.message)
+            gens = r.ratio.get("by_generation") or []
+            if len(gens) > 1:
+                table.add_row("", "[dim]by process pair[/dim]", "", "", "", "",
+                              "[dim]" + ", ".join(f"{g['speedup']:.3f}x ({g['first_started']}'s process started first)"
+                                                  for g in gens) + "[/dim]")
         else:
             table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", r.message)
     console.print(table)

@@ -33,11 +33,11 @@ class TimingPlan:
     mode: str = "cold"  # cold | graph
     warm: bool = False  # also time warm-cache calls (reported beside the cold ones)
     margin: float = 0.01
-    processes: int = 3  # compare: generations of fresh child processes per shape
+    processes: int = 2  # compare: generations of fresh child processes per shape (even: balanced start order)
 
     @classmethod
     def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode="cold", warm=False,
-                     margin=0.01, min_time_s=0.1, max_samples=100_000, processes=3) -> "TimingPlan":
+                     margin=0.01, min_time_s=0.1, max_samples=100_000, processes=2) -> "TimingPlan":
         return cls(stats.StopRule(min_samples=min_samples, min_time_s=min_time_s, target_rel_err=target,
                                   budget_s=budget_s, max_samples=max_samples),
                    pool=pool, mode=mode, warm=warm, margin=margin, processes=processes)
@@ -327,8 +327,14 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
                     "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
     if pair:
         point, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
+        by_generation = []
+        for gen in sorted(set(groups)):
+            ga = [b for b, g in zip(blocks[0], groups) if g == gen]
+            gb = [b for b, g in zip(blocks[1], groups) if g == gen]
+            by_generation.append({"generation": gen, "first_started": "B" if gen % 2 else "A",
+                                  "speedup": stats.ratio_interval(ga, gb)[0], "rounds": len(ga)})
         result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
-                        "processes": generations}
+                        "processes": generations, "by_generation": by_generation}
     return result
 
 
