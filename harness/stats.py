@@ -36,18 +36,16 @@ def _flat(blocks: list[list[float]]) -> np.ndarray:
     return np.concatenate([np.asarray(b, dtype=np.float64) for b in blocks if len(b)]) if blocks else np.array([])
 
 
-def relative_error(samples) -> float:
-    """Standard error of the mean over the mean (inf with fewer than two samples)."""
-    arr = np.asarray(samples, dtype=np.float64)
-    if arr.size < 2:
-        return float("inf")
-    mean = arr.mean()
-    return float(arr.std(ddof=1) / math.sqrt(arr.size) / mean) if mean > 0 else float("inf")
-
-
 def standard_error(samples) -> float:
+    """Standard error of the mean (inf with fewer than two samples)."""
     arr = np.asarray(samples, dtype=np.float64)
     return float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else float("inf")
+
+
+def relative_error(samples) -> float:
+    """Standard error of the mean over the mean (inf with fewer than two samples)."""
+    mean = float(np.mean(samples)) if len(samples) else 0.0
+    return standard_error(samples) / mean if mean > 0 else float("inf")
 
 
 def _block_sums(blocks) -> tuple[np.ndarray, np.ndarray]:
