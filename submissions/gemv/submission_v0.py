@@ -5,7 +5,7 @@ Parent: none
 Change: dequantise e2m1 x e4m3 with torch ops, then one matrix-vector product per batch (native NVFP4 _scaled_mm where the GPU has it)
 Arch: any
 Analogue: none
-Measured: NVIDIA H200, mean µs, L2 flushed: 7168x16384 1843.3, 4096x7168 L8 6189.3, 7168x2048 L4 1922.1
+Measured: NVIDIA H200, mean µs, L2 flushed, each call from an idle device (nvfp4 table, commit 07f3ee2): 7168x16384 1731.4, 4096x7168 L8 4844.8, 7168x2048 L4 1602.2 (before per-call synchronisation: 1843.3, 6189.3, 1922.1)
 
 On Blackwell (sm_100+) this calls torch._scaled_mm on the packed fp4 operands (the vector padded
 to 128 rows, as GPU MODE's reference does). Elsewhere it decodes A and the vector to fp16 (exact)
