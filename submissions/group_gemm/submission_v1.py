@@ -1,0 +1,232 @@
+"""NVFP4 grouped GEMM v1: one launch for all groups, tiled mma.sync with in-kernel dequantisation.
+
+Version: v1
+Parent: v0
+Change: one kernel for every group: each CTA takes a 64x64 output tile (found by a scan over the groups' tile counts), dequantises A and B e2m1 x e4m3 into bf16 in shared memory (exact) and multiplies with mma.sync m16n8k16, fp32 accumulation
+Arch: sm_90
+Analogue: V1
+Measured: not yet (written and compile-checked without a GPU; untested)
+
+Exactness: an e2m1 value (at most 2 significant bits) times an e4m3 scale (at most 4) has at most
+6 significant bits and lies between 2^-10 and 2688, so it is exact in bf16 (8 bits, fp32's
+exponent range); bf16 x bf16 products are exact in fp32 and accumulate in fp32, as in the
+reference. Any M >= 1 (rows past M are zero in shared memory and not stored), N multiple of 64,
+K multiple of 64.
+"""
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+BLOCK_M = 64
+BLOCK_N = 64
+BLOCK_K = 64
+EXTENSION_NAME = "nvfp4_group_gemm_v1"
+FUNCTIONS = ["group_gemm"]
+CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90,code=[sm_90,compute_90]", "-std=c++17"]
+
+CUDA_SRC = r"""
+#include <cstdint>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+constexpr int BLOCK_M = 64;
+constexpr int BLOCK_N = 64;
+constexpr int BLOCK_K = 64;
+constexpr int kThreads = 128;           // 4 warps as 2 x 2, each a 32 x 32 piece of the tile
+constexpr int SMEM_PAD = 8;             // bf16 elements of padding per row: conflict-free fragment loads
+constexpr int kMaxGroups = 32;          // keeps the kernel parameter (all descriptors) under 4 KB
+
+struct GroupDesc {
+    const uint8_t* a; const uint8_t* b; const uint8_t* sfa; const uint8_t* sfb; __half* c;
+    int m, n, k;
+    int64_t a_row, b_row, sfa_row, sfb_row, c_row;
+    int tile_begin;                      // first linear tile index of this group
+};
+
+struct Problem {
+    GroupDesc groups[kMaxGroups];
+    int num_groups;
+};
+
+__device__ __forceinline__ float e4m3_to_float(uint8_t bits) {
+    __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(bits), __NV_E4M3);
+    return __half2float(__half(h));
+}
+
+// Dequantises one row segment of 32 e2m1 values (16 bytes) with its two block scales into bf16.
+__device__ __forceinline__ void dequant32(const uint8_t* src, const uint8_t* scales, __nv_bfloat16* dst,
+                                          bool valid, const float* lut) {
+    if (!valid) {
+        #pragma unroll
+        for (int i = 0; i < 32; ++i) dst[i] = __float2bfloat16_rn(0.f);
+        return;
+    }
+    const uint4 raw = *reinterpret_cast<const uint4*>(src);
+    const float s0 = e4m3_to_float(scales[0]);
+    const float s1 = e4m3_to_float(scales[1]);
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    #pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        const float s = w < 2 ? s0 : s1;  // bytes 0..7: first 16 values, 8..15: the next 16
+        #pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            // NOTE: element 2j sits in the low nibble of byte j (GPU MODE's packing).
+            dst[w * 8 + i] = __float2bfloat16_rn(lut[(words[w] >> (4 * i)) & 0xF] * s);
+        }
+    }
+}
+
+__device__ __forceinline__ uint32_t load_pair(const __nv_bfloat16* p) {
+    return *reinterpret_cast<const uint32_t*>(p);
+}
+
+__global__ void __launch_bounds__(kThreads)
+group_gemm_kernel(const __grid_constant__ Problem problem) {
+    __shared__ __align__(16) __nv_bfloat16 a_tile[BLOCK_M][BLOCK_K + SMEM_PAD];
+    __shared__ __align__(16) __nv_bfloat16 b_tile[BLOCK_N][BLOCK_K + SMEM_PAD];
+    __shared__ float lut[16];
+    if (threadIdx.x < 16) {
+        const float values[16] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f,
+                                  -0.f, -0.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f};
+        lut[threadIdx.x] = values[threadIdx.x];
+    }
+
+    // Which group and tile: groups are few, a linear scan is enough here.
+    const int tile = blockIdx.x;
+    int g = 0;
+    while (g + 1 < problem.num_groups && tile >= problem.groups[g + 1].tile_begin) ++g;
+    const GroupDesc& d = problem.groups[g];
+    const int local = tile - d.tile_begin;
+    const int tiles_n = d.n / BLOCK_N;
+    const int m0 = (local / tiles_n) * BLOCK_M;
+    const int n0 = (local % tiles_n) * BLOCK_N;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp_m = (warp / 2) * 32, warp_n = (warp % 2) * 32;
+    const int gid = lane / 4, tig = lane % 4;  // mma fragment coordinates
+
+    // Loader coordinates: 128 threads, 64 rows x 2 halves of 32 K-elements.
+    const int load_row = threadIdx.x / 2;
+    const int load_k = (threadIdx.x % 2) * 32;
+
+    float acc[2][4][4];
+    #pragma unroll
+    for (int i = 0; i < 2; ++i)
+        #pragma unroll
+        for (int j = 0; j < 4; ++j)
+            #pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+
+    __syncthreads();  // NOTE: the table is read by every thread's first dequantisation
+    for (int k0 = 0; k0 < d.k; k0 += BLOCK_K) {
+        const int kk = k0 + load_k;
+        const int am = m0 + load_row;
+        dequant32(d.a + am * d.a_row + kk / 2, d.sfa + am * d.sfa_row + kk / 16, &a_tile[load_row][load_k],
+                  am < d.m, lut);
+        const int bn = n0 + load_row;
+        dequant32(d.b + bn * d.b_row + kk / 2, d.sfb + bn * d.sfb_row + kk / 16, &b_tile[load_row][load_k],
+                  bn < d.n, lut);
+        __syncthreads();
+        #pragma unroll
+        for (int ks = 0; ks < BLOCK_K; ks += 16) {
+            uint32_t a_frag[2][4];
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const int r = warp_m + i * 16 + gid;
+                a_frag[i][0] = load_pair(&a_tile[r][ks + tig * 2]);
+                a_frag[i][1] = load_pair(&a_tile[r + 8][ks + tig * 2]);
+                a_frag[i][2] = load_pair(&a_tile[r][ks + tig * 2 + 8]);
+                a_frag[i][3] = load_pair(&a_tile[r + 8][ks + tig * 2 + 8]);
+            }
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int c = warp_n + j * 8 + gid;
+                const uint32_t b0 = load_pair(&b_tile[c][ks + tig * 2]);
+                const uint32_t b1 = load_pair(&b_tile[c][ks + tig * 2 + 8]);
+                #pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    asm volatile(
+                        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                        : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
+                        : "r"(a_frag[i][0]), "r"(a_frag[i][1]), "r"(a_frag[i][2]), "r"(a_frag[i][3]),
+                          "r"(b0), "r"(b1));
+                }
+            }
+        }
+        __syncthreads();  // NOTE: the next iteration overwrites the tiles every warp just read
+    }
+
+    #pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int row = m0 + warp_m + i * 16 + gid;
+            const int col = n0 + warp_n + j * 8 + tig * 2;
+            if (row < d.m) {
+                d.c[row * d.c_row + col] = __float2half_rn(acc[i][j][0]);
+                d.c[row * d.c_row + col + 1] = __float2half_rn(acc[i][j][1]);
+            }
+            if (row + 8 < d.m) {
+                d.c[(row + 8) * d.c_row + col] = __float2half_rn(acc[i][j][2]);
+                d.c[(row + 8) * d.c_row + col + 1] = __float2half_rn(acc[i][j][3]);
+            }
+        }
+    }
+}
+
+// NOTE: a plain launcher (no torch headers, so the file compiles alone with nvcc). ``desc`` holds
+// per group: a, b, sfa, sfb, c pointers, then m, n, k, a_row, b_row, sfa_row, sfb_row, c_row.
+int launch_group_gemm(const int64_t* desc, int num_groups, int64_t stream) {
+    if (num_groups < 1 || num_groups > kMaxGroups) return -1;
+    Problem problem;
+    problem.num_groups = num_groups;
+    int tiles = 0;
+    for (int g = 0; g < num_groups; ++g) {
+        const int64_t* p = desc + g * 13;
+        GroupDesc& d = problem.groups[g];
+        d.a = reinterpret_cast<const uint8_t*>(p[0]);
+        d.b = reinterpret_cast<const uint8_t*>(p[1]);
+        d.sfa = reinterpret_cast<const uint8_t*>(p[2]);
+        d.sfb = reinterpret_cast<const uint8_t*>(p[3]);
+        d.c = reinterpret_cast<__half*>(p[4]);
+        d.m = static_cast<int>(p[5]);
+        d.n = static_cast<int>(p[6]);
+        d.k = static_cast<int>(p[7]);
+        d.a_row = p[8]; d.b_row = p[9]; d.sfa_row = p[10]; d.sfb_row = p[11]; d.c_row = p[12];
+        if (d.n % BLOCK_N != 0 || d.k % BLOCK_K != 0 || d.m < 1) return -2;
+        d.tile_begin = tiles;
+        tiles += ((d.m + BLOCK_M - 1) / BLOCK_M) * (d.n / BLOCK_N);
+    }
+    group_gemm_kernel<<<tiles, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(problem);
+    return static_cast<int>(cudaGetLastError());
+}
+"""
+
+CPP_SRC = r"""
+int launch_group_gemm(const int64_t* desc, int num_groups, int64_t stream);
+
+void group_gemm(torch::Tensor desc, int64_t num_groups, int64_t stream) {
+    TORCH_CHECK(desc.device().is_cpu() && desc.dtype() == torch::kInt64 && desc.is_contiguous(),
+                "desc must be a contiguous int64 CPU tensor");
+    const int err = launch_group_gemm(desc.data_ptr<int64_t>(), static_cast<int>(num_groups), stream);
+    TORCH_CHECK(err == 0, "group_gemm: launch failed (", err, "): N and K must be multiples of 64, at most 32 groups");
+}
+"""
+
+_module = load_inline(name=EXTENSION_NAME, cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC, functions=FUNCTIONS,
+                      extra_cuda_cflags=CUDA_FLAGS, verbose=False)
+
+
+def custom_kernel(data):
+    abc, sf, _, _ = data
+    rows = []
+    for (a, b, c), (sfa, sfb) in zip(abc, sf):
+        rows.append([a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(),
+                     c.shape[0], c.shape[1], a.shape[1] * 2,
+                     a.stride(0), b.stride(0), sfa.stride(0), sfb.stride(0), c.stride(0)])
+    desc = torch.tensor(rows, dtype=torch.int64)
+    _module.group_gemm(desc, len(rows), torch.cuda.current_stream().cuda_stream)
+    return [c for _, _, c in abc]
