@@ -234,7 +234,10 @@ def _json_outcome(outcome: runner.JobOutcome) -> dict:
     return {"device": outcome.device, "versions": [s.label for s in outcome.submissions],
             "results": [{"shape": r.shape.params, "label": r.shape.label, "dist": r.dist, "status": r.status,
                          "message": r.message, "stats": r.stats, "floor_us": r.floor_us,
-                         "physical_floor_us": r.physical_floor_us, "ratio": r.ratio} for r in outcome.results],
+                         "physical_floor_us": r.physical_floor_us, "ratio": r.ratio,
+                         "gpu_index": r.extra.get("gpu_index"),
+                         "gpu_uuid": ((r.device or {}).get("telemetry") or {}).get("uuid")}
+                        for r in outcome.results],
             "geomean": outcome.geomean, "timing": outcome.plan.describe() if outcome.plan else None}
 
 

@@ -63,6 +63,7 @@ class ShapeResult:
     telemetry: list | None = None  # per kept round: one NVML sample per submission
     ratio: dict | None = None  # compare: speedup of B over A, 95% interval, verdict
     extra: dict = field(default_factory=dict)  # seeds, throttle drops, L2 reset, flush cost
+    device: dict | None = None  # the GPU this result was measured on (with --gpus, each its own)
 
     @property
     def ok(self) -> bool:
@@ -159,6 +160,9 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                     results[i] = _test_item(children[0], shape, dist, item, seeds, timeout_s)
                 else:
                     results[i] = _measure_item(children, shape, dist, item, plan, timeout_s, progress)
+                results[i].device = next((c.device for c in children if c.device), None)
+                if gpu is not None:
+                    results[i].extra["gpu_index"] = gpu
                 devices.setdefault(gpu, next((c.device for c in children if c.device), None))
         except Exception as exc:  # noqa: BLE001 - a harness fault on one GPU must not lose the others
             for i in indices:
@@ -370,7 +374,6 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
     An IMPLAUSIBLE (or any failed) result is recorded as its status without times: never as a result.
     """
     sub = outcome.submissions[sub_index]
-    dev = outcome.device or {}
     git = machine.git_state()
     try:
         rel = str(sub.path.relative_to(config.paths.REPO_ROOT))
@@ -378,10 +381,11 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
         rel = str(sub.path)
     rows, sidecars = [], []
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    tele = dev.get("telemetry") or {}
     for r in outcome.results:
         if r.status == "SKIP":
             continue
+        dev = r.device or outcome.device or {}  # NOTE: with --gpus every row names its own GPU
+        tele = dev.get("telemetry") or {}
         st = r.stats[sub_index] if (r.stats and r.ok) else None
         row = {"timestamp": stamp, "problem": sub.problem, "version": sub.label, "file": rel, "sha256": sub.sha256,
                "code_hash": sub.source_hash[:16],

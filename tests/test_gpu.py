@@ -156,6 +156,13 @@ def test_graph_mode_refuses_an_uncapturable_submission():
 def test_gpus_shards_across_two_gpus():
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")
-    r = invoke("run", "gemv", "v1", "--gpus", "0,1", "--budget", "1")
+    r = invoke("run", "gemv", "v1", "--gpus", "0,1", "--budget", "1", "--json")
     assert r.exit_code == 0, r.output
-    assert sum(" PASS " in line for line in r.output.splitlines()) == 3, r.output
+    results = json.loads(r.stdout)["results"]
+    assert [x["status"] for x in results] == ["PASS"] * 3, r.output
+    # NOTE: both GPUs took work, and each result names the card it ran on (two different UUIDs).
+    assert {x["gpu_index"] for x in results} == {0, 1}, results
+    by_index = {x["gpu_index"]: x["gpu_uuid"] for x in results}
+    assert len(set(by_index.values())) == 2 and all(by_index.values()), by_index
+    r = invoke("test", "gemv", "v1", "--gpus", "0,1", "--seeds", "1")
+    assert r.exit_code == 0 and "20 passed, 0 failed" in r.output, r.output  # 10 shapes x 2 dists

@@ -11,7 +11,7 @@ Exactness: an e2m1 value (at most 2 significant bits) times an e4m3 scale (at mo
 6 significant bits and lies between 2^-10 and 2688, so it is exact in bf16 (8 bits, fp32's
 exponent range); bf16 x bf16 products are exact in fp32 and accumulate in fp32, as in the
 reference. Any M >= 1 (rows past M are zero in shared memory and not stored), N multiple of 64,
-K multiple of 64.
+K multiple of 64, any number of groups (one launch per 32).
 """
 
 import torch
@@ -179,29 +179,34 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
 
 // NOTE: a plain launcher (no torch headers, so the file compiles alone with nvcc). ``desc`` holds
 // per group: a, b, sfa, sfb, c pointers, then m, n, k, a_row, b_row, sfa_row, sfb_row, c_row.
+// More than kMaxGroups groups: one launch per chunk of kMaxGroups (the parameter space is 4 KB).
 int launch_group_gemm(const int64_t* desc, int num_groups, int64_t stream) {
-    if (num_groups < 1 || num_groups > kMaxGroups) return -1;
-    Problem problem;
-    problem.num_groups = num_groups;
-    int tiles = 0;
-    for (int g = 0; g < num_groups; ++g) {
-        const int64_t* p = desc + g * 13;
-        GroupDesc& d = problem.groups[g];
-        d.a = reinterpret_cast<const uint8_t*>(p[0]);
-        d.b = reinterpret_cast<const uint8_t*>(p[1]);
-        d.sfa = reinterpret_cast<const uint8_t*>(p[2]);
-        d.sfb = reinterpret_cast<const uint8_t*>(p[3]);
-        d.c = reinterpret_cast<__half*>(p[4]);
-        d.m = static_cast<int>(p[5]);
-        d.n = static_cast<int>(p[6]);
-        d.k = static_cast<int>(p[7]);
-        d.a_row = p[8]; d.b_row = p[9]; d.sfa_row = p[10]; d.sfb_row = p[11]; d.c_row = p[12];
-        if (d.n % BLOCK_N != 0 || d.k % BLOCK_K != 0 || d.m < 1) return -2;
-        d.tile_begin = tiles;
-        tiles += ((d.m + BLOCK_M - 1) / BLOCK_M) * (d.n / BLOCK_N);
+    if (num_groups < 1) return -1;
+    for (int first = 0; first < num_groups; first += kMaxGroups) {
+        Problem problem;
+        problem.num_groups = num_groups - first < kMaxGroups ? num_groups - first : kMaxGroups;
+        int tiles = 0;
+        for (int g = 0; g < problem.num_groups; ++g) {
+            const int64_t* p = desc + (first + g) * 13;
+            GroupDesc& d = problem.groups[g];
+            d.a = reinterpret_cast<const uint8_t*>(p[0]);
+            d.b = reinterpret_cast<const uint8_t*>(p[1]);
+            d.sfa = reinterpret_cast<const uint8_t*>(p[2]);
+            d.sfb = reinterpret_cast<const uint8_t*>(p[3]);
+            d.c = reinterpret_cast<__half*>(p[4]);
+            d.m = static_cast<int>(p[5]);
+            d.n = static_cast<int>(p[6]);
+            d.k = static_cast<int>(p[7]);
+            d.a_row = p[8]; d.b_row = p[9]; d.sfa_row = p[10]; d.sfb_row = p[11]; d.c_row = p[12];
+            if (d.n % BLOCK_N != 0 || d.k % BLOCK_K != 0 || d.m < 1) return -2;
+            d.tile_begin = tiles;
+            tiles += ((d.m + BLOCK_M - 1) / BLOCK_M) * (d.n / BLOCK_N);
+        }
+        group_gemm_kernel<<<tiles, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(problem);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return static_cast<int>(err);
     }
-    group_gemm_kernel<<<tiles, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(problem);
-    return static_cast<int>(cudaGetLastError());
+    return 0;
 }
 """
 
@@ -212,7 +217,7 @@ void group_gemm(torch::Tensor desc, int64_t num_groups, int64_t stream) {
     TORCH_CHECK(desc.device().is_cpu() && desc.dtype() == torch::kInt64 && desc.is_contiguous(),
                 "desc must be a contiguous int64 CPU tensor");
     const int err = launch_group_gemm(desc.data_ptr<int64_t>(), static_cast<int>(num_groups), stream);
-    TORCH_CHECK(err == 0, "group_gemm: launch failed (", err, "): N and K must be multiples of 64, at most 32 groups");
+    TORCH_CHECK(err == 0, "group_gemm: launch failed (", err, "): N and K must be multiples of 64, M at least 1");
 }
 """
 

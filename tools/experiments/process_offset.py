@@ -6,7 +6,7 @@ inside one process, time gemv v1 on K fresh allocations of the pool (same seeds 
 compare the spread of the per-allocation means with the spread between P separate processes
 (each one allocation). Usage on a GPU machine, repo root:
     python3 tools/experiments/process_offset.py [--allocations 8] [--processes 6] [--problem gemv --version v1 --shape 2]
-Prints the per-allocation and per-process means, their coefficient of variation, and the
+A second pass moves the flush buffer too. Prints the per-allocation and per-process means, their coefficient of variation, and the
 within-allocation standard error for scale.
 """
 import argparse
@@ -19,7 +19,8 @@ import sys
 sys.path.insert(0, os.getcwd())
 
 
-def measure(problem: str, version: str, shape_index: int, allocations: int, blocks: int) -> list[dict]:
+def measure(problem: str, version: str, shape_index: int, allocations: int, blocks: int,
+            flush_too: bool = False) -> list[dict]:
     import torch
 
     from harness import build_cache, config, timing, worker
@@ -38,6 +39,10 @@ def measure(problem: str, version: str, shape_index: int, allocations: int, bloc
         # NOTE: a spacer of a different size each time, so the pool does not simply reuse the
         # addresses the last one freed.
         spacer = torch.empty((a * 37 % 11) * 96 * 2**20, dtype=torch.uint8, device="cuda")
+        if flush_too:  # the flush buffer moves as well
+            old = timing.bound().flush_buffer
+            timing.bound().flush_buffer = torch.empty_like(old)
+            del old
         pool = [mod.generate_input(**params, seed=base + s, dist="competition") for s in range(8)]
         scratch = mod.generate_input(**params, seed=base + 99, dist="competition")
         for _ in range(2):
@@ -73,6 +78,7 @@ def main():
         print(json.dumps(measure(args.problem, args.version, args.shape, args.allocations, args.blocks)))
         return
     within = measure(args.problem, args.version, args.shape, args.allocations, args.blocks)
+    within_flush = measure(args.problem, args.version, args.shape, args.allocations, args.blocks, flush_too=True)
     per_process = []
     for _ in range(args.processes):
         res = subprocess.run([sys.executable, __file__, "--child", "--problem", args.problem, "--version", args.version,
@@ -81,6 +87,8 @@ def main():
         per_process.append(json.loads(res.stdout.strip().splitlines()[-1])[0])
     print("allocations in one process: " + " ".join(f"{r['mean_us']:.2f}" for r in within)
           + f"  CV {cv([r['mean_us'] for r in within]):.2%}")
+    print("pool and flush buffer moved: " + " ".join(f"{r['mean_us']:.2f}" for r in within_flush)
+          + f"  CV {cv([r['mean_us'] for r in within_flush]):.2%}")
     print("separate processes:         " + " ".join(f"{r['mean_us']:.2f}" for r in per_process)
           + f"  CV {cv([r['mean_us'] for r in per_process]):.2%}")
     print(f"typical standard error of one allocation's mean: {statistics.fmean(r['se_us'] for r in within):.3f} µs")
