@@ -117,7 +117,7 @@ def timing_options(fn):
     return fn
 
 
-def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=0.01) -> runner.TimingPlan:
+def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin) -> runner.TimingPlan:
     if graph and warm:
         raise UserError("--graph and --warm do not combine (the graph replays with its own flush)")
     return runner.TimingPlan.from_options(budget_s=budget, min_samples=min_samples, min_time_s=min_time,
@@ -309,19 +309,21 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @click.option("--shapes", "shapes_spec", default=None)
 @click.option("--shape", "custom", multiple=True)
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
-@click.option("--margin", type=float, default=0.01, show_default=True,
+@click.option("--margin", type=float, default=runner.TimingPlan.margin, show_default=True,
               help="SAME when the whole 95% interval of the ratio is within this fraction of 1.")
-@click.option("--processes", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Generations of fresh processes per shape, started in alternating order (the budget is split over them).")
+@click.option("--processes", type=click.IntRange(min=1), default=runner.TimingPlan.processes, show_default=True,
+              help="Generations of fresh process pairs per shape at least, started in alternating order (the budget is split over them).")
+@click.option("--max-processes", type=click.IntRange(min=1), default=runner.TimingPlan.max_processes, show_default=True,
+              help="While a shape's verdict is AMBIGUOUS, two more generations at a time, up to this many.")
 @timing_options
 @common_options
 @clean_errors
-def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, budget, min_samples,
-                min_time, target, pool, graph, warm, timeout, compile_timeout):
+def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, budget,
+                min_samples, min_time, target, pool, graph, warm, timeout, compile_timeout):
     """A and B in separate processes, taking turns block by block on identical inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from a paired bootstrap of the time ratio."""
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin)
-    plan.processes = processes
+    plan.processes, plan.max_processes = processes, max(processes, max_processes)
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
     cap = runner.local_capability()
@@ -335,23 +337,23 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
     table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
-                        f"paired block bootstrap over {processes} process generation(s), SAME within ±{margin:.1%})",
+                        f"95% interval over blocks and process generations, SAME within ±{margin:.1%})",
                   title_justify="left")
-    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI", "verdict"):
+    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI", "procs", "verdict"):
         table.add_column(col)
     for r in outcome.results:
         if r.stats and r.ratio:
             v = r.ratio["verdict"]
             table.add_row(r.shape.label, _status(r.status), _us(r.stats[0]["mean_us"]), _us(r.stats[1]["mean_us"]),
                           f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
-                          f"[{VERDICT_STYLE[v]}]{v}[/]" if r.ok else r.message)
+                          str(r.ratio.get("processes", "")), f"[{VERDICT_STYLE[v]}]{v}[/]" if r.ok else r.message)
             gens = r.ratio.get("by_generation") or []
             if len(gens) > 1:
-                table.add_row("", "[dim]by process pair[/dim]", "", "", "", "",
+                table.add_row("", "[dim]by process pair[/dim]", "", "", "", "", "",
                               "[dim]" + ", ".join(f"{g['speedup']:.3f}x ({g['first_started']}'s process started first)"
                                                   for g in gens) + "[/dim]")
         else:
-            table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", r.message)
+            table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", r.message)
     console.print(table)
     gm = (outcome.geomean or {}).get("ratio")
     if gm:

@@ -32,22 +32,23 @@ class TimingPlan:
     warmup: int = 2
     mode: str = "cold"  # cold | graph
     warm: bool = False  # also time warm-cache calls (reported beside the cold ones)
-    margin: float = 0.01
-    processes: int = 2  # compare: generations of fresh child processes per shape (even: balanced start order)
+    margin: float = 0.02  # SAME: measured process-to-process offsets are 1-2% (README, Verdicts)
+    processes: int = 2  # compare: generations of fresh child processes per shape, at least (even: balanced start order)
+    max_processes: int = 8  # compare: more generations, two at a time, while the verdict is AMBIGUOUS
 
     @classmethod
     def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode="cold", warm=False,
-                     margin=0.01, min_time_s=0.1, max_samples=100_000, processes=2) -> "TimingPlan":
+                     margin=0.02, min_time_s=0.1, max_samples=100_000, processes=2, max_processes=8) -> "TimingPlan":
         return cls(stats.StopRule(min_samples=min_samples, min_time_s=min_time_s, target_rel_err=target,
                                   budget_s=budget_s, max_samples=max_samples),
-                   pool=pool, mode=mode, warm=warm, margin=margin, processes=processes)
+                   pool=pool, mode=mode, warm=warm, margin=margin, processes=processes, max_processes=max_processes)
 
     def describe(self) -> dict:
         r = self.rule
         return {"mode": self.mode, "warm": self.warm, "pool": self.pool, "warmup": self.warmup,
                 "min_samples": r.min_samples, "min_time_s": r.min_time_s, "target_rel_err": r.target_rel_err,
                 "budget_s": r.budget_s, "max_samples": r.max_samples, "margin": self.margin,
-                "processes": self.processes}
+                "processes": self.processes, "max_processes": self.max_processes}
 
 
 @dataclass
@@ -228,11 +229,14 @@ def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[i
 
 
 def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
-    """Timing rounds for one shape. With two children (compare) the budget is split over
-    ``plan.processes`` generations of fresh child processes, started in alternating order: a
-    per-process offset (measured: up to ~5% between two processes running the same host-heavy v0)
-    then shows up as spread between generations, which the hierarchical bootstrap carries into
-    the interval instead of into the verdict."""
+    """Timing rounds for one shape.
+
+    ``run`` (one child): rounds until the stopping rule is satisfied. ``compare`` (two children):
+    generations of fresh child processes, started in alternating order, each timing for
+    ``budget / processes`` seconds; after ``plan.processes`` generations, two more at a time while
+    the verdict is AMBIGUOUS, up to ``plan.max_processes``. Two processes of identical code differ
+    by 1-2% (measured), so generations are the independent samples of a compare: their spread
+    enters the interval (bootstrap and Student-t over generations) instead of the verdict."""
     result = ShapeResult(shape, dist, "PASS")
     labels = [c.label for c in children]
     pair = len(children) == 2
@@ -242,7 +246,9 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
         result.message = (f"{labels[i]}: " if pair else "") + message
         return result
 
-    generations = max(1, plan.processes) if pair else 1
+    min_generations = max(1, plan.processes) if pair else 1
+    max_generations = max(min_generations, plan.max_processes) if pair else 1
+    generation_budget = plan.rule.budget_s / min_generations
     blocks: list[list] = [[] for _ in children]
     warm_blocks: list[list] = [[] for _ in children]
     groups: list[int] = []  # the generation of every kept round
@@ -251,18 +257,20 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
     dropped, rounds = 0, 0
     timed_s = 0.0  # seconds spent in timing rounds (starting children and checking are not counted)
     decision = None
-    for gen in range(generations):
+    gen = 0
+    while gen < max_generations:
         order = list(range(len(children)))
         if gen % 2 == 1:
             order.reverse()  # the other version's process starts first this time
         if gen > 0:
             for child in children:
                 child.stop()
+            if progress:
+                progress({"event": "progress", "item": item["id"], "stage": f"process generation {gen + 1}"})
         failure = _prepare(children, order, item, plan, timeout_s, progress, extra)
         if failure:
             return fail(*failure)
-        gen_budget = plan.rule.budget_s * (gen + 1) / generations
-        gen_rounds = 0
+        gen_start_s, gen_rounds = timed_s, 0
         while True:
             rounds += 1
             round_order = list(range(len(children)))
@@ -300,18 +308,18 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
                 if decision:
                     break
                 continue
-            # compare: each generation gets its share of the budget (and at least two rounds); the
-            # stopping rule judges the ratio once the last generation runs.
-            if gen_rounds >= 2 and timed_s >= gen_budget and gen < generations - 1:
+            if gen_rounds >= 2 and timed_s - gen_start_s >= generation_budget:
                 break
-            if gen == generations - 1:
-                rel = stats.grouped_log_ratio_error(blocks[0], blocks[1], groups)
-                decision = plan.rule.decide(flat, timed_s, len(blocks[0]), rel_err=rel)
-                if decision and gen_rounds >= 2:
-                    break
-                decision = None
-        if decision:
+        gen += 1
+        if not pair:
             break
+        if gen >= min_generations and ((gen - min_generations) % 2 == 0 or gen == max_generations):
+            _, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
+            if stats.verdict(lo, hi, plan.margin) != "AMBIGUOUS":
+                decision = (True, f"decided after {gen} process generation(s)")
+                break
+    if pair and decision is None:
+        decision = (False, f"still AMBIGUOUS after {gen} process generation(s) (--max-processes)")
     for child in children:
         try:
             child.request({"cmd": "finish"}, timeout_s)
@@ -338,7 +346,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
             by_generation.append({"generation": gen, "first_started": "B" if gen % 2 else "A",
                                   "speedup": stats.ratio_interval(ga, gb)[0], "rounds": len(ga)})
         result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
-                        "processes": generations, "by_generation": by_generation}
+                        "processes": len(by_generation), "by_generation": by_generation}
     return result
 
 
