@@ -1,11 +1,15 @@
-"""NVFP4 GEMV v2: e2m1 decoded by bit placement into half2, products and block sums in fp16.
+"""NVFP4 GEMV v2 (a regression, kept for its lesson): e2m1 decoded by bit placement into half2, fp16 block sums.
 
 Version: v2
 Parent: v1
 Change: no table loads: two e2m1 nibbles become one half2 by moving their sign and exponent-mantissa bits into place (value x 2^-14, scaled back by one exact HMUL2), multiplied and summed per 16-element block with HFMA2, then scaled and accumulated in fp32
 Arch: sm_90
 Analogue: none
-Measured: not yet (compile-checked without a GPU; untested)
+Measured: NVIDIA H200, mean µs, L2 flushed, each call from an idle device (nvfp4 run, commit 53ab0a7): 7168x16384 84.4, 4096x7168 L8 134.9, 7168x2048 L4 54.2; in one compare against v1 (two process generations): 0.896x, 0.821x, 0.913x, geomean 0.876x [0.863, 0.887], SLOWER
+
+Lesson: the decode moved from table loads to integer ops and got slower: this kernel is bound by
+instructions per byte, not bandwidth (v1 reaches 17-31% of the floor), and the vector is decoded
+again by every warp, doubling the decode work. See NOTES.md for the budget per byte.
 
 Exact: every e2m1 value is an fp16 after the bit move (checked for all 256 bytes in NOTES), the
 products are multiples of 1/4 at most 36 in magnitude, and each half of the half2 accumulator sums
