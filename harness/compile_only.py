@@ -19,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sysconfig
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -135,7 +136,8 @@ def _shim_include() -> list[str]:
     header = shim / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
     if not header.exists():
         header.parent.mkdir(parents=True, exist_ok=True)
-        tmp = header.with_suffix(f".{os.getpid()}.tmp")
+        # NOTE: builds run in threads of one process: the name must be unique per thread too.
+        tmp = header.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text("#pragma once\n// Stand-in for the header a CUDA build of torch generates.\n"
                        "#define C10_CUDA_BUILD_SHARED_LIBS\n")
         tmp.replace(header)

@@ -166,3 +166,14 @@ def test_cpp_side_error_is_reported(tmp_path):
     assert len(result.kernels) == 2  # the CUDA side compiled: both sides are reported
     fixed = compile_only.check(_sub(tmp_path, "cpp_good", text.replace(', "missing"', "")), NVCC)
     assert fixed.status == compile_only.OK, fixed.message
+
+
+def test_shim_header_is_written_safely_by_concurrent_builds(tmp_path, monkeypatch):
+    """`nvfp4 build all` compiles versions in threads of one process; each may create the shim."""
+    import concurrent.futures
+
+    monkeypatch.setenv("NVFP4_BUILD_DIR", str(tmp_path))
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        flags = list(pool.map(lambda _: compile_only._shim_include(), range(64)))
+    assert all(f == flags[0] for f in flags)
+    assert not list(tmp_path.rglob("*.tmp"))
