@@ -312,7 +312,7 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @click.option("--margin", type=float, default=runner.TimingPlan.margin, show_default=True,
               help="SAME when the whole 95% interval of the ratio is within this fraction of 1.")
 @click.option("--processes", type=click.IntRange(min=1), default=runner.TimingPlan.processes, show_default=True,
-              help="Generations of fresh process pairs per shape at least, started in alternating order (the budget is split over them).")
+              help="Generations of fresh process pairs per shape at least, prepared in alternating order (the budget is split over them).")
 @click.option("--max-processes", type=click.IntRange(min=1), default=runner.TimingPlan.max_processes, show_default=True,
               help="While a shape's verdict is AMBIGUOUS, two more generations at a time, up to this many.")
 @timing_options
@@ -350,7 +350,7 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
             gens = r.ratio.get("by_generation") or []
             if len(gens) > 1:
                 table.add_row("", "[dim]by process pair[/dim]", "", "", "", "", "",
-                              "[dim]" + ", ".join(f"{g['speedup']:.3f}x ({g['first_started']}'s process started first)"
+                              "[dim]" + ", ".join(f"{g['speedup']:.3f}x ({g['first_prepared']} prepared first)"
                                                   for g in gens) + "[/dim]")
         else:
             table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", r.message)

@@ -211,9 +211,42 @@ def _test_item(child, shape, dist, item, seeds, timeout_s) -> ShapeResult:
     return ShapeResult(shape, dist, reply["status"], reply.get("message", ""))
 
 
+def _together(calls: list[Callable[[], None]]) -> None:
+    """Runs the calls in threads and waits for all (child processes start and stop in parallel)."""
+    threads = [threading.Thread(target=call) for call in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _start_together(children, order) -> tuple[int, str, str] | None:
+    """Starts the children that are not running, at the same time: a start is mostly the torch
+    import and the CUDA context, seconds that compare pays again for every generation of processes.
+    The first failure in ``order``, as (index, status, message)."""
+    idle = [i for i in order if not children[i].alive()]
+    if len(idle) < 2:
+        return None
+    failures: dict[int, isolation.ChildFailure] = {}
+
+    def start(i: int) -> None:
+        try:
+            children[i].start()
+        except isolation.ChildFailure as exc:
+            failures[i] = exc
+
+    _together([lambda i=i: start(i) for i in idle])
+    first = next((i for i in order if i in failures), None)
+    return None if first is None else (first, failures[first].status, failures[first].message)
+
+
 def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[int, str, str] | None:
-    """``prepare`` on each child in ``order`` (starting it if needed); (index, status, message) on failure."""
+    """``prepare`` on each child in ``order`` (the children start together where they are not
+    running); (index, status, message) on failure."""
     command = {"cmd": "prepare", "item": item, "pool": plan.pool, "mode": plan.mode, "warmup": plan.warmup}
+    failure = _start_together(children, order)
+    if failure:
+        return failure
     for i in order:
         if progress:
             progress({"event": "progress", "item": item["id"], "stage": f"checking {children[i].label}"})
@@ -232,7 +265,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
     """Timing rounds for one shape.
 
     ``run`` (one child): rounds until the stopping rule is satisfied. ``compare`` (two children):
-    generations of fresh child processes, started in alternating order, each timing for
+    generations of fresh child processes (started together, prepared in alternating order), each timing for
     ``budget / processes`` seconds; after ``plan.processes`` generations, two more at a time while
     the verdict is AMBIGUOUS, up to ``plan.max_processes``. Two processes of identical code differ
     by 1-2% (measured), so generations are the independent samples of a compare: their spread
@@ -263,8 +296,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
         if gen % 2 == 1:
             order.reverse()  # the other version's process starts first this time
         if gen > 0:
-            for child in children:
-                child.stop()
+            _together([child.stop for child in children])
             if progress:
                 progress({"event": "progress", "item": item["id"], "stage": f"process generation {gen + 1}"})
         failure = _prepare(children, order, item, plan, timeout_s, progress, extra)
@@ -343,7 +375,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
         for gen in sorted(set(groups)):
             ga = [b for b, g in zip(blocks[0], groups) if g == gen]
             gb = [b for b, g in zip(blocks[1], groups) if g == gen]
-            by_generation.append({"generation": gen, "first_started": "B" if gen % 2 else "A",
+            by_generation.append({"generation": gen, "first_prepared": "B" if gen % 2 else "A",
                                   "speedup": stats.ratio_interval(ga, gb)[0], "rounds": len(ga)})
         result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
                         "processes": len(by_generation), "by_generation": by_generation}

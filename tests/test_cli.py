@@ -117,7 +117,7 @@ def test_compare_v0_v0():
     assert r.exit_code == 0, r.output
     flat = " ".join(r.output.split())
     assert "over blocks and process generations" in flat
-    assert "(A's process started first)" in flat and "(B's process started first)" in flat
+    assert "(A prepared first)" in flat and "(B prepared first)" in flat
     assert any(v in r.output for v in ("SAME", "AMBIGUOUS", "FASTER", "SLOWER"))
     assert "geomean speedup of v0 over v0" in r.output and "95% CI" in r.output
 
