@@ -156,6 +156,8 @@ def list_cmd(problem):
         console.print(table)
         console.print("  benchmarks: " + "; ".join(s.label for s in pc.benchmarks))
         console.print(f"  tests: {len(pc.tests)} shapes" + (f" (e.g. {pc.tests[0].label})" if pc.tests else ""))
+        if pc.edges:
+            console.print("  edges: " + "; ".join(s.label for s in pc.edges))
 
 
 # ------------------------------------------------------------------------------------------ test
@@ -164,7 +166,8 @@ def list_cmd(problem):
 @click.argument("version")
 @click.option("--dist", type=click.Choice([*DISTS, "both"]), default="both", show_default=True)
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per shape.")
-@click.option("--shapes", "shapes_spec", default="tests", show_default=True, help="tests, benchmarks, or an index.")
+@click.option("--shapes", "shapes_spec", default="tests", show_default=True,
+              help="tests, benchmarks, edges (the issues' 'any shape' contracts), or SET:N.")
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
 @gpus_option
 @common_options

@@ -13,13 +13,14 @@ from harness import paths
 from harness.errors import UserError
 from reference import PROBLEMS, problem_module
 
-SHAPE_SETS = ("tests", "benchmarks")
+SHAPE_SETS = ("tests", "benchmarks", "edges")
+OPTIONAL_SETS = ("edges",)  # ours, not GPU MODE's: the "correct for any ..." contracts of the issues
 
 
 @dataclass(frozen=True)
 class Shape:
     problem: str
-    set_name: str  # tests | benchmarks | custom
+    set_name: str  # tests | benchmarks | edges | custom
     index: int
     params: dict  # the problem's SHAPE_KEYS plus seed
 
@@ -69,6 +70,7 @@ class ProblemConfig:
     speed_of_light_b200_us: list[float]
     writeup: Writeup | None = None
     benchmark_labels: list[str] = field(default_factory=list)
+    edges: list[Shape] = field(default_factory=list)
 
 
 def _line_of(node_map: dict, key) -> str:
@@ -167,6 +169,9 @@ def load(path: Path | None = None) -> dict[str, ProblemConfig]:
         sets = {}
         for set_name in SHAPE_SETS:
             items = entry.get(set_name)
+            if set_name in OPTIONAL_SETS and items is None:
+                sets[set_name] = []
+                continue
             if not isinstance(items, list) or not items:
                 raise UserError(f"{path}{_line_of(entry.get('__lines__', {}), set_name) or f' ({name})'}: "
                                 f"{name}.{set_name} must be a non-empty list of shapes")
@@ -191,7 +196,7 @@ def load(path: Path | None = None) -> dict[str, ProblemConfig]:
                                     f"{len(v.get('us', []))} timings for {len(sets['benchmarks'])} benchmarks")
             writeup = Writeup(w.get("source", ""), w.get("gpu", ""), w.get("shapes", []), w.get("versions", []))
         labels = writeup.shapes if writeup and writeup.shapes else [s.label for s in sets["benchmarks"]]
-        configs[name] = ProblemConfig(name, sets["tests"], sets["benchmarks"], sol, writeup, labels)
+        configs[name] = ProblemConfig(name, sets["tests"], sets["benchmarks"], sol, writeup, labels, sets["edges"])
     return configs
 
 

@@ -112,8 +112,10 @@ def select_shapes(problem: str, spec: str | None, custom: tuple[str, ...], has_g
     if set_name.isdigit() and not index:
         set_name, index = default_set, set_name
     if set_name not in config.SHAPE_SETS:
-        raise UserError(f"--shapes {spec!r}: expected benchmarks, tests, an index, or tests:N / benchmarks:N")
+        raise UserError(f"--shapes {spec!r}: expected benchmarks, tests, edges, an index, or SET:N")
     shapes = getattr(pc, set_name)
+    if not shapes:
+        raise UserError(f"--shapes {spec!r}: {problem} has no {set_name} shapes in shapes.yaml")
     if index:
         try:
             i = int(index)

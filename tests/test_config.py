@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import config
+from harness import config, runner
 from harness.errors import UserError
 from reference import PROBLEMS
 
@@ -225,3 +225,25 @@ def test_parse_shape_errors(problem, text, needle):
 def test_yaml_booleans_are_not_integers():
     with pytest.raises(UserError, match="not booleans"):
         config.validate_shape("gemm", {"m": True, "n": 256, "k": 256, "l": 1, "seed": 1}, "here")
+
+
+def test_edges_are_optional_and_validated(write_shapes):
+    cfg, _ = load_text(write_shapes, yaml_with())
+    assert cfg["gemm"].edges == []
+    with pytest.raises(UserError, match="no edges shapes"):
+        runner.select_shapes("gemm", "edges", (), True)
+    gemm = GOOD["gemm"] + "  edges:\n    - {m: 256, n: 256, k: 512, l: 3, seed: 7}\n"
+    cfg, _ = load_text(write_shapes, yaml_with(gemm=gemm))
+    (edge,) = cfg["gemm"].edges
+    assert edge.set_name == "edges" and edge.params["l"] == 3
+    assert runner.select_shapes("gemm", "edges:0", (), True)[0] == [edge]
+    bad = GOOD["gemm"] + "  edges:\n    - {m: 256, n: 256, k: 100, l: 1}\n"
+    with pytest.raises(UserError, match="multiple of 64"):
+        load_text(write_shapes, yaml_with(gemm=bad))
+
+
+def test_repo_edges_cover_the_issue_contracts(cfg):
+    gemv = [s.params for s in cfg["gemv"].edges]
+    assert any(p["m"] % 128 for p in gemv) and any(p["k"] > 16384 for p in gemv)
+    group = [s.params for s in cfg["group_gemm"].edges]
+    assert any(p["g"] > 32 for p in group) and any(min(p["m"]) == 1 for p in group)

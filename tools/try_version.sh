@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One device call for a new kernel version: build, correctness (both distributions, the tests and
+# the edges shapes), compare against its parent, then the recorded run.
+# Stops at the first failure; a short summary is the last thing printed (and $OUT/summary.txt).
+# Usage (device machine, repo root): bash tools/try_version.sh PROBLEM VERSION PARENT
+# Env: NVFP4_GIT_COMMIT (the copied tree has no .git), BUDGET (compare/run seconds, default 2).
+set -u -o pipefail
+problem=$1 version=$2 parent=$3
+OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 COLUMNS=200 NVFP4_LEADERBOARD="$OUT/leaderboard.csv"
+export NVFP4_EXTENSIONS_DIR="${NVFP4_EXTENSIONS_DIR:-$PWD/.build/torch_extensions}"
+log="$OUT/$problem-$version.log" summary="$OUT/summary.txt" t0=$(date +%s)
+say() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$summary"; }
+step() {  # step NAME CMD...: run, log, and stop on failure
+  local name=$1; shift
+  echo "### $name" >> "$log"
+  if "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -20 "$log" | tee -a "$summary"; finish 1; fi
+}
+finish() {
+  if [ -d "$OUT/leaderboard_runs" ]; then
+    tar czf "$OUT/leaderboard_runs.tgz" -C "$OUT" leaderboard_runs && rm -rf "$OUT/leaderboard_runs"
+  fi
+  exit "$1"
+}
+step "build $problem $version" python3 -m harness build "$problem" "$version"
+step "test (tests shapes, both distributions)" python3 -m harness test "$problem" "$version" --dist both --seeds 2
+step "test (edges shapes, both distributions)" python3 -m harness test "$problem" "$version" --shapes edges --dist both --seeds 2
+step "compare $parent $version" python3 -m harness compare "$problem" "$parent" "$version" --budget "${BUDGET:-2}"
+grep -E "│|geomean" "$log" | tail -12 | tee -a "$summary"
+step "run $version --record" python3 -m harness run "$problem" "$version" --budget "${BUDGET:-2}" --record
+grep -E "│|geomean" "$log" | tail -6 | tee -a "$summary"
+finish 0
