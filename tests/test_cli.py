@@ -311,3 +311,13 @@ def test_cuda_only_version_refused_on_cpu(tmp_path):
     assert "Traceback" not in r.output
     r = invoke("run", "gemm", f, "--shape", SHAPE)
     assert r.exit_code != 0 and "needs an NVIDIA GPU with sm_90a" in r.output
+
+
+def test_compare_names_the_side_whose_process_failed_to_start():
+    """compare starts both processes together; an import failure on one side is that side's verdict."""
+    r = invoke("compare", "gemm", "v0", ADVERSARIAL / "import_error.py", "--shape", SHAPE, "--budget", "0.2",
+               "--max-processes", "2")
+    assert r.exit_code == 1, r.output
+    assert "Traceback" not in r.output
+    flat = " ".join(r.stdout.split())
+    assert "import_error" in flat and "import failed: RuntimeError" in flat, r.stdout
