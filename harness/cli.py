@@ -324,7 +324,8 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, budget,
                 min_samples, min_time, target, pool, graph, warm, timeout, compile_timeout):
     """A and B in separate processes, taking turns block by block on identical inputs; verdicts
-    FASTER / SLOWER / SAME / AMBIGUOUS from a paired bootstrap of the time ratio."""
+    FASTER / SLOWER / SAME / AMBIGUOUS from the time ratio's 95% interval (a paired block bootstrap,
+    widened to a Student-t over process generations; more generations while AMBIGUOUS)."""
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin)
     plan.processes, plan.max_processes = processes, max(processes, max_processes)
     sub_a = submissions.resolve(problem, version_a)
