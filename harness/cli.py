@@ -117,6 +117,13 @@ def timing_options(fn):
     return fn
 
 
+def run_processes_option(fn):
+    return click.option("--processes", "run_processes", type=click.IntRange(min=1), default=runner.TimingPlan.run_processes,
+                        show_default=True,
+                        help="Fresh processes per shape (the budget split over them); the mean's interval then "
+                             "covers the spread between processes, and a spread over 5% is reported.")(fn)
+
+
 def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin) -> runner.TimingPlan:
     if graph and warm:
         raise UserError("--graph and --warm do not combine (the graph replays with its own flush)")
@@ -204,13 +211,15 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, gpus_spec, time
 @click.option("--record", is_flag=True, help="Append the results to leaderboard.csv.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 @timing_options
+@run_processes_option
 @gpus_option
 @common_options
 @clean_errors
 def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget, min_samples, min_time, target, pool,
-            graph, warm, gpus_spec, timeout, compile_timeout):
+            graph, warm, run_processes, gpus_spec, timeout, compile_timeout):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
+    plan.run_processes = run_processes
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
@@ -298,8 +307,16 @@ def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
         console.print("geomean: - (only when every shape passes with a plausible time)")
     for line in not_converged:
         console.print(f"[dim]* did not converge: {line}[/dim]")
+    for r in outcome.results:
+        st = r.stats[0] if r.stats else {}
+        if st.get("process_spread", 0) > PROCESS_SPREAD_NOTE:
+            means = ", ".join(_us(m) for m in st["process_means_us"])
+            console.print(f"[yellow]processes disagree on {r.shape.label}: {means} µs "
+                          f"({st['process_spread']:.0%} apart); the interval covers it[/yellow]")
     console.print(f"[dim]{_device_line(outcome.device)}[/dim]")
 
+
+PROCESS_SPREAD_NOTE = 0.05  # run --processes: process means further apart than this are pointed out
 
 # --------------------------------------------------------------------------------------- compare
 VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS": "yellow"}
@@ -380,13 +397,15 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
 @click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
 @timing_options
+@run_processes_option
 @gpus_option
 @common_options
 @clean_errors
 def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, budget, min_samples, min_time,
-              target, pool, graph, warm, gpus_spec, timeout, compile_timeout):
+              target, pool, graph, warm, run_processes, gpus_spec, timeout, compile_timeout):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
+    plan.run_processes = run_processes
     gpus = _gpus(gpus_spec)
     submissions.check_problem(problem)
     cfg = config.load()

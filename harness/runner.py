@@ -10,6 +10,7 @@ Nothing in this module prints except through the ``progress`` callback.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ class TimingPlan:
     margin: float = 0.02  # SAME: measured process-to-process offsets are 1-2% (README, Verdicts)
     processes: int = 2  # compare: generations of fresh child processes per shape, at least (even: balanced start order)
     max_processes: int = 8  # compare: more generations, two at a time, while the verdict is AMBIGUOUS
+    run_processes: int = 1  # run/table: fresh processes per shape, the budget split over them
 
     @classmethod
     def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode="cold", warm=False,
@@ -48,7 +50,7 @@ class TimingPlan:
         return {"mode": self.mode, "warm": self.warm, "pool": self.pool, "warmup": self.warmup,
                 "min_samples": r.min_samples, "min_time_s": r.min_time_s, "target_rel_err": r.target_rel_err,
                 "budget_s": r.budget_s, "max_samples": r.max_samples, "margin": self.margin,
-                "processes": self.processes, "max_processes": self.max_processes}
+                "processes": self.processes, "max_processes": self.max_processes, "run_processes": self.run_processes}
 
 
 @dataclass
@@ -281,9 +283,12 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
         result.message = (f"{labels[i]}: " if pair else "") + message
         return result
 
-    min_generations = max(1, plan.processes) if pair else 1
-    max_generations = max(min_generations, plan.max_processes) if pair else 1
+    min_generations = max(1, plan.processes) if pair else max(1, plan.run_processes)
+    max_generations = max(min_generations, plan.max_processes) if pair else min_generations
     generation_budget = plan.rule.budget_s / min_generations
+    # NOTE: run with several processes: each gets the stopping rule with its share of the budget.
+    generation_rule = dataclasses.replace(plan.rule, budget_s=generation_budget)
+    unconverged: list[str] = []
     blocks: list[list] = [[] for _ in children]
     warm_blocks: list[list] = [[] for _ in children]
     groups: list[int] = []  # the generation of every kept round
@@ -338,15 +343,18 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
             if progress and rounds % 5 == 0:
                 progress({"event": "progress", "item": item["id"], "stage": f"timing: {len(flat)} calls"})
             if not pair:
-                decision = plan.rule.decide(flat, timed_s, len(blocks[0]))
+                gen_blocks = blocks[0][len(blocks[0]) - gen_rounds:]
+                decision = generation_rule.decide([t for b in gen_blocks for t in b], timed_s - gen_start_s, gen_rounds)
                 if decision:
+                    if not decision[0]:
+                        unconverged.append(decision[1])
                     break
                 continue
             if gen_rounds >= 2 and timed_s - gen_start_s >= generation_budget:
                 break
         gen += 1
         if not pair:
-            break
+            continue
         if gen >= min_generations and ((gen - min_generations) % 2 == 0 or gen == max_generations):
             _, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
             if stats.verdict(lo, hi, plan.margin) != "AMBIGUOUS":
@@ -354,6 +362,8 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
                 break
     if pair and decision is None:
         decision = (False, f"still AMBIGUOUS after {gen} process generation(s) (--max-processes)")
+    if not pair and unconverged:
+        decision = (False, unconverged[0] + (f" (in {len(unconverged)} of {gen} processes)" if gen > 1 else ""))
     for child in children:
         try:
             child.request({"cmd": "finish"}, timeout_s)
@@ -362,7 +372,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
     converged, reason = decision or (False, "stopped")
     result.stats = []
     for i in range(len(children)):
-        summary = stats.summarize(blocks[i], converged, reason)
+        summary = stats.summarize(blocks[i], converged, reason, groups=None if pair else groups)
         if warm_blocks[i]:
             summary["warm"] = stats.summarize(warm_blocks[i], converged, reason)
         summary["throttled_blocks_kept"] = sum(1 for t in tele_log if t["throttled"])

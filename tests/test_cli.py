@@ -321,3 +321,13 @@ def test_compare_names_the_side_whose_process_failed_to_start():
     assert "Traceback" not in r.output
     flat = " ".join(r.stdout.split())
     assert "import_error" in flat and "import failed: RuntimeError" in flat, r.stdout
+
+
+def test_run_over_several_processes_reports_each():
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--budget", "0.4", "--pool", "2", "--processes", "2", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    (st,) = doc["results"][0]["stats"]
+    assert st["processes"] == 2 and len(st["process_means_us"]) == 2
+    assert st["ci95_lo_us"] <= min(st["process_means_us"]) <= max(st["process_means_us"]) <= st["ci95_hi_us"]
+    assert doc["timing"]["run_processes"] == 2

@@ -204,3 +204,19 @@ def test_a_real_speedup_is_decided_by_two_generations():
     assert stats.verdict(lo, hi, 0.02) == "FASTER" and point == pytest.approx(1.5, rel=0.01)
     gm = stats.geomean_ratio_interval([(a, b, g), _generations([0.99, 1.01], speedup=1.5, seed=8)])
     assert stats.verdict(gm[1], gm[2], 0.02) == "FASTER"
+
+
+def test_summarize_over_processes_covers_their_spread():
+    # Two processes 10% apart, each very steady: the block bootstrap alone would claim ~0.1%.
+    rng = random.Random(11)
+    blocks = [[100 * (1 + rng.gauss(0, 0.001)) for _ in range(8)] for _ in range(10)]
+    blocks += [[110 * (1 + rng.gauss(0, 0.001)) for _ in range(8)] for _ in range(10)]
+    groups = [0] * 10 + [1] * 10
+    flat = stats.summarize(blocks, True)
+    both = stats.summarize(blocks, True, groups=groups)
+    assert both["mean_us"] == pytest.approx(flat["mean_us"])
+    assert flat["ci95_hi_us"] - flat["ci95_lo_us"] < 8
+    assert both["ci95_lo_us"] < 100 and both["ci95_hi_us"] > 110  # t(1) = 12.7 over two processes
+    assert both["processes"] == 2 and both["process_means_us"] == pytest.approx([100, 110], rel=1e-3)
+    assert both["process_spread"] == pytest.approx(0.0952, rel=0.02)
+    assert "processes" not in stats.summarize(blocks, True, groups=[0] * 20)
