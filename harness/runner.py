@@ -268,7 +268,8 @@ def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[i
 def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
     """Timing rounds for one shape.
 
-    ``run`` (one child): rounds until the stopping rule is satisfied. ``compare`` (two children):
+    ``run`` (one child): rounds until the stopping rule is satisfied, in ``plan.run_processes`` fresh
+    processes one after another, each with its share of the budget. ``compare`` (two children):
     generations of fresh child processes (started together, prepared in alternating order), each timing for
     ``budget / processes`` seconds; after ``plan.processes`` generations, two more at a time while
     the verdict is AMBIGUOUS, up to ``plan.max_processes``. Two processes of identical code differ
@@ -301,7 +302,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
     while gen < max_generations:
         order = list(range(len(children)))
         if gen % 2 == 1:
-            order.reverse()  # the other version's process starts first this time
+            order.reverse()  # the other version's process is prepared first this time
         if gen > 0:
             _together([child.stop for child in children])
             if progress:
