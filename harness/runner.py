@@ -340,9 +340,9 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
                     warm_blocks[i].append(replies[i]["warm_times_us"])
             groups.append(gen)
             gen_rounds += 1
-            flat = [t for b in blocks[0] for t in b]
             if progress and rounds % 5 == 0:
-                progress({"event": "progress", "item": item["id"], "stage": f"timing: {len(flat)} calls"})
+                calls = sum(len(b) for b in blocks[0])
+                progress({"event": "progress", "item": item["id"], "stage": f"timing: {calls} calls"})
             if not pair:
                 gen_blocks = blocks[0][len(blocks[0]) - gen_rounds:]
                 decision = generation_rule.decide([t for b in gen_blocks for t in b], timed_s - gen_start_s, gen_rounds)

@@ -90,10 +90,8 @@ def summarize(blocks: list[list[float]], converged: bool, stop_reason: str = "",
            "iqr_us": q3 - q1, "std_us": std, "stderr_us": stderr, "ci95_lo_us": lo, "ci95_hi_us": hi,
            "ci95_us": (hi - lo) / 2 if n > 1 else None, "best_us": float(flat.min()),
            "converged": converged, "stop_reason": stop_reason}
-    labels = list(groups[:len(blocks)]) if groups else []
-    gens = sorted(set(labels))
-    if len(gens) > 1:
-        means = [float(_flat([b for b, g in zip(blocks, labels) if g == k]).mean()) for k in gens]
+    means = _group_means(blocks, groups) if groups else []
+    if len(means) > 1:
         half = t975(len(means) - 1) * standard_error(means)
         centre = float(np.mean(means))
         lo, hi = min(lo, centre - half), max(hi, centre + half)
@@ -167,16 +165,16 @@ def t975(df: int) -> float:
     return _T975[df - 1] if 1 <= df <= len(_T975) else 1.96
 
 
+def _group_means(blocks, groups: list[int]) -> list[float]:
+    """Mean per-call time of each group's blocks (a group: one process generation), in group order."""
+    labels = list(groups[:len(blocks)])
+    return [float(_flat([b for b, g in zip(blocks, labels) if g == k]).mean()) for k in sorted(set(labels))]
+
+
 def generation_log_ratios(blocks_a, blocks_b, groups: list[int]) -> list[float]:
     """log(mean time A / mean time B) of each generation (one pair of processes)."""
     n = min(len(blocks_a), len(blocks_b))
-    labels = list(groups[:n])
-    out = []
-    for g in sorted(set(labels)):
-        a = [blocks_a[i] for i in range(n) if labels[i] == g]
-        b = [blocks_b[i] for i in range(n) if labels[i] == g]
-        out.append(math.log(float(_flat(a).mean() / _flat(b).mean())))
-    return out
+    return [math.log(a / b) for a, b in zip(_group_means(blocks_a[:n], groups), _group_means(blocks_b[:n], groups))]
 
 
 def generation_interval(blocks_a, blocks_b, groups: list[int] | None) -> tuple[float, float] | None:

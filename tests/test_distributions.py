@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from harness.worker import tensors_of as tensors
 from reference import codec, distributions as dists, problem_module
 
 CPU = torch.device("cpu")
@@ -23,16 +24,6 @@ SMALL = {
 def gen(problem, seed=1111, dist="competition", **over):
     params = dict(SMALL[problem], **over)
     return problem_module(problem).generate_input(**params, seed=seed, dist=dist, device=CPU)
-
-
-def tensors(obj, out=None):
-    out = [] if out is None else out
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            tensors(x, out)
-    return out
 
 
 def as_bytes(t):
