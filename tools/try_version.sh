@@ -4,7 +4,7 @@
 # Stops at the first failure; a short summary is the last thing printed (and $OUT/summary.txt).
 # Usage (device machine, repo root): bash tools/try_version.sh PROBLEM VERSION PARENT
 # Env: NVFP4_GIT_COMMIT (the copied tree has no .git), BUDGET (compare/run seconds, default 2),
-# STEPS: check (build and tests), time (compare and recorded run), all (default).
+# MAX_PROCESSES (compare's --max-processes, default 8), STEPS: check (build and tests), time (compare and recorded run), all (default).
 set -u -o pipefail
 problem=$1 version=$2 parent=$3
 OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
@@ -30,7 +30,7 @@ step "test (tests shapes, both distributions)" python3 -m harness test "$problem
 step "test (edges shapes, both distributions)" python3 -m harness test "$problem" "$version" --shapes edges --dist both --seeds 2
 fi
 [ "$steps" = check ] && finish 0
-step "compare $parent $version" python3 -m harness compare "$problem" "$parent" "$version" --budget "${BUDGET:-2}"
+step "compare $parent $version" python3 -m harness compare "$problem" "$parent" "$version" --budget "${BUDGET:-2}" --max-processes "${MAX_PROCESSES:-8}"
 grep -E "│|geomean" "$log" | tail -12 | tee -a "$summary"
 step "run $version --record" python3 -m harness run "$problem" "$version" --budget "${BUDGET:-2}" --record
 grep -E "│|geomean" "$log" | tail -6 | tee -a "$summary"
