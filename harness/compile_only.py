@@ -144,13 +144,29 @@ def _shim_include() -> list[str]:
     return ["-isystem", str(shim)]
 
 
+def _cuda_include_dir() -> str | None:
+    """The CUDA toolkit's include folder: CUDA_HOME / CUDA_PATH, beside nvcc, or /usr/local/cuda."""
+    nvcc = find_nvcc()
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                  str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    for root in filter(None, candidates):
+        if Path(root, "include", "cuda_runtime_api.h").exists():
+            return str(Path(root, "include"))
+    return None
+
+
 def _torch_includes(for_cuda: bool) -> list[str]:
     from torch.utils import cpp_extension
 
     try:
         paths = cpp_extension.include_paths("cuda" if for_cuda else "cpu")
-    except Exception:  # noqa: BLE001 - a CPU torch without CUDA_HOME: its own headers are enough
+    except Exception:  # noqa: BLE001 - a CPU torch without CUDA_HOME: its own headers, and nvcc's
         paths = cpp_extension.include_paths()
+        toolkit_include = _cuda_include_dir() if for_cuda else None
+        if toolkit_include:
+            # NOTE: nvcc finds its own headers; the host compiler needs them named (cuda_runtime_api.h
+            # for <c10/cuda/CUDAStream.h> on the C++ side).
+            paths = [*paths, toolkit_include]
     flags = []
     for p in [*paths, sysconfig.get_path("include", scheme="posix_prefix")]:
         flags += ["-isystem", p]
@@ -182,7 +198,9 @@ def cpp_command(c: contract.Contract) -> list[str] | None:
         return None
     cmd = [host_compiler(), "-fsyntax-only", "-x", "c++", "main.cpp", *_defines(c)]
     if _TORCH_HEADER.search(c.cpp_file_text()):
-        cmd += _torch_includes(for_cuda=False)
+        # NOTE: load_inline compiles main.cpp with the CUDA include paths whenever there are CUDA
+        # sources, so its C++ side may include <c10/cuda/CUDAStream.h>; check it the same way.
+        cmd += _torch_includes(for_cuda=c.compiles_cuda)
     return cmd + ["-fPIC", "-std=c++20", *c.cpp_flags]
 
 

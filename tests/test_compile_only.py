@@ -105,6 +105,26 @@ def test_torch_includes_only_for_torch_headers(tmp_path):
     assert "-isystem" in cmd and "-std=c++20" not in cmd and "-DTORCH_EXTENSION_NAME=nvfp4_compile_check" in cmd
 
 
+@needs_nvcc
+def test_cpp_side_of_a_cuda_extension_sees_the_toolkit_headers(tmp_path, monkeypatch):
+    """load_inline compiles main.cpp with CUDA's include paths when there are CUDA sources, so a
+    C++ side may take its stream from <c10/cuda/CUDAStream.h> (it needs cuda_runtime_api.h). The
+    check must name the toolkit's include folder too, also without CUDA_HOME (it once did not, and
+    such versions failed here while building on the GPU machine)."""
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    path = tmp_path / "s.py"
+    path.write_text('CUDA_SRC = "__global__ void k() {}"\nCPP_SRC = "#include <c10/cuda/CUDAStream.h>"\n'
+                    'FUNCTIONS = []\n')
+    cmd = compile_only.cpp_command(contract.read(path))
+    folders = [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "-isystem"]
+    assert any(Path(f, "cuda_runtime_api.h").exists() for f in folders), folders
+    path.write_text('CPP_SRC = "#include <torch/extension.h>"\nFUNCTIONS = []\n')  # no CUDA sources: CPU paths
+    cmd = compile_only.cpp_command(contract.read(path))
+    folders = [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "-isystem"]
+    assert not any(Path(f, "cuda_runtime_api.h").exists() for f in folders if "cuda" in f.lower()), folders
+
+
 def test_error_excerpt_starts_at_the_error_and_hints():
     out = "In file included from x.h:1,\n  from cuda.cu:4:\nfatal error: cusparse.h: No such file or directory\n"
     text = compile_only.error_excerpt(out)

@@ -24,14 +24,16 @@ finish() {
   exit "$1"
 }
 steps="${STEPS:-all}"
-if [ "$steps" != time ]; then
+if [ "$steps" != time ] && [ "$steps" != record ]; then
 step "build $problem $version" python3 -m harness build "$problem" "$version"
 step "test (tests shapes, both distributions)" python3 -m harness test "$problem" "$version" --dist both --seeds 2
 step "test (edges shapes, both distributions)" python3 -m harness test "$problem" "$version" --shapes edges --dist both --seeds 2
 fi
 [ "$steps" = check ] && finish 0
+if [ "$steps" != record ]; then
 step "compare $parent $version" python3 -m harness compare "$problem" "$parent" "$version" --budget "${BUDGET:-2}" --max-processes "${MAX_PROCESSES:-8}"
 grep -E "│|geomean" "$log" | tail -12 | tee -a "$summary"
+fi
 step "run $version --record" python3 -m harness run "$problem" "$version" --budget "${BUDGET:-2}" --record
 grep -E "│|geomean" "$log" | tail -6 | tee -a "$summary"
 finish 0
