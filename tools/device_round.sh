@@ -2,8 +2,10 @@
 # One device call for several new versions: build them in parallel, then per version (one GPU
 # process at a time) run tools/try_version.sh's steps; everything each version wrote goes into
 # $OUT/round.tgz (the device returns at most 8 files) and the build cache into $OUT/ext.tgz.
-# Usage (device machine, repo root): STEPS=check|time|all bash tools/device_round.sh P:V:PARENT ...
-# STEPS=check builds and tests only; time compares with the parent and records; all does both.
+# Usage (device machine, repo root): STEPS=check|time|record|all bash tools/device_round.sh P:V:PARENT[:STEPS] ...
+# STEPS=check builds and tests only; time compares with the parent and records; record only
+# records; all does check and time. A spec's own STEPS overrides the variable for that version.
+# The archives are rewritten after every version, so a call stopped at its limit keeps the rest.
 set -u -o pipefail
 OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
 export NVFP4_EXTENSIONS_DIR="${NVFP4_EXTENSIONS_DIR:-$PWD/.build/torch_extensions}"
@@ -15,11 +17,10 @@ for spec in "$@"; do  # NOTE: builds are CPU-bound (nvcc), so they overlap; GPU 
 done
 wait
 echo "[$(( $(date +%s) - t0 )) s] builds done"
-for spec in "$@"; do
-  IFS=: read -r p v parent <<< "$spec"
-  OUT="$work/$p-$v" bash tools/try_version.sh "$p" "$v" "$parent" > /dev/null 2>&1
-  echo "== $p $v (parent $parent)"; cat "$work/$p-$v/summary.txt"
-done | tee "$work/summary.txt"
-tar czf "$OUT/round.tgz" -C "$work" .
 tar czf "$OUT/ext.tgz" -C .build torch_extensions
-cp "$work/summary.txt" "$OUT/summary.txt"
+for spec in "$@"; do
+  IFS=: read -r p v parent steps <<< "$spec"
+  STEPS="${steps:-${STEPS:-all}}" OUT="$work/$p-$v" bash tools/try_version.sh "$p" "$v" "$parent" > /dev/null 2>&1
+  { echo "== $p $v (parent $parent)"; cat "$work/$p-$v/summary.txt"; } | tee -a "$work/summary.txt"
+  tar czf "$OUT/round.tgz" -C "$work" . && cp "$work/summary.txt" "$OUT/summary.txt"
+done
