@@ -8,7 +8,7 @@ torch.cuda.Stream object in Python per call. Nsight Compute measured v4's kernel
 7168x16384 against 65.7 us per call from an idle device: the host path was half of the call.
 Arch: sm_90
 Analogue: the writeup's V23 (host launch path)
-Measured: not yet
+Measured: NVIDIA H200, mean µs, L2 flushed, each call from an idle device (nvfp4 run, commit 85ff60c): 54.3, 87.0, 39.5; in one compare against v4 (two process pairs, every pair 1.14-1.48x): 1.28x, 1.17x, 1.41x, geomean 1.28x [0.81, 2.03], AMBIGUOUS. torch.profiler, 20 calls: kernel 31.0 µs (7168x16384) and 18.8 µs (7168x2048x4): ~21-23 µs of each call is still outside the kernel, ~9 µs of it the idle-device event pair itself (tools/experiments/idle_launch.py)
 
 Kernel, budget and exactness as v4: per byte of A one PRMT, one LDS (table), one HFMA2, plus ~1
 for block sums, scales and the vector; e2m1 x e2m1 half2 sums of 8 products are exact, block sums

@@ -5,7 +5,7 @@ Parent: v2
 Change: the tensor-core instruction becomes wgmma (sm_90a) with A and B swapped: each CTA owns 128 rows of N (wgmma's M, two consumer warpgroups of 64) x 128 rows of M_g (wgmma's N, m64n128k16), B is decoded straight into the registers wgmma reads its first operand from (each B element decoded once per CTA, no shared-memory round trip), A is decoded into 128-byte-swizzled shared memory, two stages so the next A tile decodes while wgmma runs
 Arch: sm_90a
 Analogue: none (Hopper's register-sourced wgmma; the writeup's B200 tcgen05 reads both operands from shared memory)
-Measured: not yet (written and compile-checked without a GPU; untested)
+Measured: NVIDIA H200, mean µs, L2 flushed, each call from an idle device (nvfp4 run, commit 3c4fdb1): A 478.6, B 309.8, C 129.0, D 65.8; in one compare against v2: 1.31x, 1.19x, 1.27x, 1.32x, geomean 1.27x [1.02, 1.59], FASTER. Predicted 120-250 µs on A: the loop waits on each block's A loads (requested and consumed in the same iteration) and the tensor cores idle while B decodes
 
 Exactness as v2: e2m1 x e4m3 is exact in fp16 (bit placement, x 2^14, x scale: two exact HMUL2),
 fp16 x fp16 products are exact in fp32, fp32 accumulation. M_g rows past the group's end are zero
