@@ -54,9 +54,11 @@ class Contract:
     def compiles_cuda(self) -> bool:
         return bool(self.cuda_src and self.cuda_src.strip())
 
-    def cuda_file_text(self) -> str:
-        """The .cu file exactly as load_inline writes it (cuda.cu)."""
-        parts = [] if self.no_implicit_headers else list(IMPLICIT_CUDA_PRELUDE)
+    def cuda_file_text(self, prelude: bool | None = None) -> str:
+        """The .cu file exactly as load_inline writes it (cuda.cu); ``prelude=False`` leaves out the
+        implicit torch #includes (a faster compile-only check of a source that uses nothing of torch)."""
+        with_prelude = not self.no_implicit_headers if prelude is None else prelude and not self.no_implicit_headers
+        parts = list(IMPLICIT_CUDA_PRELUDE) if with_prelude else []
         return "\n".join([*parts, self.cuda_src or ""])
 
     def cpp_file_text(self) -> str:
