@@ -221,8 +221,10 @@ def torch_pch(flags: list[str]) -> str | None:
     (GCC's .gch beside it), or None where that fails. torch/extension.h is ~25 of the ~36 s of a
     main.cpp check (g++, 2 cores); with the PCH a check takes ~11 s. The PCH is ~0.8 GB, built once
     per build cache and flag set (~60 s), shared by every version."""
+    import torch
+
     compiler = flags[0]
-    key = _key({"flags": flags, "cxx_version": cuda_tools.version(compiler), "torch": _torch_version()})[:16]
+    key = _key({"flags": flags, "cxx_version": cuda_tools.version(compiler), "torch": torch.__version__})[:16]
     folder = build_cache.root() / "compile" / "pch" / key
     header, gch = folder / "torch_extension.h", folder / "torch_extension.h.gch"
     with _PCH_LOCK:  # NOTE: builds run in threads: one builds, the others wait for it
@@ -238,35 +240,26 @@ def torch_pch(flags: list[str]) -> str | None:
     return str(header)
 
 
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__
-
-
-def cpp_command(c: contract.Contract) -> list[str] | None:
-    """The host compiler's syntax check of main.cpp, or None when there is no C++ side."""
-    if not (c.cpp_src or c.functions):
-        return None
-    cmd = [host_compiler(), "-fsyntax-only", "-x", "c++", "main.cpp", *_defines(c)]
-    if _TORCH_HEADER.search(c.cpp_file_text()):
-        # NOTE: load_inline compiles main.cpp with the CUDA include paths whenever there are CUDA
-        # sources, so its C++ side may include <c10/cuda/CUDAStream.h>; check it the same way.
-        cmd += _torch_includes(for_cuda=c.compiles_cuda)
-    return cmd + ["-fPIC", "-std=c++20", *c.cpp_flags]
-
-
-def with_torch_pch(cmd: list[str], c: contract.Contract) -> list[str]:
-    """``cmd`` (a cpp_command) using the precompiled <torch/extension.h> when main.cpp starts with
-    load_inline's implicit include of it; unchanged otherwise or if the PCH cannot be built.
+def cpp_command(c: contract.Contract, use_pch: bool = False) -> list[str] | None:
+    """The host compiler's syntax check of main.cpp, or None when there is no C++ side. With
+    ``use_pch``, main.cpp's implicit <torch/extension.h> comes from torch_pch (when it can be built).
     NOTE: the PCH is built without TORCH_EXTENSION_NAME (the one flag that differs per version and
     that torch's headers do not read); -Winvalid-pch reports a PCH GCC refuses (it then parses the
     header as usual: slower, never wrong)."""
-    if c.no_implicit_headers:
-        return cmd
-    flags = [cmd[0]] + [f for f in cmd[5:] if not f.startswith("-DTORCH_EXTENSION_NAME=")]
-    header = torch_pch(flags)
-    return cmd if header is None else [*cmd[:5], "-include", header, "-Winvalid-pch", *cmd[5:]]
+    if not (c.cpp_src or c.functions):
+        return None
+    compiler = host_compiler()
+    flags = []
+    if _TORCH_HEADER.search(c.cpp_file_text()):
+        # NOTE: load_inline compiles main.cpp with the CUDA include paths whenever there are CUDA
+        # sources, so its C++ side may include <c10/cuda/CUDAStream.h>; check it the same way.
+        flags += _torch_includes(for_cuda=c.compiles_cuda)
+    flags += ["-fPIC", "-std=c++20", *c.cpp_flags]
+    header = None
+    if use_pch and not c.no_implicit_headers:
+        header = torch_pch([compiler, "-DTORCH_API_INCLUDE_EXTENSION_H", *flags])
+    pch = ["-include", header, "-Winvalid-pch"] if header else []
+    return [compiler, "-fsyntax-only", "-x", "c++", "main.cpp", *pch, *_defines(c), *flags]
 
 
 # ---------------------------------------------------------------------------------- parsing
@@ -399,7 +392,7 @@ def check(sub: Submission, nvcc: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> C
         except (OSError, ValueError, TypeError):
             pass  # a damaged cache entry: compile again
     if cc_cmd and os.environ.get("NVFP4_NO_PCH") != "1":  # NOTE: after the cache lookup: a hit needs no PCH
-        cc_cmd = with_torch_pch(cc_cmd, c)
+        cc_cmd = cpp_command(c, use_pch=True)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cuda.cu").write_text(c.cuda_file_text(prelude=not fast))
     if cc_cmd:

@@ -57,7 +57,7 @@ class Contract:
     def cuda_file_text(self, prelude: bool | None = None) -> str:
         """The .cu file exactly as load_inline writes it (cuda.cu); ``prelude=False`` leaves out the
         implicit torch #includes (a faster compile-only check of a source that uses nothing of torch)."""
-        with_prelude = not self.no_implicit_headers if prelude is None else prelude and not self.no_implicit_headers
+        with_prelude = prelude is not False and not self.no_implicit_headers
         parts = list(IMPLICIT_CUDA_PRELUDE) if with_prelude else []
         return "\n".join([*parts, self.cuda_src or ""])
 
