@@ -113,8 +113,16 @@ def timing_options(fn):
                       help="Distinct input sets per block: one timed call each, regenerated every block.")(fn)
     fn = click.option("--graph", is_flag=True,
                       help="Time CUDA-graph replays (launch overhead removed; the in-graph flush is subtracted).")(fn)
+    fn = click.option("--queued", is_flag=True,
+                      help="GPU MODE's order: flush, start event, call, end event, no synchronise between; the "
+                           "call's host path overlaps the flush (README, step 5).")(fn)
     fn = click.option("--warm", is_flag=True, help="Also time warm-L2 calls and report them beside the cold ones.")(fn)
     return fn
+
+
+# What each timing mode's figures are, for table titles and notes.
+MODE_TITLES = {"cold": "cold L2, each call from an idle device", "queued": "cold L2, queued behind the flush (GPU MODE's order)",
+               "graph": "CUDA graph replays"}
 
 
 def run_processes_option(fn):
@@ -124,11 +132,14 @@ def run_processes_option(fn):
                              "covers the spread between processes, and a spread over 5% is reported.")(fn)
 
 
-def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin) -> runner.TimingPlan:
-    if graph and warm:
-        raise UserError("--graph and --warm do not combine (the graph replays with its own flush)")
+def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin, queued=False) -> runner.TimingPlan:
+    if graph and queued:
+        raise UserError("--graph and --queued do not combine: choose one timing mode")
+    if warm and (graph or queued):
+        raise UserError(f"--warm times warm calls beside cold-mode ones; it does not combine with --{'graph' if graph else 'queued'}")
+    mode = "graph" if graph else "queued" if queued else "cold"
     return runner.TimingPlan.from_options(budget_s=budget, min_samples=min_samples, min_time_s=min_time,
-                                          target=target, pool=pool, mode="graph" if graph else "cold",
+                                          target=target, pool=pool, mode=mode,
                                           warm=warm, margin=margin)
 
 
@@ -216,9 +227,9 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, gpus_spec, time
 @common_options
 @clean_errors
 def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget, min_samples, min_time, target, pool,
-            graph, warm, run_processes, gpus_spec, timeout, compile_timeout):
+            graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
-    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued)
     plan.run_processes = run_processes
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
@@ -271,7 +282,7 @@ def _interval(lo, hi) -> str:
 
 def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
     plan = outcome.plan
-    mode = "CUDA graph replays" if plan and plan.mode == "graph" else "cold L2"
+    mode = MODE_TITLES[plan.mode if plan else "cold"]
     table = Table(title=f"{problem} {sub.label}: {sub.change or ''} ({mode})", title_justify="left")
     cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
     if plan and plan.warm:
@@ -339,11 +350,11 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @common_options
 @clean_errors
 def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, budget,
-                min_samples, min_time, target, pool, graph, warm, timeout, compile_timeout):
+                min_samples, min_time, target, pool, graph, queued, warm, timeout, compile_timeout):
     """A and B in separate processes, taking turns block by block on identical inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from the time ratio's 95% interval (a paired block bootstrap,
     widened to a Student-t over process generations; more generations while AMBIGUOUS)."""
-    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin)
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin, queued=queued)
     plan.processes, plan.max_processes = processes, max(processes, max_processes)
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
@@ -358,7 +369,7 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
     table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
-                        f"95% interval over blocks and process generations, SAME within ±{margin:.1%})",
+                        f"95% interval over blocks and process generations, SAME within ±{margin:.1%}; {MODE_TITLES[plan.mode]})",
                   title_justify="left")
     for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI", "procs", "verdict"):
         table.add_column(col)
@@ -402,9 +413,9 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
 @common_options
 @clean_errors
 def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, budget, min_samples, min_time,
-              target, pool, graph, warm, run_processes, gpus_spec, timeout, compile_timeout):
+              target, pool, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
-    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm)
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued)
     plan.run_processes = run_processes
     gpus = _gpus(gpus_spec)
     submissions.check_problem(problem)
@@ -522,7 +533,8 @@ def _print_table(problem, pc, shapes, outcomes, on_benchmarks) -> None:
     labels = pc.benchmark_labels if on_benchmarks else [f"{s.set_name[0]}{s.index}" for s in shapes]
     dev = next((o.device for o in outcomes if o.device), None)
     on_cpu = (dev or {}).get("gpu") == "cpu"
-    title = f"{problem}: measured here (µs, mean, {'CPU time' if on_cpu else 'L2 flushed'})"
+    plan = next((o.plan for o in outcomes if o.plan), None)
+    title = f"{problem}: measured here (µs, mean, {'CPU time' if on_cpu else MODE_TITLES[plan.mode if plan else 'cold']})"
     if wu:
         title += f"; in brackets the writeup analogue on {wu.gpu}"
     table = Table(title=title, title_justify="left")

@@ -13,6 +13,14 @@ stream, or that outlived its return, shows up as wall time the events did not se
 Before each block the persisting-L2 carve-out is reset to zero and its lines normalised, so no
 call can pin data in L2 across the flush.
 
+``queued`` (GPU MODE's order): the device is synchronised, then the flush, the start event, the
+call and the end event are queued with no synchronise between them, as the competition's eval
+does. The start event waits behind the flush on the device, so the call's host path runs while
+the flush does: whatever of it fits under the flush (tens of µs) is hidden, and an idle device's
+event cost is not paid. What is left is close to what the competition reports; cold mode is the
+latency a caller waits for. A third event before the flush lets the escape check compare the
+wall clock with a span that holds the flush, as in cold mode.
+
 ``warm``: each timed call follows an untimed call on the same input (no flush between), so L2 holds
 what that call left. ``graph``: the call is captured once in a CUDA graph together with a flush;
 each input is copied into the captured buffers before a replay, and the flush's own replay time
@@ -33,7 +41,7 @@ _now = time.perf_counter
 # A block whose device-synchronised wall time exceeds its event span by both margins is flagged.
 ESCAPE_REL = 0.5
 ESCAPE_ABS_US = 500.0
-MODES = ("cold", "warm", "graph")
+MODES = ("cold", "queued", "warm", "graph")
 
 
 @dataclass
@@ -116,6 +124,7 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
     b.l2_status = reset_persisting_l2()
     starts = [b.Event(enable_timing=True) for _ in pool]
     ends = [b.Event(enable_timing=True) for _ in pool]
+    befores = [b.Event(enable_timing=True) for _ in pool] if mode == "queued" else None
     if prelude:
         # NOTE: an untimed call on a scratch input right before the block: after regenerating the pool
         # the submission's host path is cold, and the first timed call of every block ran ~60 µs slow
@@ -134,10 +143,15 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
             fn(data)
             if poison:
                 poison(data)
-        else:
+        elif mode == "graph":
             graph.load(data)
         b.synchronize()
         t0 = _now()
+        if mode == "queued":
+            # NOTE: no synchronise between the flush and the start event: the call's host path
+            # overlaps the flush on the device, as in GPU MODE's eval.
+            b.record(befores[i])
+            flush()
         b.record(start)
         if mode == "graph":
             graph.replay()
@@ -157,8 +171,10 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
             results.append(graph.output_copy())
     event_us = [b.elapsed(s, e) * 1e3 for s, e in zip(starts, ends)]
     times = [t - graph.flush_us for t in event_us] if mode == "graph" else event_us
-    # NOTE: the escape check compares like with like: wall time and raw event spans both hold the flush.
-    wall_us, span_us = sum(walls), sum(event_us)
+    # NOTE: the escape check compares like with like: wall time and raw event spans both hold the
+    # flush (queued mode: from the event before it).
+    span_events = [b.elapsed(s, e) * 1e3 for s, e in zip(befores, ends)] if mode == "queued" else event_us
+    wall_us, span_us = sum(walls), sum(span_events)
     escape = None
     if wall_us - span_us > max(ESCAPE_REL * wall_us, ESCAPE_ABS_US):
         escape = (f"work escapes the timed stream: {len(pool)} calls took {wall_us:.0f} µs of device-synchronised "

@@ -11,8 +11,8 @@ Analogue: none
 Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit b673dd5 + this file, cold mode:
 49.9 / 89.2 / 34.8 us. vs v5 in one compare (4 process pairs): 0.942x [0.867, 1.021] AMBIGUOUS,
 0.924x [0.895, 0.954] SLOWER, 1.037x [0.918, 1.172] AMBIGUOUS; geomean 0.967x [0.919, 1.016].
-Kept for the lesson: a second batch in flight did not pay for the halved occupancy (launch
-bounds for 2 CTAs/SM at 128 registers).
+Kept for the lesson: twice the bytes requested ahead per warp, at the same two CTAs per SM, did
+not make the kernel faster; bytes in flight per warp were not what limited v5 (no profile yet).
 
 Kernel otherwise as v5: per byte of A one PRMT, one LDS (table), one HFMA2, plus ~1 for block
 sums, scales and the vector; e2m1 x e2m1 half2 sums of 8 products are exact, block sums in fp32.
