@@ -425,7 +425,7 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
         _print_published(pc)
         return
     if recorded:
-        _print_recorded(problem, pc)
+        _print_recorded(problem, pc, plan.mode)
         return
     subs = ([submissions.resolve(problem, v) for v in versions.split(",")] if versions
             else submissions.versions(problem))
@@ -488,10 +488,10 @@ def _note_recorded_gpus(problem, outcomes) -> None:
                           + (f" as well as {here}" if here in gpus else f", not this {here}") + ": compare within one GPU")
 
 
-def _print_recorded(problem, pc) -> None:
-    rows = leaderboard.best(leaderboard.read(), problem)
+def _print_recorded(problem, pc, mode="cold") -> None:
+    rows = leaderboard.best(leaderboard.read(), problem, mode)
     if not rows:
-        console.print(f"no recorded results for {problem} (use --record)")
+        console.print(f"no recorded {mode}-mode results for {problem} (use --record)")
         return
     cap = runner.local_capability()
     here = None
@@ -500,7 +500,8 @@ def _print_recorded(problem, pc) -> None:
         here = torch.cuda.get_device_name(0)
     gpus = sorted({r["gpu"] for r in rows})
     keys = {(s.key) : lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
-    table = Table(title=f"{problem}: best recorded results (µs, mean; GPU after each figure where they differ)",
+    table = Table(title=f"{problem}: best recorded results (µs, mean, {MODE_TITLES.get(mode, mode)}; GPU after each figure "
+                        "where they differ)",
                   title_justify="left")
     table.add_column("version")
     for lab in pc.benchmark_labels:
@@ -630,16 +631,18 @@ def _plot(problem, pc, shapes, outcomes, on_benchmarks, path) -> None:
 # ----------------------------------------------------------------------------------- leaderboard
 @main.command("leaderboard")
 @click.argument("problem", required=False)
+@click.option("--mode", type=click.Choice(sorted(MODE_TITLES)), default="cold", show_default=True,
+              help="Which timing mode's rows (a row is only ever compared with rows of its own mode).")
 @clean_errors
-def leaderboard_cmd(problem):
+def leaderboard_cmd(problem, mode):
     """Best recorded result per version and shape (from leaderboard.csv)."""
     if problem:
         submissions.check_problem(problem)
-    rows = leaderboard.best(leaderboard.read(), problem)
+    rows = leaderboard.best(leaderboard.read(), problem, mode)
     if not rows:
-        console.print("no recorded results" + (f" for {problem}" if problem else "") + " (use --record)")
+        console.print(f"no recorded {mode}-mode results" + (f" for {problem}" if problem else "") + " (use --record)")
         return
-    table = Table(title="best recorded results", title_justify="left")
+    table = Table(title=f"best recorded results ({MODE_TITLES[mode]})", title_justify="left")
     for col in ("problem", "version", "shape", "dist", "mean µs", "% of floor", "gpu", "commit", "when"):
         table.add_column(col)
 

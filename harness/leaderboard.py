@@ -103,13 +103,19 @@ def read(path: Path | None = None) -> list[dict]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def best(rows: list[dict], problem: str | None = None) -> list[dict]:
-    """Fastest passing row per (problem, version, shape, dist, gpu)."""
+def timing_mode(row: dict) -> str:
+    """The row's timing mode; rows from before the column existed were all cold mode."""
+    return row.get("timing_mode") or "cold"
+
+
+def best(rows: list[dict], problem: str | None = None, mode: str = "cold") -> list[dict]:
+    """Fastest passing row per (problem, version, shape, dist, gpu) among rows of one timing mode:
+    a queued or graph figure never stands in for a cold one."""
     winners: dict[tuple, dict] = {}
     for row in rows:
         if row.get("status") != "PASS" or not row.get("mean_us"):
             continue
-        if problem and row["problem"] != problem:
+        if (problem and row["problem"] != problem) or timing_mode(row) != mode:
             continue
         key = (row["problem"], row["version"], row["shape"], row["dist"], row["gpu"])
         if key not in winners or float(row["mean_us"]) < float(winners[key]["mean_us"]):

@@ -91,7 +91,26 @@ def test_run_record_then_leaderboard(isolated_env):
     r = invoke("leaderboard", "gemm")
     assert r.exit_code == 0 and "gemm" in r.output and "v0" in r.output
     r = invoke("leaderboard", "gemv")
-    assert r.exit_code == 0 and "no recorded results for gemv" in r.output
+    assert r.exit_code == 0 and "no recorded cold-mode results for gemv" in r.output
+
+
+def test_queued_mode_is_recorded_as_such_and_kept_apart(isolated_env):
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--queued", "--record", "--budget", "0.2", "--pool", "2",
+               "--min-repeats", "3")
+    assert r.exit_code == 0, r.output
+    assert "GPU MODE's order" in " ".join(r.output.split())
+    (row,) = leaderboard.read()
+    assert row["timing_mode"] == "queued" and leaderboard.read_sidecar(row["run_id"])["timing"]["mode"] == "queued"
+    r = invoke("leaderboard", "gemm")  # cold is the default: a queued row is not a cold result
+    assert r.exit_code == 0 and "no recorded cold-mode results for gemm" in r.output
+    r = invoke("leaderboard", "gemm", "--mode", "queued")
+    assert r.exit_code == 0 and "v0" in r.output
+
+
+@pytest.mark.parametrize("flags", [("--queued", "--graph"), ("--queued", "--warm"), ("--graph", "--warm")])
+def test_timing_modes_that_do_not_combine_are_refused(flags):
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, *flags)
+    assert r.exit_code != 0 and "combine" in r.output
 
 
 def test_run_json():

@@ -102,3 +102,11 @@ def test_best_on_file(tmp_path):
     leaderboard.append([row(mean_us="7.25"), row(mean_us="7.5"), row(mean_us="100", status="FAIL")], path)
     best = leaderboard.best(leaderboard.read(path))
     assert len(best) == 1 and best[0]["mean_us"] == "7.25"
+
+
+def test_best_keeps_timing_modes_apart():
+    rows = [row(mean_us="50.0", timing_mode="cold"), row(mean_us="40.0", timing_mode="queued"),
+            row(mean_us="30.0", timing_mode="graph"), row(mean_us="45.0", timing_mode="")]  # empty: an old cold row
+    assert [r["mean_us"] for r in leaderboard.best(rows)] == ["45.0"]
+    assert [r["mean_us"] for r in leaderboard.best(rows, mode="queued")] == ["40.0"]
+    assert [r["mean_us"] for r in leaderboard.best(rows, mode="graph")] == ["30.0"]

@@ -38,6 +38,12 @@ def test_warm_block_calls_twice_and_poisons_between():
     assert block.results == ["x", "y"] and len(block.times_us) == 2
 
 
+def test_queued_block_times_each_call_once():
+    calls = []
+    block = timing.time_block(lambda d: calls.append(d) or d, ["a", "b"], "queued")
+    assert calls == ["a", "b"] and block.results == ["a", "b"] and len(block.times_us) == 2 and block.escape is None
+
+
 def test_unknown_mode_refused():
     with pytest.raises(ValueError, match="unknown timing mode"):
         timing.time_block(lambda d: d, [1], "hot")
