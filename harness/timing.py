@@ -200,11 +200,12 @@ def _time_block_cpu(fn, pool, mode, poison, prelude) -> Block:
 
 class GraphCall:
     """``fn(static)`` captured in one CUDA graph after a flush; inputs are copied into ``static``'s
-    tensors before each replay. ``flush_us``: median replay time of a graph holding only the flush."""
+    tensors before each replay, and ``clone`` copies the captured output after it. ``flush_us``: median replay time of a graph holding only the flush."""
 
-    def __init__(self, fn, static, tensors_of, poison, replays: int = 21):
+    def __init__(self, fn, static, tensors_of, poison, clone, replays: int = 21):
         b = bound()
         torch = b.torch
+        self._clone = clone
         self._static = static
         self._static_tensors = tensors_of(static)
         self._tensors_of = tensors_of
@@ -242,5 +243,8 @@ class GraphCall:
         self._graph.replay()
 
     def output_copy(self):
-        out = self._output
-        return out.clone() if hasattr(out, "clone") else out
+        # NOTE: every replay writes the same captured output buffers, and a block's outputs are
+        # checked after the block: each must be copied out whole, lists of tensors included
+        # (group_gemm returns one), or all but the last replay's would be checked against the
+        # wrong input.
+        return self._clone(self._output)

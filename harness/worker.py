@@ -198,7 +198,7 @@ class Worker:
                 return {"status": "FAIL", "message": "--graph needs a CUDA GPU"}
             try:
                 self.graph = timing.GraphCall(self.kernel, _clone_structure(torch, self.pool[0]), tensors_of,
-                                              self._poison)
+                                              self._poison, lambda out: _clone_structure(torch, out))
             except Exception as exc:  # noqa: BLE001 - not capturable is the submission's verdict here
                 if _is_cuda_error(exc) and "capture" not in str(exc).lower():
                     raise

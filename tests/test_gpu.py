@@ -153,12 +153,21 @@ def test_queued_mode_hides_host_time_behind_the_flush():
     # path; queued behind the flush, both are hidden, so its mean must come out below cold mode's.
     means = {}
     for flag in ("--queued", None):
-        r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:3", *([flag] if flag else []), "--budget", "1", "--json")
+        r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:2", *([flag] if flag else []), "--budget", "1", "--json")
         assert r.exit_code == 0, r.output
         res = json.loads(r.stdout)["results"][0]
         assert res["status"] == "PASS" and res["stats"][0]["mean_us"] > res["physical_floor_us"]
         means[flag or "cold"] = res["stats"][0]["mean_us"]
     assert means["--queued"] < means["cold"], means
+
+
+def test_graph_mode_checks_every_replay_of_a_list_output():
+    # group_gemm returns a list of tensors; each replay's output must be copied out before the next
+    # replay overwrites the captured buffers (a bug once failed every call of group_gemm v8 here).
+    r = invoke("run", "group_gemm", "v5", "--shapes", "benchmarks:3", "--graph", "--budget", "1", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)["results"][0]
+    assert res["status"] == "PASS" and res["stats"][0]["mean_us"] > res["physical_floor_us"]
 
 
 def test_graph_mode_refuses_an_uncapturable_submission():
