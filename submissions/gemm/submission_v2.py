@@ -10,7 +10,10 @@ group. v1 used mma.sync on 64x64 tiles and decoded both operands in every tile.
 Arch: sm_90a
 Analogue: group_gemm v6 (H200: 363.1 / 225.5 / 83.6 / 52.9 µs on its shapes, 1.7x its v2, which
 v1 here is built from)
-Measured: not yet (written and compile-checked without a GPU; untested)
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit efd6036, cold mode: 236.4 /
+114.4 / 52.7 us (the rows name b673dd5: the device copy's stale .git; code hash 9628de82220073c0).
+vs v1 in one compare: 1.867x [1.818, 1.918], 1.584x [1.431, 1.751], 1.538x [1.337, 1.769], all
+FASTER; geomean 1.657x [1.437, 1.910].
 
 Parallelism is the open problem this version leaves: 128x7168 has 56 tiles of 128 x 128 for 132
 SMs (28 on 128x4096), so at most 42% of the SMs work; split-K is the next version.
