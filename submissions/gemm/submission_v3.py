@@ -9,7 +9,11 @@ so v2 left 79-89% of them idle. The host now splits each tile's K blocks over S 
 and 4 on the three benchmarks), the last CTA of a tile sums the fp32 partials in split order.
 Arch: sm_90a
 Analogue: group_gemm v11
-Measured: not yet
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 6bf48aa, cold mode:
+140.9 / 75.2 / 65.2 us. vs v2 in one compare: 1.729x [1.451, 2.062] FASTER, 1.862x [1.361,
+2.546] FASTER, 1.082x [0.908, 1.287] AMBIGUOUS; geomean 1.516x [1.167, 1.968] FASTER.
+tools/experiments/splitk_sweep.py (S forced): S = 4 is fastest on the first two shapes (140.7,
+68.0 us; v3 picks 9: 153.1, 80.8) and S = 2 on the third (52.4; v3 picks 4: 54.4).
 
 Exactness: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x 2^7),
 fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order, x 2^7 at

@@ -14,7 +14,12 @@ counters each call, so nothing is left armed between calls.
 Arch: sm_90a
 Analogue: the writeup's load balancing across groups (V20-V21; it found CLC's overhead exceeded
 its gain on B200): here a static split chosen on the host, no scheduler in the kernel
-Measured: not yet
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 6bf48aa, cold mode:
+323.6 / 209.4 / 86.3 / 58.3 us. vs v10 in one compare: A 0.928x [0.897, 0.958] SLOWER, B 0.918x,
+C 0.945x (AMBIGUOUS), D 0.851x [0.753, 0.961] SLOWER; geomean 0.910x [0.869, 0.951] SLOWER.
+Kept for the lesson: a second resident CTA is not a second SM. tools/experiments/splitk_sweep.py
+(S forced, same run): S = 1 / 2 / 3 gave A 311.7 / 321.0 / 339.4, B 207.8 / 242.9 / 261.4,
+C 100.7 / 102.9 / 116.3, D 62.0 / 72.3 / 81.1 us: no split pays on these shapes.
 
 Exactness as v10 (B x 2^-7 in fp16, exact products, fp32 sums); a split tile's partial sums are
 fp32 as before and are added in a fixed order, so results are deterministic.
