@@ -11,7 +11,10 @@ tools/experiments/splitk_sweep.py on an H200 (gemm v3, group_gemm v11: seven sha
 it ranks all seven as measured. S = 4 / 4 / 2 on the benchmarks (v3: 9 / 9 / 4).
 Arch: sm_90a
 Analogue: group_gemm v11
-Measured: not yet
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11; this machine's cuBLAS bf16
+measured 746 TFLOP/s), commit d247e17, cold mode: 128.6 / 61.5 / 55.5 us. vs v3 in one compare:
+1.053x [0.949, 1.169] AMBIGUOUS, 1.045x [1.022, 1.072] FASTER, 1.001x AMBIGUOUS; geomean 1.033x
+[0.871, 1.225] AMBIGUOUS.
 
 Exactness as v3: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16, fp16 x fp16 products
 exact in fp32, fp32 accumulation, partials added in a fixed order, x 2^7 at the end. Any M >= 1,

@@ -13,7 +13,10 @@ largest first (tiles are scheduled in order, so the longest start first).
 Arch: sm_90a
 Analogue: the writeup's larger MMA tiles (its 2-CTA M = 256 step, V17-V18); here N = 256 of one
 warpgroup's wgmma, since M is our small dimension
-Measured: not yet
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11; this machine's cuBLAS bf16
+measured 746 TFLOP/s, others 788), commit d247e17, cold mode: 270.5 / 207.4 / 96.6 / 64.8 us.
+vs v10 in one compare: A 1.103x [1.030, 1.181] FASTER, B 1.073x AMBIGUOUS, C 0.905x [0.836,
+0.980] SLOWER, D 0.873x [0.767, 0.995] SLOWER; geomean 0.983x [0.803, 1.204] AMBIGUOUS.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, x 2^7 at the end. Rows past M_g are
