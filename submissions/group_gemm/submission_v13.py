@@ -9,7 +9,11 @@ split evenly within that height and wgmma's N fitted as in v12. A and B keep 256
 tiles), C and D get 128 (120 and 128 tiles, with N = 96 for C's 192-row group instead of 128).
 Arch: sm_90a
 Analogue: none (a per-launch tile shape; the writeup fixed its tile per version)
-Measured: not yet
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 1cb3d3c, cold mode:
+316.0 / 221.1 / 112.2 / 71.6 us (a noisy run: IQRs 23-44 us). vs v12 in one compare (4 process
+pairs): A 1.015x, B 1.036x (AMBIGUOUS), C 1.120x [1.052, 1.189] FASTER, D 1.082x AMBIGUOUS;
+geomean 1.063x [1.006, 1.124] FASTER. Queued mode (GPU MODE's order), one process: 304.1 /
+194.5 / 79.6 / 33.3 us; v10 in the same session, one process: 280.0 / 178.2 / 69.7 / 32.1.
 
 Exactness as v12: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, x 2^7 at the end. Rows past M_g are
