@@ -14,6 +14,8 @@ Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 1cb3d3c, cold 
 pairs): A 1.015x, B 1.036x (AMBIGUOUS), C 1.120x [1.052, 1.189] FASTER, D 1.082x AMBIGUOUS;
 geomean 1.063x [1.006, 1.124] FASTER. Queued mode (GPU MODE's order), one process: 304.1 /
 194.5 / 79.6 / 33.3 us; v10 in the same session, one process: 280.0 / 178.2 / 69.7 / 32.1.
+vs v10 directly, one compare (4 process pairs, commit 82613b8): A 1.097x [1.066, 1.128] FASTER,
+B 1.006x, C 1.004x, D 1.002x (AMBIGUOUS); geomean 1.027x [0.987, 1.069] AMBIGUOUS.
 
 Exactness as v12: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, x 2^7 at the end. Rows past M_g are
