@@ -7,6 +7,9 @@
 # records; all does check and time. A spec's own STEPS overrides the variable for that version.
 # The archives are rewritten after every version, so a call stopped at its limit keeps the rest.
 set -u -o pipefail
+# NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
+# session's first commit, dirty); every recorded row must name the commit that actually ran.
+if [ -z "${NVFP4_GIT_COMMIT:-}" ]; then echo "set NVFP4_GIT_COMMIT to the commit being run (git rev-parse --short HEAD here)" >&2; exit 2; fi
 OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
 export NVFP4_EXTENSIONS_DIR="${NVFP4_EXTENSIONS_DIR:-$PWD/.build/torch_extensions}"
 work=/tmp/nvfp4-round; rm -rf "$work"; mkdir -p "$work"

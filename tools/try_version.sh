@@ -6,6 +6,9 @@
 # Env: NVFP4_GIT_COMMIT (the copied tree has no .git), BUDGET (compare/run seconds, default 2),
 # MAX_PROCESSES (compare's --max-processes, default 8), STEPS: check (build and tests), time (compare and recorded run), all (default).
 set -u -o pipefail
+# NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
+# session's first commit, dirty); every recorded row must name the commit that actually ran.
+if [ -z "${NVFP4_GIT_COMMIT:-}" ]; then echo "set NVFP4_GIT_COMMIT to the commit being run (git rev-parse --short HEAD here)" >&2; exit 2; fi
 problem=$1 version=$2 parent=$3
 OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 COLUMNS=200 NVFP4_LEADERBOARD="$OUT/leaderboard.csv"
