@@ -200,7 +200,8 @@ def _time_block_cpu(fn, pool, mode, poison, prelude) -> Block:
 
 class GraphCall:
     """``fn(static)`` captured in one CUDA graph after a flush; inputs are copied into ``static``'s
-    tensors before each replay, and ``clone`` copies the captured output after it. ``flush_us``: median replay time of a graph holding only the flush."""
+    tensors before each replay, and ``clone`` copies the captured output after it. ``flush_us``:
+    median replay time of a graph holding only the flush."""
 
     def __init__(self, fn, static, tensors_of, poison, clone, replays: int = 21):
         b = bound()
