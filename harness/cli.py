@@ -121,7 +121,8 @@ def timing_options(fn):
 
 
 # What each timing mode's figures are, for table titles and notes.
-MODE_TITLES = {"cold": "cold L2, each call from an idle device", "queued": "cold L2, queued behind the flush (GPU MODE's order)",
+MODE_TITLES = {"cold": "cold L2, each call from an idle device",
+               "queued": "cold L2, queued behind the flush (GPU MODE's order)",
                "graph": "CUDA graph replays"}
 
 
@@ -132,11 +133,13 @@ def run_processes_option(fn):
                              "covers the spread between processes, and a spread over 5% is reported.")(fn)
 
 
-def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin, queued=False) -> runner.TimingPlan:
+def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin,
+          queued=False) -> runner.TimingPlan:
     if graph and queued:
         raise UserError("--graph and --queued do not combine: choose one timing mode")
     if warm and (graph or queued):
-        raise UserError(f"--warm times warm calls beside cold-mode ones; it does not combine with --{'graph' if graph else 'queued'}")
+        other = "graph" if graph else "queued"
+        raise UserError(f"--warm times warm calls beside cold-mode ones; it does not combine with --{other}")
     mode = "graph" if graph else "queued" if queued else "cold"
     return runner.TimingPlan.from_options(budget_s=budget, min_samples=min_samples, min_time_s=min_time,
                                           target=target, pool=pool, mode=mode,
