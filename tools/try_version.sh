@@ -4,8 +4,10 @@
 # parent, then the recorded run.
 # Stops at the first failure; a short summary is the last thing printed (and $OUT/summary.txt).
 # Usage (device machine, repo root): bash tools/try_version.sh PROBLEM VERSION PARENT
-# Env: NVFP4_GIT_COMMIT (the copied tree has no .git), BUDGET (compare/run seconds, default 2),
-# MAX_PROCESSES (compare's --max-processes, default 8), STEPS: check (build and tests), time (compare and recorded run), all (default).
+# Env: NVFP4_GIT_COMMIT (required: the commit being run, which the copied tree cannot tell),
+# BUDGET (compare/run seconds, default 2), MAX_PROCESSES (compare's --max-processes, default 8),
+# STEPS: check (build and tests), time (compare and recorded run), record (recorded run only),
+# all (default: check and time).
 set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
 # session's first commit, dirty); every recorded row must name the commit that actually ran.
