@@ -7,7 +7,7 @@
 # Env: NVFP4_GIT_COMMIT (required: the commit being run, which the copied tree cannot tell),
 # BUDGET (compare/run seconds, default 2), MAX_PROCESSES (compare's --max-processes, default 8),
 # STEPS: check (build and tests), time (compare and recorded run), record (recorded run only),
-# all (default: check and time).
+# all (default: check and time); STEP_TIMEOUT (seconds per step, default 900).
 set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
 # session's first commit, dirty); every recorded row must name the commit that actually ran.
@@ -21,7 +21,8 @@ say() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$summary"; }
 step() {  # step NAME CMD...: run, log, and stop on failure
   local name=$1; shift
   echo "### $name" >> "$log"
-  if "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -20 "$log" | tee -a "$summary"; finish 1; fi
+  # NOTE: a barrier mistake in a new kernel hangs rather than fails; the timeout turns it into a failure.
+  if timeout -k 10 "${STEP_TIMEOUT:-900}" "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -20 "$log" | tee -a "$summary"; finish 1; fi
 }
 finish() {
   if [ -d "$OUT/leaderboard_runs" ]; then
