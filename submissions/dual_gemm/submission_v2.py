@@ -13,9 +13,9 @@ tile's last CTA sums both products' partials in split order before the gate.
 Arch: sm_90a
 Analogue: the writeup's V1 fusion (one A tile for both products) on Hopper's wgmma; its V2 (TMA
 pipeline) in cp.async form
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit b95be9b: 138.6 / 168.3 / 101.5 / 209.4.
-vs v1 in one compare: geomean 1.655x [1.376, 1.985] FASTER, every shape FASTER (1.87x, 2.03x,
-1.43x, 1.38x).
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit b95be9b: 138.6
+/ 168.3 / 101.5 / 209.4. vs v1 in one compare: geomean 1.655x [1.376, 1.985] FASTER, every shape
+FASTER (1.87x, 2.03x, 1.43x, 1.38x).
 
 Exactness: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order, x 2^7

@@ -14,10 +14,10 @@ on 7168x16384); v7 reads 2 bytes of vector per byte of A and no table (shared me
 instead of 100 KB; two CTAs per SM kept, so occupancy is not the change).
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit b95be9b: 47.5 / 78.2 / 37.6. vs v5 in one
-compare (4 process pairs): geomean 1.055x [0.915, 1.217] AMBIGUOUS; 4096x7168 L8 1.095x [1.065,
-1.130] FASTER. Nsight Compute on 7168x16384: kernel 30.3 us (v5: 31), 2.26 TB/s, long_scoreboard
-65% of stalls: shared memory was not v5's limit; bytes in flight are.
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit b95be9b: 47.5
+/ 78.2 / 37.6. vs v5 in one compare (4 process pairs): geomean 1.055x [0.915, 1.217] AMBIGUOUS;
+4096x7168 L8 1.095x [1.065, 1.130] FASTER. Nsight Compute on 7168x16384: kernel 30.3 us (v5: 31),
+2.26 TB/s, long_scoreboard 65% of stalls: shared memory was not v5's limit; bytes in flight are.
 
 Exactness: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16 sum to
 at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 (exact: e4m3 x e4m3 has at most 8

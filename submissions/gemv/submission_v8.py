@@ -10,9 +10,9 @@ with 70% of the CTAs and of the bytes in flight. Nsight Compute on v7 (H200): ke
 528 slots all 448 blocks are resident at once, and twice the warps keep loads in flight.
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 4543cb4: 46.3 / 73.5 / 32.3. vs v7 in one
-compare (4 process pairs): geomean 1.077x [1.007, 1.152] FASTER; 4096x7168 L8 1.119x [1.014,
-1.232] FASTER, the others AMBIGUOUS (1.025x, 1.090x).
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 4543cb4: 46.3
+/ 73.5 / 32.3. vs v7 in one compare (4 process pairs): geomean 1.077x [1.007, 1.152] FASTER;
+4096x7168 L8 1.119x [1.014, 1.232] FASTER, the others AMBIGUOUS (1.025x, 1.090x).
 
 Exactness as v7: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,

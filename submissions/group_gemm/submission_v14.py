@@ -15,11 +15,12 @@ width. B's rows sit 48 bytes apart in shared memory (conflict-free 16-byte reads
 warp reads at once). setmaxnreg: producer 40 registers, consumers 232.
 Arch: sm_90a
 Analogue: the writeup's warp specialisation (its V5-V6: a TMA warp, an MMA warp, epilogue warps)
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit b95be9b: 1091.2 / 620.4 / 305.3 / 139.1
-(A / B / C / D). vs v13 in one compare (2 process pairs): 0.315x [0.234, 0.420] SLOWER, every
-shape SLOWER (A 0.266x). Correct, racecheck and synccheck clean. Nsight Compute on D: GEMM kernel
-106.5 us, long_scoreboard 81% of stalls: the 128 one-row bulk copies per stage, issued lane by
-lane from one warp, set the pace. A failed experiment, kept for that lesson (v15 fixes it).
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit b95be9b:
+1091.2 / 620.4 / 305.3 / 139.1 (A / B / C / D). vs v13 in one compare (2 process pairs): 0.315x
+[0.234, 0.420] SLOWER, every shape SLOWER (A 0.266x). Correct, racecheck and synccheck clean. Nsight
+Compute on D: GEMM kernel 106.5 us, long_scoreboard 81% of stalls: the 128 one-row bulk copies per
+stage, issued lane by lane from one warp, set the pace. A failed experiment, kept for that lesson
+(v15 fixes it).
 
 Exactness as v13: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, x 2^7 at the end. Rows past M_g are

@@ -11,11 +11,11 @@ Everything else is v14: producer warpgroup, two consumer warpgroups (decode + wg
 empty mbarriers, setmaxnreg 40/232, no CTA barrier in the K loop.
 Arch: sm_90a
 Analogue: the writeup's warp specialisation (its V5-V6: a TMA warp, an MMA warp, epilogue warps)
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 4dc7f4a: 233.0 / 178.8 / 74.2 / 51.5
-(A / B / C / D). vs v13 in one compare (4 process pairs): geomean 1.116x [1.004, 1.244] FASTER;
-A 1.171x [1.080, 1.264] and C 1.220x [1.028, 1.444] FASTER, B 1.189x and D 0.911x AMBIGUOUS.
-Racecheck and synccheck clean. Nsight Compute on A: GEMM kernel 150.8 us (v10: 230.5), prepass
-14.1 us, 365 TFLOP/s per call.
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 4dc7f4a: 233.0
+/ 178.8 / 74.2 / 51.5 (A / B / C / D). vs v13 in one compare (4 process pairs): geomean 1.116x
+[1.004, 1.244] FASTER; A 1.171x [1.080, 1.264] and C 1.220x [1.028, 1.444] FASTER, B 1.189x and D
+0.911x AMBIGUOUS. Racecheck and synccheck clean. Nsight Compute on A: GEMM kernel 150.8 us (v10:
+230.5), prepass 14.1 us, 365 TFLOP/s per call.
 
 Exactness as v13: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, x 2^7 at the end. Rows past M_g are

@@ -15,11 +15,11 @@ permutation and the decode bit for bit on the CPU.
 Arch: sm_90a
 Analogue: none in the writeup (Blackwell's MMA reads NVFP4 directly); the same freedom CUTLASS's
 mixed-input GEMMs use when they reorder K to make register-side conversion cheap
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 4543cb4: 220.0 / 150.0 / 71.7 / 47.8
-(A / B / C / D); queued mode (GPU MODE's order, one process, not recorded): 193.5 / 155.7 / 56.5 /
-36.9. vs v15 in one compare (4 process pairs): geomean 1.105x [1.028, 1.188] FASTER; A 1.086x
-[1.004, 1.183] and C 1.132x [1.068, 1.198] FASTER, B 1.146x and D 1.058x AMBIGUOUS. Racecheck and
-synccheck clean.
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 4543cb4: 220.0
+/ 150.0 / 71.7 / 47.8 (A / B / C / D); queued mode (GPU MODE's order, one process, not recorded):
+193.5 / 155.7 / 56.5 / 36.9. vs v15 in one compare (4 process pairs): geomean 1.105x [1.028, 1.188]
+FASTER; A 1.086x [1.004, 1.183] and C 1.132x [1.068, 1.198] FASTER, B 1.146x and D 1.058x AMBIGUOUS.
+Racecheck and synccheck clean.
 
 Exactness as v13: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in a different order of K), x 2^7

@@ -10,12 +10,12 @@ Compute on v15: drain 10% of stalls, the CTA waiting for those stores at exit).
 Arch: sm_90a
 Analogue: the writeup's V7 / V9 (epilogue through shared memory and a TMA store, chunked);
 plain vector stores here, since one bulk copy per 256-byte row is what v14 showed to be slow
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 21f59ce:
-223.0 / 169.4 / 82.8 / 70.1 (A / B / C / D). vs v16 in one compare (4 process pairs where
-undecided): geomean 0.966x [0.731, 1.287] AMBIGUOUS; D 0.875x [0.806, 0.950] SLOWER, A / B / C
-0.98-1.01x AMBIGUOUS. Racecheck and synccheck clean. Not faster: kept for the lesson (the 2-byte
-stores were not what held v16 back; two more consumer barriers and the shared-memory round trip
-cost D, whose K loop is shortest).
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 21f59ce: 223.0
+/ 169.4 / 82.8 / 70.1 (A / B / C / D). vs v16 in one compare (4 process pairs where undecided):
+geomean 0.966x [0.731, 1.287] AMBIGUOUS; D 0.875x [0.806, 0.950] SLOWER, A / B / C 0.98-1.01x
+AMBIGUOUS. Racecheck and synccheck clean. Not faster: kept for the lesson (the 2-byte stores were
+not what held v16 back; two more consumer barriers and the shared-memory round trip cost D, whose K
+loop is shortest).
 
 Exactness as v16: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in a different order of K), x 2^7

@@ -11,14 +11,14 @@ cold-mode call on D took ~48 µs of which the kernels are roughly half.
 Arch: sm_90a
 Analogue: the writeup's V23 (the host launch path at the µs scale); Hopper's programmatic
 dependent launch
-Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit c6cc354: correct on the tests
-and edges shapes (both distributions), racecheck and synccheck clean. Not timeable: in one compare
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit c6cc354: correct on the tests and
+edges shapes (both distributions), racecheck and synccheck clean. Not timeable: in one compare
 against v16 (cold mode, 4 process pairs) shape C failed the harness's escape check (8 calls took
-3280 us of device-synchronised wall time but 1634 us between their events: work outside the
-timed window), so no row was recorded. The shapes that passed: A 1.019x [0.969, 1.075] AMBIGUOUS,
-B 1.033x [1.007, 1.060] FASTER, D 1.022x [0.735, 1.413] AMBIGUOUS. Kept for that lesson: a
-programmatic dependent launch changes what the stream's events bracket, and a gain of ~2-3% at
-best is not worth a timing the harness cannot vouch for.
+3280 us of device-synchronised wall time but 1634 us between their events: work outside the timed
+window), so no row was recorded. The shapes that passed: A 1.019x [0.969, 1.075] AMBIGUOUS, B 1.033x
+[1.007, 1.060] FASTER, D 1.022x [0.735, 1.413] AMBIGUOUS. Kept for that lesson: a programmatic
+dependent launch changes what the stream's events bracket, and a gain of ~2-3% at best is not worth
+a timing the harness cannot vouch for.
 
 Exactness as v16: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in a different order of K), x 2^7
