@@ -13,8 +13,10 @@ shifts + two masks per pair). B's rows sit densely (32 bytes apart): a warp's 8-
 cover 256 contiguous bytes, conflict-free. tools/experiments/permuted_k_decode.py checks the
 permutation and the decode bit for bit on the CPU.
 Arch: sm_90a
-Analogue: none in the writeup (Blackwell's MMA reads NVFP4 directly); the same freedom CUTLASS's
-mixed-input GEMMs use when they reorder K to make register-side conversion cheap
+Analogue: none in the writeup (Blackwell's MMA reads NVFP4 directly). CUTLASS's Hopper
+mixed-input example (55) recommends the converse: reordering the narrow operand in memory so a
+thread's elements are contiguous. Here the narrow operand stays as given and the wide one, which
+the prepass writes anyway, follows the order that suits the decode
 Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 4543cb4: 220.0
 / 150.0 / 71.7 / 47.8 (A / B / C / D); queued mode (GPU MODE's order, one process, not recorded):
 193.5 / 155.7 / 56.5 / 36.9. vs v15 in one compare (4 process pairs): geomean 1.105x [1.028, 1.188]
