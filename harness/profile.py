@@ -232,7 +232,8 @@ def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float
 
 
 # ------------------------------------------------------------------------------------ child
-def _kernel_rows(torch, prof, on_gpu: bool) -> list[dict]:
+def kernel_rows(torch, prof, on_gpu: bool) -> list[dict]:
+    """Per kernel (CUDA) or operator (CPU): {name, calls, total_us}, self time only, largest first."""
     rows = []
     for e in prof.key_averages():
         if on_gpu:
@@ -281,7 +282,7 @@ def _child(argv: list[str]) -> int:
             for _ in range(int(calls)):
                 kernel(data)
             sync()
-        result["rows"] = _kernel_rows(torch, prof, on_gpu)
+        result["rows"] = kernel_rows(torch, prof, on_gpu)
         result["on_gpu"] = on_gpu
     print(CHILD_RESULT + json.dumps(result, default=str), flush=True)
     return 0

@@ -21,6 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # idle_launch's event-pair measurement
 
 
 def main() -> int:
@@ -68,31 +69,18 @@ def main() -> int:
     if cuda:
         b.synchronize()
 
-    kernels = float("nan")
+    kernels = idle = float("nan")
     if cuda:
         from torch.profiler import ProfilerActivity, profile
+
+        from harness.profile import kernel_rows
+        from idle_launch import measure as idle_measure
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for i in range(args.calls):
                 kernel(pool[i % len(pool)])
                 b.synchronize()
-        from torch.autograd import DeviceType
-        # NOTE: the device-side events alone (kernels, memsets); CPU ops also carry the device time
-        # of what they launched, so summing over key_averages() would count kernels twice.
-        device_us = sum(e.self_device_time_total for e in prof.events() if e.device_type == DeviceType.CUDA)
-        kernels = device_us / args.calls
-
-    idle = float("nan")
-    if cuda:
-        spans = []
-        for _ in range(args.calls):
-            start, end = b.Event(enable_timing=True), b.Event(enable_timing=True)
-            timing.flush()
-            b.synchronize()
-            b.record(start)
-            b.record(end)
-            b.synchronize()
-            spans.append(b.elapsed(start, end) * 1e3)
-        idle = statistics.fmean(spans)
+        kernels = sum(r["total_us"] for r in kernel_rows(torch, prof, True)) / args.calls
+        idle = statistics.fmean(idle_measure("events-only", args.calls))
 
     device = torch.cuda.get_device_name() if cuda else "CPU (no CUDA: smoke test only)"
     print(f"{args.problem} {args.version}, benchmark shape {args.shape} {params}, {device}, torch {torch.__version__}")
