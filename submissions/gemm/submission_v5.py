@@ -17,7 +17,11 @@ v15's shrinking to more, shorter tiles is left to split-K. On 132 SMs (M x N x K
 128x7168x16384 S = 2, 128x4096x7168 S = 4, 128x7168x2048 S = 2 (112 CTAs each; v4: 4 / 4 / 2).
 Arch: sm_90a
 Analogue: group_gemm v15
-Measured: not yet (compile-checked only).
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 6beee42:
+131.0 / 81.4 / 69.7. vs v4 in one compare (4 process pairs): geomean 0.914x [0.832, 1.005]
+AMBIGUOUS; 128x7168x16384 1.050x [1.017, 1.081] FASTER, 128x4096x7168 0.856x and 128x7168x2048
+0.850x SLOWER. Racecheck and synccheck clean. Kept as a measured step: the faster K loop shows on
+the long-K shape only; on the short ones the call's fixed part dominates (see NOTES).
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

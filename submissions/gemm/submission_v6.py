@@ -11,7 +11,11 @@ s and s + 4 of one word, placed into a half2 by two shifts and two masks. B's ro
 (32 bytes apart). tools/experiments/permuted_k_decode.py checks the permutation and the decode.
 Arch: sm_90a
 Analogue: group_gemm v16
-Measured: not yet (compile-checked only).
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 6beee42:
+125.2 / 78.4 / 72.2. vs v5 in one compare (4 process pairs): geomean 1.015x [0.890, 1.158]
+AMBIGUOUS (1.036x, 1.060x, 0.953x, each AMBIGUOUS). Racecheck and synccheck clean.
+call_breakdown.py (same H200): 128x7168x16384 cold 118.3, kernels 96.8, host path 20.5 us;
+128x7168x2048 cold 72.7, kernels 27.1, host path 33.2 us.
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
