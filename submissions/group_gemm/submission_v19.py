@@ -11,7 +11,11 @@ CPU-only machine a no-op function with v16's signature took 48.7 µs for 8 group
 reading the handles in place. The kernels are v16's, unchanged.
 Arch: sm_90a
 Analogue: the writeup's V23 (the host launch path at the µs scale)
-Measured: not yet run.
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 138ac07:
+192.1 / 126.2 / 66.7 / 43.6 (A / B / C / D). vs v16 in one compare (4 process pairs; D decided
+after 2): geomean 1.139x [0.943, 1.375] AMBIGUOUS; B 1.120x [1.045, 1.201], C 1.098x [1.032,
+1.164], D 1.186x [1.030, 1.365] FASTER, A 1.155x [0.983, 1.357] AMBIGUOUS. Racecheck and
+synccheck clean.
 
 Exactness as v16 (the kernels are unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
