@@ -21,15 +21,17 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 
-CHOOSER = re.compile(r"static int choose_splits\(int tiles, int min_blocks, int slots\) \{")
+CHOOSER = re.compile(r"static int choose_splits\(int tiles, int min_blocks, int (slots|sms)\) \{")
 
 
 def forced_copy(source: str, splits: int, folder: Path, stem: str) -> Path:
     """The submission with choose_splits returning `splits` (capped so every split has a K block)."""
     if not CHOOSER.search(source):
         raise SystemExit("this version has no choose_splits(int tiles, int min_blocks, int slots) to override")
-    body = f"static int choose_splits(int tiles, int min_blocks, int slots) {{ if (tiles > 0) return {splits} < min_blocks ? {splits} : min_blocks;"
-    patched = CHOOSER.sub(lambda _: body, source, count=1)
+    def body(m: re.Match) -> str:  # NOTE: keeps the parameter's name: the rest of the body still uses it
+        return (f"static int choose_splits(int tiles, int min_blocks, int {m.group(1)}) {{ "
+                f"if (tiles > 0) return {splits} < min_blocks ? {splits} : min_blocks;")
+    patched = CHOOSER.sub(body, source, count=1)
     patched = re.sub(r'EXTENSION_NAME = "([^"]+)"', lambda m: f'EXTENSION_NAME = "{m.group(1)}_s{splits}"', patched, count=1)
     path = folder / f"{stem}_s{splits}.py"
     path.write_text(patched)
