@@ -10,7 +10,11 @@ on v3 (H200, mean us, cold, one process), S = 1 / 2 / 3 / 4: 256x4096x7168 176.8
 512x3072x7168 150.0 / 162.4 / 179.0 / 190.0. Kernels unchanged.
 Arch: sm_90a
 Analogue: the writeup's dual GEMM V3 (split-K with a global workspace, which regressed there)
-Measured: not yet run.
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit 7f80310:
+99.5 / 146.6 / 75.9 / 144.2. vs v3 in one compare (2 process pairs): geomean 1.006x [0.867, 1.167]
+AMBIGUOUS; 512x3072x7168, the one shape whose S changed, 1.040x [0.681, 1.580] AMBIGUOUS (the
+sweep's 1.27x did not carry over: v3 ran there at 154.6 us in the compare against 190.0 in the
+sweep). Racecheck and synccheck clean.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

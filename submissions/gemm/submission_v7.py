@@ -10,7 +10,10 @@ mean us, cold, one process), S = 1 / 2 / 3 / 4 / 6: 128x7168x16384 179.3 / 136.6
 73.5. Kernels unchanged.
 Arch: sm_90a
 Analogue: none in the writeup (a host-side choice, measured on this kernel)
-Measured: not yet run.
+Measured: H200 (commit 7f80310): correct on the tests and edges shapes, both distributions, 2
+seeds; racecheck and synccheck clean. Not timed yet: its compare against v6 ran past the step's
+240 s limit (2 process pairs; gemm compares took ~200 s with 4 pairs before) and printed nothing,
+and the device budget ended there.
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

@@ -1,4 +1,4 @@
-"""NVFP4 grouped GEMM v20: kernel parameters sized for the groups a launch has.
+"""NVFP4 grouped GEMM v20 (failed experiment): kernel parameters sized for the launch's groups.
 
 Version: v20
 Parent: v19
@@ -9,7 +9,12 @@ for 2 groups). tools/experiments/host_path.py put v16's two launches with the 4 
 profiler). Kernels otherwise unchanged; three instantiations of each.
 Arch: sm_90a
 Analogue: the writeup's V23 (the host launch path at the µs scale)
-Measured: not yet run.
+Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit a0fd575:
+228.9 / 157.0 / 74.3 / 58.0 (a second machine; v19 ran 207.1 / 135.1 / 71.2 / 58.1 in the same
+compare). vs v19 in one compare (4 process pairs): geomean 1.032x [0.988, 1.084] AMBIGUOUS, every
+shape AMBIGUOUS. Racecheck and synccheck clean. Not faster, and the premise was wrong:
+tools/experiments/launch_params.py on the same machine put one launch at 5.49-5.69 µs of CPU for
+parameters of 16 B to 4 KB alike (profiler figures had suggested otherwise). Kept for that lesson.
 
 Exactness as v16 (the kernels are unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
