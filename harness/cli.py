@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import sys
+import time
 
 import click
 from rich.console import Console
@@ -50,11 +51,17 @@ def _us(x) -> str:
 
 
 class Progress:
-    """A spinner that follows the child's events (importing = compiling, checking, timing)."""
+    """A spinner that follows the child's events (importing = compiling, checking, timing).
 
-    def __init__(self, title: str, quiet: bool = False):
+    When stderr is not a terminal (a log file, CI, a remote call's captured output) the spinner
+    would show nothing until the end; there it prints one line per import, shape started and shape
+    finished instead, so a run killed at a time limit leaves what it had measured."""
+
+    def __init__(self, title: str, quiet: bool = False, plain: bool | None = None):
         self.title = title
-        self.status = None if quiet else err_console.status(title)
+        self.plain = (not quiet) and (not err_console.is_terminal if plain is None else plain)
+        self.status = None if quiet or self.plain else err_console.status(title)
+        self.started = time.monotonic()
 
     def __enter__(self):
         if self.status:
@@ -65,10 +72,22 @@ class Progress:
         if self.status:
             self.status.__exit__(*exc)
 
+    def _line(self, text: str) -> None:
+        err_console.print(f"[{time.monotonic() - self.started:6.1f} s] {self.title}: {text}", markup=False,
+                          highlight=False, soft_wrap=True)
+
     def __call__(self, event: dict) -> None:
+        kind = event.get("event")
+        if self.plain:
+            if kind == "phase" and event.get("phase") == "imported":
+                self._line(f"{event['label']} ready in {event['seconds']:.1f} s")
+            elif kind == "start":
+                self._line(f"{event['item']} started")
+            elif kind == "done":
+                self._line(event["line"])
+            return
         if not self.status:
             return
-        kind = event.get("event")
         if kind == "phase" and event["phase"] == "import":
             self.status.update(f"{self.title}: importing {event['label']} (compiles on first use)...")
         elif kind == "phase" and event["phase"] == "imported":

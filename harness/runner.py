@@ -168,6 +168,8 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 results[i].device = next((c.device for c in children if c.device), None)
                 if gpu is not None:
                     results[i].extra["gpu_index"] = gpu
+                if progress:
+                    progress({"event": "done", "item": item["id"], "line": done_line(results[i], [s.label for s in subs])})
                 devices.setdefault(gpu, next((c.device for c in children if c.device), None))
         except Exception as exc:  # noqa: BLE001 - a harness fault on one GPU must not lose the others
             for i in indices:
@@ -193,6 +195,20 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     outcome.device = next((d for d in devices.values() if d), None)
     _finish(outcome)
     return outcome
+
+
+def done_line(result: ShapeResult, labels: list[str]) -> str:
+    """One line for a finished shape: status, mean µs per submission, and compare's verdict."""
+    parts = [f"{result.shape.label} {result.dist}: {result.status}"]
+    for label, st in zip(labels, result.stats or []):
+        if st and st.get("mean_us") is not None:
+            parts.append(f"{label} {st['mean_us']:.2f} µs")
+    if result.ratio:
+        r = result.ratio
+        parts.append(f"{r['speedup']:.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']}")
+    if result.message and not result.ok:
+        parts.append(result.message)
+    return ", ".join(parts)
 
 
 def visible_device(gpu: int) -> str:

@@ -37,3 +37,14 @@ def test_visible_device_honours_an_inherited_list(monkeypatch):
 def test_item_cost_orders_shapes_by_work():
     small, large = _shapes(1)[0], config.parse_shape_option("gemm", "m=128,n=7168,k=16384", 0)
     assert runner._item_cost(large) > runner._item_cost(small) > 0
+
+
+def test_each_finished_shape_reports_a_done_line():
+    sub = submissions.resolve("gemm", "v0")
+    shapes = _shapes(2)
+    events = []
+    outcome = runner.run([sub], shapes, ["competition"], "test", seeds=1, progress=events.append)
+    done = [e for e in events if e.get("event") == "done"]
+    assert len(done) == len(shapes) == len(outcome.results)
+    for e, shape in zip(done, shapes):
+        assert e["line"].startswith(f"{shape.label} competition: PASS"), e["line"]
