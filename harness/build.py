@@ -29,9 +29,11 @@ _CHILD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from harness import build_cache, worker
-build_cache.use_for(sys.argv[4])
 t0 = time.perf_counter()
-worker.import_submission(sys.argv[2], sys.argv[3])
+with build_cache.building(sys.argv[4], on_wait=print) as stale:
+    for lock in stale:
+        print(f"nvfp4-build: removed a stale torch lock left by a killed build: {lock}", flush=True)
+    worker.import_submission(sys.argv[2], sys.argv[3])
 print(f"nvfp4-build: imported in {time.perf_counter() - t0:.1f} s", flush=True)
 """
 

@@ -256,8 +256,8 @@ def _child(argv: list[str]) -> int:
     from harness import machine, worker
     from reference import problem_module
 
-    build_cache.use_for(source_hash)
-    kernel = worker.import_submission(path, label)
+    with build_cache.building(source_hash):
+        kernel = worker.import_submission(path, label)
     mod = problem_module(problem)
     shape = json.loads(params)
     seed = shape.pop("seed", 1111)

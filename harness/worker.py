@@ -311,9 +311,12 @@ def main(argv: list[str]) -> int:
     channel.emit("device", **info)
     channel.emit("phase", phase="import", label=sub["label"])
     t0 = time.perf_counter()
-    build_cache.use_for(sub["source_hash"])
     try:
-        kernel = import_submission(sub["path"], sub["label"])
+        with build_cache.building(sub["source_hash"],
+                                  on_wait=lambda text: channel.emit("progress", stage=text)) as stale:
+            for lock in stale:
+                channel.emit("progress", stage=f"removed a stale torch lock left by a killed build: {lock}")
+            kernel = import_submission(sub["path"], sub["label"])
     except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
         channel.emit("import_error", label=sub["label"], message=_one_line(exc), detail=traceback.format_exc(limit=5))
         return 1

@@ -18,8 +18,12 @@ takes rows [i T / G, (i + 1) T / G) of the T = M L rows (batch-major) in blocks 
 so the 7168x16384 shape gives every SM 54-55 rows (v8: 3 or 4 blocks of 16 per SM, 85%).
 Arch: sm_90a
 Analogue: none (the writeup's kernels are matrix-matrix; its TMA step is the same mechanism)
-Measured: not yet run (compile-checked only: nvcc 13.0, sm_90a, 72 / 71 registers for the
-bulk-scale / 4-byte-scale instantiations, no spills, 94,272 bytes of dynamic shared memory).
+Measured: ✗ failed experiment. H200, commit e3aa1a5, cold: 46.10 / 70.42 / 27.25 us. vs v8, one
+compare (2 process pairs): 0.979x / 1.004x / 1.083x, geomean 1.021x [0.810, 1.287] AMBIGUOUS;
+an earlier compare's first shape 7168x16384 0.955x [0.923, 0.988] SLOWER. Nsight Compute,
+7168x16384: kernel 33.3 us (v8 30.3), 2.08 TB/s (v8 2.26), achieved occupancy 27% (v8 39%).
+The ring did not raise bytes in flight enough to pay for fewer issuing warps (2 CTAs/SM).
+72 / 71 registers (bulk-scale / 4-byte-scale), no spills, 94,272 bytes of dynamic shared memory.
 
 Exactness as v8: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,

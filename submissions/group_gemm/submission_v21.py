@@ -15,7 +15,11 @@ L2 -> SM traffic hypothesis behind a cluster-multicast version. Kernels otherwis
 Arch: sm_90a
 Analogue: the writeup's stage-count tuning (its ring depth per version); Hopper practice
 (CUTLASS's StageCountAutoCarveout: as many stages as shared memory allows)
-Measured: not yet run.
+Measured: ✗ failed experiment. H200, commit 7e23fdc, cold: 191.2 / 126.7 / 67.22 / 42.54 us. vs v19,
+one compare (4 process pairs): A 1.007x, B 0.979x, C 0.971x, D 0.982x, each AMBIGUOUS; geomean
+0.985x [0.947, 1.024] AMBIGUOUS. Nsight Compute, shape A: GEMM kernel 137.8 us (v19 140.1), L2
+36.9%, DRAM 23.8%, 0.58 eligible warps per scheduler (v19 0.55). A deeper ring does not make the
+loads arrive sooner: the consumers' instruction chain per K block, not the ring, sets the pace.
 
 Exactness as v16 (the kernels are unchanged but for the ring depth). N multiple of 128, K multiple
 of 64, any M >= 1, any number of groups.
