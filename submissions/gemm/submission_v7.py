@@ -10,10 +10,12 @@ mean us, cold, one process), S = 1 / 2 / 3 / 4 / 6: 128x7168x16384 179.3 / 136.6
 73.5. Kernels unchanged.
 Arch: sm_90a
 Analogue: none in the writeup (a host-side choice, measured on this kernel)
-Measured: H200 (commit 7f80310): correct on the tests and edges shapes, both distributions, 2
-seeds; racecheck and synccheck clean. Not timed yet: its compare against v6 ran past the step's
-240 s limit (2 process pairs; gemm compares took ~200 s with 4 pairs before) and printed nothing,
-and the device budget ended there.
+Measured: H200, commit 14aec47, cold: 122.1 / 80.56 / 49.25 us. vs v6, one compare (3 process
+pairs): 128x7168x2048 (S 2 -> 1) 1.309x [1.125, 1.530] FASTER; 128x4096x7168 1.003x AMBIGUOUS;
+128x7168x16384 0.973x [0.952, 0.995] SLOWER although v6 and v7 run the same kernel with the same S
+there (see NOTES: an A/A difference of ~3%); geomean 1.085x [1.020, 1.156] FASTER. Correct on
+the tests and edges shapes, both distributions, 2 seeds (commit 7f80310); racecheck and synccheck
+clean.
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
