@@ -10,7 +10,12 @@ spin at 19% of samples (long_scoreboard 21.4%): each change removed one limit an
 This version removes both. Six 37 KB slots fit in 227 KB; the unrolled loop has six copies.
 Arch: sm_90a
 Analogue: the writeup's stage-count tuning; CUTLASS's StageCountAutoCarveout
-Measured: not yet run.
+Measured: H200, commit 31b2c44, cold: 187.9 / 120.3 / 61.07 / 50.48 us. vs v22, one compare (4
+process pairs): A 1.035x, B 1.057x, D 1.056x AMBIGUOUS, C 0.954x [0.914, 0.994] SLOWER; geomean
+1.024x [0.913, 1.150] AMBIGUOUS. Correct on tests and edges, both distributions; racecheck and
+synccheck clean. Nsight Compute, shape A: GEMM kernel 138.9 us (v22 137.3, v19 140.1); spin samples
+back down (long_scoreboard 13.2%), WARPGROUP.DEPBAR 9.6%, no_instruction 9.9% (six unrolled copies
+of eight instantiations). A third limit holds the kernel at ~138 us.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
