@@ -13,7 +13,11 @@ work stops while it waits for its own last wgmma, decodes, and issues the next.
 Arch: sm_90a
 Analogue: Hopper practice (CUTLASS's mainloops and FlashAttention-3 keep wgmma groups in flight
 with wait_group N > 0); none in the writeup (tcgen05 MMAs complete through mbarriers)
-Measured: not yet run.
+Measured: H200, commit ade89ab, cold: 197.2 [184.0, 214.9] / 122.4 / 58.14 / 36.01 us (A's run was
+noisy: median 185.4). vs v23, one compare (4 process pairs): A 1.002x, B 0.979x, C 1.003x, D 1.012x,
+each AMBIGUOUS; geomean 0.999x [0.966, 1.032] AMBIGUOUS. Correct on tests and edges, both
+distributions; racecheck and synccheck clean. Nsight Compute, shape A: GEMM kernel 133.9 us (v23
+138.9, -3.6%), IPC 1.32, 0.49 eligible warps per scheduler.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
