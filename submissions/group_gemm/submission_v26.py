@@ -21,7 +21,12 @@ Arch: sm_90a
 Analogue: none in the writeup (Blackwell multiplies FP4 natively); Hopper practice for mixed-input
 GEMM (a transform stage between the copy and the MMA, as in CUTLASS's and FlashAttention-3's warp-
 specialised pipelines with a producer, a transform and a consumer role)
-Measured: not yet run.
+Measured: ✗ failed experiment. H200, commit 20daf0b, cold: 257.7 / 136.3 / 105.2 / 67.08 us. vs v24,
+one compare (4 process pairs; D 2): 0.777x / 0.838x / 0.680x / 0.880x, every shape SLOWER; geomean
+0.790x [0.662, 0.946] SLOWER. Correct on tests and edges, both distributions; racecheck and
+synccheck clean. Nsight Compute, shape A: GEMM kernel 198.2 us (v24 133.9), 288 CTAs, 58.5 M
+warp-instructions (v24 ~40 M); long_scoreboard 56% of stall samples, most of them the wgmma warps
+spinning on `decoded`: four decode warps per SM (one per scheduler) cannot keep up.
 
 Exactness as v16: every fp16 B value is e2m1 x e4m3 x 2^-7, exact (at most 6 significant bits,
 magnitudes 2^-17 ... 21); the epilogue multiplies by 2^7. N multiple of 128, K multiple of 64, any
