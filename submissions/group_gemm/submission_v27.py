@@ -16,7 +16,10 @@ alone before the GEMM (9.8 us on A, Nsight Compute, H100, v25).
 Arch: sm_90a
 Analogue: the writeup's V23 (the launch path); CUTLASS's stream-K tile flags for the
 claim/publish protocol
-Measured: not yet run.
+Measured: H100, commit 7c3683e, cold: 199.2 / 147.1 / 65.22 / 42.64 us. vs v25, one
+compare (2 process pairs): A 0.943x, B 0.848x, D 0.929x AMBIGUOUS, C 0.885x [0.861, 0.910] SLOWER;
+geomean 0.900x AMBIGUOUS. Correct, racecheck and synccheck clean. A failed experiment: the first
+chunks are decoded one round trip per unit by one warp while every CTA of the tile waits (NOTES).
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.

@@ -12,7 +12,11 @@ Why: v27 (one launch) was 0.900x of v25 (C 0.885x SLOWER) on an H100: the prepas
 at full width before the GEMM, while v27's first chunks are decoded by one warp each.
 Arch: sm_90a
 Analogue: the writeup's V23 (the launch path)
-Measured: not yet run.
+Measured: H100, commit bb72391, cold: 213.8 (noisy; median 191.5) / 144.4 / 65.34 /
+43.69 us. vs v25, one compare (2 process pairs, a noisy machine): 0.942x [0.662, 1.347]
+AMBIGUOUS (A 0.891x, B 0.867x, C 1.002x, D 1.015x). Nsight Compute: the one kernel takes 163.4 us
+on A against v25's 9.9 + 138.6 and 30.9 us on D against 3.8 + 22.6: the decode inside the launch
+costs the GEMM more than the prepass it replaces. Correct, racecheck and synccheck clean. Failed.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
