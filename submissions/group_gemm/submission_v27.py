@@ -14,8 +14,8 @@ as claimed (nonce) or done (nonce | 1) only for this call. Why: every call paid 
 (~5.5 us of CPU each on the H200's host, tools/experiments/launch_params.py) and the prepass ran
 alone before the GEMM (9.8 us on A, Nsight Compute, H100, v25).
 Arch: sm_90a
-Analogue: the writeup's V23 (the launch path); CUTLASS's stream-K tile flags for the
-claim/publish protocol
+Analogue: the writeup's V23 (the launch path); the claim/publish flags are this lineage's own
+(acquire/release flags between CTAs as in split-K semaphores)
 Measured: H100, commit 7c3683e, cold: 199.2 / 147.1 / 65.22 / 42.64 us. vs v25, one
 compare (2 process pairs): A 0.943x, B 0.848x, D 0.929x AMBIGUOUS, C 0.885x [0.861, 0.910] SLOWER;
 geomean 0.900x AMBIGUOUS. Correct, racecheck and synccheck clean. A failed experiment: the first
