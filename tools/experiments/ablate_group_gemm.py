@@ -1,0 +1,226 @@
+"""Where does group_gemm's GEMM kernel spend its time? Build it with parts removed and time each.
+
+v19-v25 held shape A's GEMM kernel at 134-140 µs while instruction count, ring depth and wgmma
+overlap changed one at a time; no measurement so far separates the candidates. This builds one
+submission's kernel (v25 by default) several times, each with one part switched off by a
+preprocessor flag inserted into its CUDA source, and times the GEMM kernel alone (torch.profiler
+device time, L2 flushed before every call, variants interleaved round by round):
+
+  full         the submission as it is (its output is checked against the reference)
+  no_decode    B's fragments are the raw words of the stage (masked finite), no e2m1 decode
+  no_mma       no wgmma: the decoded fragments are folded into the accumulators by XOR
+  no_a_copy    the producer copies no A tile (the consumers read a stale slot)
+  half_a_copy  the producer copies half of each A tile: the L2 -> SM traffic of A that a 2-CTA
+               cluster multicast would leave each CTA
+  no_b_copy    the producer copies no B bytes or scales
+  copies_only  no_decode + no_mma: the ring's copies and barriers alone
+  compute_only no_a_copy + no_b_copy: decode and wgmma with the barrier handshake, no loads
+
+Only `full` computes the product; the others are diagnostics and their outputs are garbage.
+Usage on a GPU machine, repo root (builds run in parallel child processes first):
+    python3 tools/experiments/ablate_group_gemm.py [--version v25] [--shapes 0,1] [--variants all]
+On a machine without CUDA it only applies the patches and writes the patched sources (--emit DIR),
+which nvcc can compile to read -Xptxas -v.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.getcwd())
+
+FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY")
+VARIANTS = {
+    "full": (),
+    "no_decode": ("ABLATE_NO_DECODE",),
+    "no_mma": ("ABLATE_NO_MMA",),
+    "no_a_copy": ("ABLATE_NO_A_COPY",),
+    "half_a_copy": ("ABLATE_HALF_A_COPY",),
+    "no_b_copy": ("ABLATE_NO_B_COPY",),
+    "copies_only": ("ABLATE_NO_DECODE", "ABLATE_NO_MMA"),
+    "compute_only": ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY"),
+}
+
+# (text in the submission, replacement): each must occur exactly once. The replacements keep the
+# original line under #else, so `full` compiles the submission's own code.
+PATCHES = [
+    (
+        "decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);",
+        """
+#if ABLATE_NO_DECODE
+        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN (tensor-core
+            // timing on data that is not zeros)
+            const uint8_t* bv = b_values0 + slot * STAGE_BYTES;
+            const uint2 w0 = *reinterpret_cast<const uint2*>(bv + row * B_ROW_STRIDE + 8 * tig);
+            const uint2 w1 = *reinterpret_cast<const uint2*>(bv + (row + 8) * B_ROW_STRIDE + 8 * tig);
+            #pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;
+                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;
+            }
+        }
+#else
+        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
+#endif
+""",
+    ),
+    (
+        "wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));",
+        """
+#if ABLATE_NO_MMA
+                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code
+                    const uint32_t x = frag[slot % 3][s][0] ^ frag[slot % 3][s][1] ^ frag[slot % 3][s][2] ^ frag[slot % 3][s][3];
+                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);
+                }
+#else
+                wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));
+#endif
+""",
+    ),
+    (
+        """            mbar_arrive_expect_tx(full + 8 * s, a_bytes);
+            bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);""",
+        """
+#if ABLATE_NO_A_COPY
+            mbar_arrive(full + 8 * s);
+#elif ABLATE_HALF_A_COPY
+            mbar_arrive_expect_tx(full + 8 * s, a_bytes / 2);
+            bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes / 2, full + 8 * s);
+#else
+            mbar_arrive_expect_tx(full + 8 * s, a_bytes);
+            bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);
+#endif
+""",
+    ),
+    (
+        "        #pragma unroll\n        for (int i = 0; i < BLOCK_N * 2 / kCopyThreads; ++i) {",
+        "#if !ABLATE_NO_B_COPY\n        #pragma unroll\n        for (int i = 0; i < BLOCK_N * 2 / kCopyThreads; ++i) {",
+    ),
+    (
+        "                         ::\"r\"(st.b_scales + row * 4), \"l\"(d.sfb + (n0 + row) * d.sfb_row + kb * (BLOCK_K / 16)) : \"memory\");\n        }",
+        "                         ::\"r\"(st.b_scales + row * 4), \"l\"(d.sfb + (n0 + row) * d.sfb_row + kb * (BLOCK_K / 16)) : \"memory\");\n        }\n#endif",
+    ),
+]
+
+
+def patched_source(text: str, variant: str) -> str:
+    for old, new in PATCHES:
+        count = text.count(old)
+        if count != 1:
+            raise SystemExit(f"patch target found {count} times (expected once): {old[:70]!r}")
+        text = text.replace(old, new)
+    defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
+    marker = 'CUDA_SRC = r"""\n'
+    if text.count(marker) != 1:
+        raise SystemExit("CUDA_SRC not found")
+    text = text.replace(marker, marker + defines)
+    name_line = next(line for line in text.splitlines() if line.startswith("EXTENSION_NAME = "))
+    ext = name_line.split("=", 1)[1].strip().strip('"')
+    return text.replace(name_line, f'EXTENSION_NAME = "{ext}_ablate_{variant}"')
+
+
+def write_variant(src: Path, variant: str, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{src.stem}_{variant}.py"
+    path.write_text(patched_source(src.read_text(), variant))
+    return path
+
+
+def load(path: Path):
+    """Import a patched file; its load_inline build goes under one folder per source text."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    parent = Path(os.environ.get("NVFP4_EXTENSIONS_DIR", ".build/torch_extensions"))
+    ext_dir = parent / f"ablate-{digest}"
+    ext_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.custom_kernel
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--version", default="v25")
+    ap.add_argument("--shapes", default="0,1", help="benchmark shape indices, comma-separated")
+    ap.add_argument("--variants", default="all")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--calls", type=int, default=8, help="calls per variant per round")
+    ap.add_argument("--emit", help="write the patched sources here and stop (no CUDA needed)")
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+
+    from harness import config
+    from harness.submissions import resolve
+    from reference import problem_module
+
+    variants = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
+    src = resolve("group_gemm", args.version).path
+    folder = Path(args.emit) if args.emit else Path("/tmp/nvfp4-ablate") / args.version
+    paths = {v: write_variant(src, v, folder) for v in variants}
+    if args.emit:
+        for v, p in paths.items():
+            print(f"{v}: {p}")
+        return 0
+    if args.build_only:
+        load(paths[variants[0]])
+        return 0
+    # NOTE: builds are CPU-bound and independent: one child per variant, all at once.
+    children = [subprocess.Popen([sys.executable, __file__, "--version", args.version, "--variants", v, "--build-only"])
+                for v in variants]
+    if any(c.wait() != 0 for c in children):
+        print("a build failed", file=sys.stderr)
+        return 1
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from harness import timing
+    timing.bind(torch)
+    kernels = {v: load(paths[v]) for v in variants}
+    mod = problem_module("group_gemm")
+    device = torch.cuda.get_device_name()
+    table = []
+    for shape in (int(s) for s in args.shapes.split(",")):
+        params = dict(config.load()["group_gemm"].benchmarks[shape].params)
+        seed = params.pop("seed")
+        data = mod.generate_input(**params, seed=seed + 7, dist="competition")
+        ok, msg = mod.check(data, kernels["full"](data)) if "full" in kernels else (True, "")
+        for v in variants:  # builds, first-call set-up
+            kernels[v](data)
+        torch.cuda.synchronize()
+        samples = {v: {} for v in variants}
+        for _ in range(args.rounds):
+            for v in variants:
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(args.calls):
+                        timing.flush()
+                        kernels[v](data)
+                    torch.cuda.synchronize()
+                for e in prof.key_averages():
+                    if e.device_type != torch.autograd.DeviceType.CUDA or e.count == 0:
+                        continue
+                    name = "gemm" if "group_gemm_kernel" in e.key else "prepass" if "decode_a" in e.key else None
+                    if name:
+                        samples[v].setdefault(name, []).append(e.self_device_time_total / e.count)
+        for v in variants:
+            gemm = statistics.fmean(samples[v].get("gemm", [float("nan")]))
+            pre = statistics.fmean(samples[v].get("prepass", [float("nan")]))
+            table.append((shape, v, gemm, pre, min(samples[v].get("gemm", [float("nan")]))))
+        print(f"shape {shape} {params}: full output check {'ok' if ok else 'FAILED: ' + msg}", flush=True)
+    print(f"\n{args.version} GEMM kernel with parts removed, {device}, torch.profiler device time, "
+          f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls")
+    print(f"{'shape':>5} {'variant':<13} {'gemm µs':>9} {'(min round)':>11} {'prepass µs':>10}")
+    for shape, v, gemm, pre, lo in table:
+        print(f"{shape:>5} {v:<13} {gemm:9.1f} {lo:11.1f} {pre:10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
