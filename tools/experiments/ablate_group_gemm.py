@@ -15,6 +15,10 @@ device time, L2 flushed before every call, variants interleaved round by round):
   no_b_copy    the producer copies no B bytes or scales
   copies_only  no_decode + no_mma: the ring's copies and barriers alone
   compute_only no_a_copy + no_b_copy: decode and wgmma with the barrier handshake, no loads
+  a_copy_only, b_copy_only, mma_only, decode_only: one part alone; skeleton: none (the handshake)
+  prefetch     not an ablation: the producer also prefetches B's bytes and scales into L2,
+               ABLATE_PREFETCH_BLOCKS K blocks ahead (bulk prefetch, 4 K blocks of a row at a time);
+               copies_prefetch and b_copy_prefetch: the same on copies_only and b_copy_only
 
 Only `full` computes the product; the others are diagnostics and their outputs are garbage.
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
@@ -35,7 +39,10 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 
-FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY")
+FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
+         "ABLATE_B_PREFETCH")
+NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
+NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
 VARIANTS = {
     "full": (),
     "no_decode": ("ABLATE_NO_DECODE",),
@@ -43,13 +50,42 @@ VARIANTS = {
     "no_a_copy": ("ABLATE_NO_A_COPY",),
     "half_a_copy": ("ABLATE_HALF_A_COPY",),
     "no_b_copy": ("ABLATE_NO_B_COPY",),
-    "copies_only": ("ABLATE_NO_DECODE", "ABLATE_NO_MMA"),
-    "compute_only": ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY"),
+    "copies_only": NO_COMPUTE,
+    "compute_only": NO_LOADS,
+    "a_copy_only": NO_COMPUTE + ("ABLATE_NO_B_COPY",),
+    "b_copy_only": NO_COMPUTE + ("ABLATE_NO_A_COPY",),
+    "mma_only": NO_LOADS + ("ABLATE_NO_DECODE",),
+    "decode_only": NO_LOADS + ("ABLATE_NO_MMA",),
+    "skeleton": NO_LOADS + NO_COMPUTE,
+    "prefetch": ("ABLATE_B_PREFETCH",),
+    "copies_prefetch": NO_COMPUTE + ("ABLATE_B_PREFETCH",),
+    "b_copy_prefetch": NO_COMPUTE + ("ABLATE_NO_A_COPY", "ABLATE_B_PREFETCH"),
 }
 
 # (text in the submission, replacement): each must occur exactly once. The replacements keep the
 # original line under #else, so `full` compiles the submission's own code.
 PATCHES = [
+    (
+        "        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);\n",
+        """        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
+#if ABLATE_B_PREFETCH
+        if (kb % 4 == 0) {  // NOTE: rows of B (and their scales) into L2 ahead of the ring's copies
+            const int first = kb == 0 ? 4 : kb + ABLATE_PREFETCH_BLOCKS;
+            const int last = min(num_k, kb + ABLATE_PREFETCH_BLOCKS + 4);
+            for (int row = tid; row < BLOCK_N; row += kCopyThreads) {
+                const uint8_t* values = d.b + (n0 + row) * d.b_row;
+                const uint8_t* scales = d.sfb + (n0 + row) * d.sfb_row;
+                for (int p = first; p < last; p += 4) {
+                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\\n" ::"l"(values + p * (BLOCK_K / 2)),
+                                 "r"(min(4, num_k - p) * (BLOCK_K / 2)) : "memory");
+                    if (p % 8 == 0 || p == first)
+                        asm volatile("prefetch.global.L2 [%0];\\n" ::"l"(scales + p * (BLOCK_K / 16)) : "memory");
+                }
+            }
+        }
+#endif
+""",
+    ),
     (
         "decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);",
         """
@@ -109,6 +145,9 @@ PATCHES = [
 ]
 
 
+PREFETCH_BLOCKS = int(os.environ.get("ABLATE_PREFETCH_BLOCKS", "16"))
+
+
 def patched_source(text: str, variant: str) -> str:
     for old, new in PATCHES:
         count = text.count(old)
@@ -116,6 +155,7 @@ def patched_source(text: str, variant: str) -> str:
             raise SystemExit(f"patch target found {count} times (expected once): {old[:70]!r}")
         text = text.replace(old, new)
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
+    defines += f"#define ABLATE_PREFETCH_BLOCKS {PREFETCH_BLOCKS}\n"
     marker = 'CUDA_SRC = r"""\n'
     if text.count(marker) != 1:
         raise SystemExit("CUDA_SRC not found")
