@@ -19,8 +19,15 @@ device time, L2 flushed before every call, variants interleaved round by round):
   prefetch     not an ablation: the producer also prefetches B's bytes and scales into L2,
                ABLATE_PREFETCH_BLOCKS K blocks ahead (bulk prefetch, 4 K blocks of a row at a time);
                copies_prefetch and b_copy_prefetch: the same on copies_only and b_copy_only
+  warp_release not an ablation: a consumer warp releases a stage with one arrival (lane 0 after
+               __syncwarp; the empty barrier counts 8) instead of 256 single-thread arrivals
+  l2_fetch     not an ablation: B's cp.async copies ask L2 for ABLATE_L2_FETCH_BYTES (values) and
+               128 (scales) bytes around each access (.L2::NB prefetch size): a row's next K blocks
+               come with the first miss instead of one 32-byte sector per K block
+  release_fetch, skeleton_release, b_copy_fetch, mma_only_release: the combinations named
 
-Only `full` computes the product; the others are diagnostics and their outputs are garbage.
+`full` and the variants that only add (prefetch, warp_release, l2_fetch) compute the product and
+are checked against the reference; the others are diagnostics and their outputs are garbage.
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
     python3 tools/experiments/ablate_group_gemm.py [--version v25] [--shapes 0,1] [--variants all]
 On a machine without CUDA it only applies the patches and writes the patched sources (--emit DIR),
@@ -40,7 +47,8 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
-         "ABLATE_B_PREFETCH")
+         "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH")
+EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH"}
 NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
 NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
 VARIANTS = {
@@ -60,11 +68,39 @@ VARIANTS = {
     "prefetch": ("ABLATE_B_PREFETCH",),
     "copies_prefetch": NO_COMPUTE + ("ABLATE_B_PREFETCH",),
     "b_copy_prefetch": NO_COMPUTE + ("ABLATE_NO_A_COPY", "ABLATE_B_PREFETCH"),
+    "warp_release": ("ABLATE_WARP_RELEASE",),
+    "l2_fetch": ("ABLATE_L2_FETCH",),
+    "release_fetch": ("ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH"),
+    "skeleton_release": NO_LOADS + NO_COMPUTE + ("ABLATE_WARP_RELEASE",),
+    "b_copy_fetch": NO_COMPUTE + ("ABLATE_NO_A_COPY", "ABLATE_L2_FETCH"),
+    "mma_only_release": NO_LOADS + ("ABLATE_NO_DECODE", "ABLATE_WARP_RELEASE"),
 }
 
 # (text in the submission, replacement): each must occur exactly once. The replacements keep the
 # original line under #else, so `full` compiles the submission's own code.
 PATCHES = [
+    ("constexpr int kEmptyArrivals = kConsumerThreads;",
+     "constexpr int kEmptyArrivals = ABLATE_WARP_RELEASE ? kConsumerThreads / 32 : kConsumerThreads;"),
+    ("                if (kb + slot > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));",
+     """#if ABLATE_WARP_RELEASE
+                if (kb + slot > 0) {
+                    __syncwarp();  // NOTE: the warp's reads of the stage happen before lane 0's release
+                    if (lane == 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
+                }
+#else
+                if (kb + slot > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
+#endif"""),
+    ("    mbar_arrive(empty + 8 * ((num_k - 1) % kStages));  // NOTE: every block's stage is released, as in v23",
+     """#if ABLATE_WARP_RELEASE
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty + 8 * ((num_k - 1) % kStages));
+#else
+    mbar_arrive(empty + 8 * ((num_k - 1) % kStages));  // NOTE: every block's stage is released, as in v23
+#endif"""),
+    ('            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n"',
+     '            asm volatile(ABLATE_B_VALUES_COPY'),
+    ('            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\\n"',
+     '            asm volatile(ABLATE_B_SCALES_COPY'),
     (
         "        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);\n",
         """        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
@@ -146,6 +182,7 @@ PATCHES = [
 
 
 PREFETCH_BLOCKS = int(os.environ.get("ABLATE_PREFETCH_BLOCKS", "16"))
+L2_FETCH_BYTES = int(os.environ.get("ABLATE_L2_FETCH_BYTES", "256"))
 
 
 def patched_source(text: str, variant: str) -> str:
@@ -156,6 +193,11 @@ def patched_source(text: str, variant: str) -> str:
         text = text.replace(old, new)
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
     defines += f"#define ABLATE_PREFETCH_BLOCKS {PREFETCH_BLOCKS}\n"
+    fetch = "ABLATE_L2_FETCH" in VARIANTS[variant]
+    defines += ('#define ABLATE_B_VALUES_COPY "cp.async.cg.shared.global%s [%%0], [%%1], 16;\\n"\n'
+                % (f".L2::{L2_FETCH_BYTES}B" if fetch else ""))
+    defines += ('#define ABLATE_B_SCALES_COPY "cp.async.ca.shared.global%s [%%0], [%%1], 4;\\n"\n'
+                % (".L2::128B" if fetch else ""))
     marker = 'CUDA_SRC = r"""\n'
     if text.count(marker) != 1:
         raise SystemExit("CUDA_SRC not found")
@@ -231,7 +273,11 @@ def main() -> int:
         params = dict(config.load()["group_gemm"].benchmarks[shape].params)
         seed = params.pop("seed")
         data = mod.generate_input(**params, seed=seed + 7, dist="competition")
-        ok, msg = mod.check(data, kernels["full"](data)) if "full" in kernels else (True, "")
+        checks = []  # NOTE: variants that only add (prefetch, release, fetch size) must stay exact
+        for v in variants:
+            if set(VARIANTS[v]) <= EXACT_FLAGS:
+                ok, msg = mod.check(data, kernels[v](data))
+                checks.append(f"{v} {'ok' if ok else 'FAILED: ' + msg}")
         for v in variants:  # builds, first-call set-up
             kernels[v](data)
         torch.cuda.synchronize()
@@ -253,7 +299,7 @@ def main() -> int:
             gemm = statistics.fmean(samples[v].get("gemm", [float("nan")]))
             pre = statistics.fmean(samples[v].get("prepass", [float("nan")]))
             table.append((shape, v, gemm, pre, min(samples[v].get("gemm", [float("nan")]))))
-        print(f"shape {shape} {params}: full output check {'ok' if ok else 'FAILED: ' + msg}", flush=True)
+        print(f"shape {shape} {params}: checks: {'; '.join(checks)}", flush=True)
     print(f"\n{args.version} GEMM kernel with parts removed, {device}, torch.profiler device time, "
           f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls")
     print(f"{'shape':>5} {'variant':<13} {'gemm µs':>9} {'(min round)':>11} {'prepass µs':>10}")
