@@ -25,6 +25,9 @@ device time, L2 flushed before every call, variants interleaved round by round):
                128 (scales) bytes around each access (.L2::NB prefetch size): a row's next K blocks
                come with the first miss instead of one 32-byte sector per K block
   release_fetch, skeleton_release, b_copy_fetch, mma_only_release: the combinations named
+  *_plain      without B copies the producer arrives on `full` with a plain mbarrier arrive, not
+               cp.async.mbarrier.arrive (which fires only once the thread's cp.asyncs are done)
+  *_nosync     without wgmma, the wgmma fence / commit / wait_group go too
 
 `full` and the variants that only add (prefetch, warp_release, l2_fetch) compute the product and
 are checked against the reference; the others are diagnostics and their outputs are garbage.
@@ -47,7 +50,8 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
-         "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH")
+         "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
+         "ABLATE_NO_WGMMA_SYNC")
 EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH"}
 NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
 NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
@@ -74,11 +78,28 @@ VARIANTS = {
     "skeleton_release": NO_LOADS + NO_COMPUTE + ("ABLATE_WARP_RELEASE",),
     "b_copy_fetch": NO_COMPUTE + ("ABLATE_NO_A_COPY", "ABLATE_L2_FETCH"),
     "mma_only_release": NO_LOADS + ("ABLATE_NO_DECODE", "ABLATE_WARP_RELEASE"),
+    "skeleton_plain": NO_LOADS + NO_COMPUTE + ("ABLATE_PLAIN_ARRIVE",),
+    "skeleton_nosync": NO_LOADS + NO_COMPUTE + ("ABLATE_NO_WGMMA_SYNC",),
+    "skeleton_bare": NO_LOADS + NO_COMPUTE + ("ABLATE_PLAIN_ARRIVE", "ABLATE_NO_WGMMA_SYNC"),
+    "a_copy_plain": NO_COMPUTE + ("ABLATE_NO_B_COPY", "ABLATE_PLAIN_ARRIVE"),
+    "mma_only_plain": NO_LOADS + ("ABLATE_NO_DECODE", "ABLATE_PLAIN_ARRIVE"),
+    "compute_plain": NO_LOADS + ("ABLATE_PLAIN_ARRIVE",),
 }
 
 # (text in the submission, replacement): each must occur exactly once. The replacements keep the
 # original line under #else, so `full` compiles the submission's own code.
 PATCHES = [
+    ("        cp_async_arrive(full + 8 * s);",
+     """#if ABLATE_PLAIN_ARRIVE && ABLATE_NO_B_COPY
+        mbar_arrive(full + 8 * s);
+#else
+        cp_async_arrive(full + 8 * s);
+#endif"""),
+    ("                wgmma_fence();  // NOTE: orders this thread's writes of frag (and acc) before wgmma reads them",
+     "                if (!(ABLATE_NO_WGMMA_SYNC && ABLATE_NO_MMA)) wgmma_fence();"),
+    ("                wgmma_commit();\n", "                if (!(ABLATE_NO_WGMMA_SYNC && ABLATE_NO_MMA)) wgmma_commit();\n"),
+    ("                wgmma_wait_all_but_one();  // NOTE: block k - 1's wgmma read its A and frag: both free",
+     "                if (!(ABLATE_NO_WGMMA_SYNC && ABLATE_NO_MMA)) wgmma_wait_all_but_one();"),
     ("constexpr int kEmptyArrivals = kConsumerThreads;",
      "constexpr int kEmptyArrivals = ABLATE_WARP_RELEASE ? kConsumerThreads / 32 : kConsumerThreads;"),
     ("                if (kb + slot > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));",
