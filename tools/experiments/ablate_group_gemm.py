@@ -28,6 +28,8 @@ device time, L2 flushed before every call, variants interleaved round by round):
   *_plain      without B copies the producer arrives on `full` with a plain mbarrier arrive, not
                cp.async.mbarrier.arrive (which fires only once the thread's cp.asyncs are done)
   *_nosync     without wgmma, the wgmma fence / commit / wait_group go too
+  no_epilogue  C is not stored (the store's condition is false at run time, so nothing is removed)
+  test_wait    not an ablation: mbarrier waits spin on test_wait (never suspend) instead of try_wait
 
 `full` and the variants that only add (prefetch, warp_release, l2_fetch) compute the product and
 are checked against the reference; the others are diagnostics and their outputs are garbage.
@@ -51,8 +53,8 @@ sys.path.insert(0, os.getcwd())
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
-         "ABLATE_NO_WGMMA_SYNC")
-EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH"}
+         "ABLATE_NO_WGMMA_SYNC", "ABLATE_NO_EPILOGUE", "ABLATE_TEST_WAIT")
+EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_TEST_WAIT"}
 NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
 NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
 VARIANTS = {
@@ -84,11 +86,18 @@ VARIANTS = {
     "a_copy_plain": NO_COMPUTE + ("ABLATE_NO_B_COPY", "ABLATE_PLAIN_ARRIVE"),
     "mma_only_plain": NO_LOADS + ("ABLATE_NO_DECODE", "ABLATE_PLAIN_ARRIVE"),
     "compute_plain": NO_LOADS + ("ABLATE_PLAIN_ARRIVE",),
+    "no_epilogue": ("ABLATE_NO_EPILOGUE",),
+    "skeleton_no_epilogue": NO_LOADS + NO_COMPUTE + ("ABLATE_NO_EPILOGUE",),
+    "test_wait": ("ABLATE_TEST_WAIT",),
+    "skeleton_test_wait": NO_LOADS + NO_COMPUTE + ("ABLATE_TEST_WAIT",),
 }
 
 # (text in the submission, replacement): each must occur exactly once. The replacements keep the
 # original line under #else, so `full` compiles the submission's own code.
 PATCHES = [
+    ("            if (m + h < d.m) {", "            if (m + h < (ABLATE_NO_EPILOGUE ? -d.m : d.m)) {"),
+    ('        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\\n"',
+     '        ABLATE_WAIT_INSTRUCTION'),
     ("        cp_async_arrive(full + 8 * s);",
      """#if ABLATE_PLAIN_ARRIVE && ABLATE_NO_B_COPY
         mbar_arrive(full + 8 * s);
@@ -214,6 +223,8 @@ def patched_source(text: str, variant: str) -> str:
         text = text.replace(old, new)
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
     defines += f"#define ABLATE_PREFETCH_BLOCKS {PREFETCH_BLOCKS}\n"
+    defines += ('#define ABLATE_WAIT_INSTRUCTION "mbarrier.%s.parity.acquire.cta.shared::cta.b64 done, [%%0], %%1;\\n"\n'
+                % ("test_wait" if "ABLATE_TEST_WAIT" in VARIANTS[variant] else "try_wait"))
     fetch = "ABLATE_L2_FETCH" in VARIANTS[variant]
     defines += ('#define ABLATE_B_VALUES_COPY "cp.async.cg.shared.global%s [%%0], [%%1], 16;\\n"\n'
                 % (f".L2::{L2_FETCH_BYTES}B" if fetch else ""))
