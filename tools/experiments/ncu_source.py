@@ -53,7 +53,7 @@ def main() -> int:
         return 2
     os.makedirs(args.out, exist_ok=True)
     build.full_build(sub, timeout_s=args.timeout)  # NOTE: so ncu does not profile a compiler
-    stem = os.path.join(args.out, f"{args.problem}-{args.version}-s{args.shape}")
+    stem = os.path.join(args.out, f"{args.problem}-{sub.label.removesuffix('.py')}-s{args.shape}")  # NOTE: a path version names by its file
     report = stem + ".ncu-rep"
     cmd = [ncu, "--nvtx", "--nvtx-include", f"{profile.NVTX_RANGE}/", "--clock-control", "none",
            "--set", "full", "--import-source", "no", "--export", report, "--force-overwrite",
