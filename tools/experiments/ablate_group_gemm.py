@@ -29,6 +29,7 @@ device time, L2 flushed before every call, variants interleaved round by round):
                cp.async.mbarrier.arrive (which fires only once the thread's cp.asyncs are done)
   *_nosync     without wgmma, the wgmma fence / commit / wait_group go too
   no_epilogue  C is not stored (the store's condition is false at run time, so nothing is removed)
+  no_b_values, no_b_scales: B's values (16-byte cp.async) or its scales (4-byte cp.async) not copied
   test_wait    not an ablation: mbarrier waits spin on test_wait (never suspend) instead of try_wait
 
 `full` and the variants that only add (prefetch, warp_release, l2_fetch) compute the product and
@@ -53,7 +54,8 @@ sys.path.insert(0, os.getcwd())
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
-         "ABLATE_NO_WGMMA_SYNC", "ABLATE_NO_EPILOGUE", "ABLATE_TEST_WAIT")
+         "ABLATE_NO_WGMMA_SYNC", "ABLATE_NO_EPILOGUE", "ABLATE_TEST_WAIT", "ABLATE_NO_B_VALUES",
+         "ABLATE_NO_B_SCALES")
 EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_TEST_WAIT"}
 NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
 NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
@@ -90,6 +92,8 @@ VARIANTS = {
     "skeleton_no_epilogue": NO_LOADS + NO_COMPUTE + ("ABLATE_NO_EPILOGUE",),
     "test_wait": ("ABLATE_TEST_WAIT",),
     "skeleton_test_wait": NO_LOADS + NO_COMPUTE + ("ABLATE_TEST_WAIT",),
+    "no_b_values": ("ABLATE_NO_B_VALUES",),
+    "no_b_scales": ("ABLATE_NO_B_SCALES",),
 }
 
 # (text in the submission, replacement): each must occur exactly once. The replacements keep the
@@ -230,6 +234,10 @@ def patched_source(text: str, variant: str) -> str:
                 % (f".L2::{L2_FETCH_BYTES}B" if fetch else ""))
     defines += ('#define ABLATE_B_SCALES_COPY "cp.async.ca.shared.global%s [%%0], [%%1], 4;\\n"\n'
                 % (".L2::128B" if fetch else ""))
+    if "ABLATE_NO_B_VALUES" in VARIANTS[variant]:  # NOTE: an empty asm keeps the operands, emits nothing
+        defines += '#undef ABLATE_B_VALUES_COPY\n#define ABLATE_B_VALUES_COPY ""\n'
+    if "ABLATE_NO_B_SCALES" in VARIANTS[variant]:
+        defines += '#undef ABLATE_B_SCALES_COPY\n#define ABLATE_B_SCALES_COPY ""\n'
     marker = 'CUDA_SRC = r"""\n'
     if text.count(marker) != 1:
         raise SystemExit("CUDA_SRC not found")
