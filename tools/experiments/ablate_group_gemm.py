@@ -30,6 +30,8 @@ device time, L2 flushed before every call, variants interleaved round by round):
   *_nosync     without wgmma, the wgmma fence / commit / wait_group go too
   no_epilogue  C is not stored (the store's condition is false at run time, so nothing is removed)
   no_b_values, no_b_scales: B's values (16-byte cp.async) or its scales (4-byte cp.async) not copied
+  b_l2_resident every N tile of a group copies rows 0..127 of B (and their scales): the same bytes,
+               instructions and pattern, but after the first tile they come from L2, not DRAM
   test_wait    not an ablation: mbarrier waits spin on test_wait (never suspend) instead of try_wait
 
 `full` and the variants that only add (prefetch, warp_release, l2_fetch) compute the product and
@@ -55,7 +57,7 @@ sys.path.insert(0, os.getcwd())
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
          "ABLATE_NO_WGMMA_SYNC", "ABLATE_NO_EPILOGUE", "ABLATE_TEST_WAIT", "ABLATE_NO_B_VALUES",
-         "ABLATE_NO_B_SCALES")
+         "ABLATE_NO_B_SCALES", "ABLATE_B_L2_RESIDENT")
 EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_TEST_WAIT"}
 NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
 NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
@@ -94,6 +96,7 @@ VARIANTS = {
     "skeleton_test_wait": NO_LOADS + NO_COMPUTE + ("ABLATE_TEST_WAIT",),
     "no_b_values": ("ABLATE_NO_B_VALUES",),
     "no_b_scales": ("ABLATE_NO_B_SCALES",),
+    "b_l2_resident": ("ABLATE_B_L2_RESIDENT",),
 }
 
 # (text in the submission, replacement): each must occur exactly once. The replacements keep the
@@ -212,6 +215,10 @@ PATCHES = [
         "                         ::\"r\"(st.b_scales + row * 4), \"l\"(d.sfb + (n0 + row) * d.sfb_row + kb * (BLOCK_K / 16)) : \"memory\");\n        }",
         "                         ::\"r\"(st.b_scales + row * 4), \"l\"(d.sfb + (n0 + row) * d.sfb_row + kb * (BLOCK_K / 16)) : \"memory\");\n        }\n#endif",
     ),
+    ('"l"(d.b + (n0 + row) * d.b_row + kb * (BLOCK_K / 2) + half * 16) : "memory");',
+     '"l"(d.b + ((ABLATE_B_L2_RESIDENT ? 0 : n0) + row) * d.b_row + kb * (BLOCK_K / 2) + half * 16) : "memory");'),
+    ('"l"(d.sfb + (n0 + row) * d.sfb_row + kb * (BLOCK_K / 16)) : "memory");',
+     '"l"(d.sfb + ((ABLATE_B_L2_RESIDENT ? 0 : n0) + row) * d.sfb_row + kb * (BLOCK_K / 16)) : "memory");'),
 ]
 
 
