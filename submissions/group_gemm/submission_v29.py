@@ -18,7 +18,16 @@ Arch: sm_90a
 Analogue: none in the writeup (tcgen05 reads this layout natively); CUTLASS's block-scaled
 operands use the same 128 x 4 atom
 Prediction: A's GEMM kernel 134 → ~127-130 µs (most of the 8.4 µs), B ~5-7% faster, C and D ~2-4%.
-Measured: not yet run.
+Measured: H100 (the lent device), commit b4e9e3f. Kernels per call (torch.profiler, prepass + GEMM,
+two runs each, alternated with v25 in one session): A 138.4 / 138.8 µs (v25 141.0 / 141.8), B 81.0
+(82.9), C 35.9 / 35.7 (37.0 / 36.8), D 16.8 / 16.8 (17.5 / 17.5): 2-4% less kernel time on every
+shape, under half the prediction (the scales' 8.4 µs were mostly latency the ring already hid).
+Per call the gain is inside this machine's host noise: vs v25, one compare (2 process pairs)
+0.925x [0.831, 1.028] AMBIGUOUS; A 1.018x, B 0.957x, D 0.798x AMBIGUOUS, C 0.940x [0.903, 0.974]
+SLOWER, while call_breakdown on C saw the host path alone swing 21-31 µs between runs of the same
+version. Recorded row (cold): 203.8 / 149.7 / 73.30 / 57.57 µs, in a run where v25 measured 204.8 /
+147.0 / 65.56 / 46.45 in the compare just before. Correct on tests and edges, both distributions;
+racecheck and synccheck clean.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
