@@ -175,11 +175,24 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
     # flush (queued mode: from the event before it).
     span_events = [b.elapsed(s, e) * 1e3 for s, e in zip(befores, ends)] if mode == "queued" else event_us
     wall_us, span_us = sum(walls), sum(span_events)
-    escape = None
+    return Block(times, results, wall_us, span_us, escape_of(mode, len(pool), wall_us, span_us), sample)
+
+
+def escape_of(mode: str, calls: int, wall_us: float, span_us: float) -> str | None:
+    """Why a block's wall time says work ran outside its events, or None.
+
+    Graph mode is exempt: no submission code runs while a block is timed (only the captured graph
+    is replayed, and a graph's work is done when its replay is done on the stream), so a gap there
+    is the host's replay and synchronise latency. On an H100 host that gap was ~180 µs a replay,
+    enough to fail 8-call blocks of ~130 µs spans at random (group_gemm v25 and v29, shapes C, D).
+    Work a submission leaves outside the graph at capture time does not rerun at replays, and the
+    output check after every block catches it."""
+    if mode == "graph":
+        return None
     if wall_us - span_us > max(ESCAPE_REL * wall_us, ESCAPE_ABS_US):
-        escape = (f"work escapes the timed stream: {len(pool)} calls took {wall_us:.0f} µs of device-synchronised "
-                  f"wall time but {span_us:.0f} µs between their events on the calling stream")
-    return Block(times, results, wall_us, span_us, escape, sample)
+        return (f"work escapes the timed stream: {calls} calls took {wall_us:.0f} µs of device-synchronised "
+                f"wall time but {span_us:.0f} µs between their events on the calling stream")
+    return None
 
 
 def _time_block_cpu(fn, pool, mode, poison, prelude) -> Block:

@@ -44,6 +44,17 @@ def test_queued_block_times_each_call_once():
     assert calls == ["a", "b"] and block.results == ["a", "b"] and len(block.times_us) == 2 and block.escape is None
 
 
+@pytest.mark.parametrize("mode", ["cold", "queued", "warm"])
+def test_escape_check_flags_wall_time_outside_the_events(mode):
+    assert timing.escape_of(mode, 8, 3000.0, 1000.0).startswith("work escapes the timed stream: 8 calls")
+    assert timing.escape_of(mode, 8, 1200.0, 1000.0) is None  # within both margins
+
+
+def test_escape_check_exempts_graph_replays():
+    # NOTE: a replayed graph runs no submission code; the gap is the host's (H100: ~180 µs a replay).
+    assert timing.escape_of("graph", 8, 2516.0, 1050.0) is None
+
+
 def test_unknown_mode_refused():
     with pytest.raises(ValueError, match="unknown timing mode"):
         timing.time_block(lambda d: d, [1], "hot")
