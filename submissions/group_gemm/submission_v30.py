@@ -21,7 +21,16 @@ Arch: sm_90a
 Analogue: none in the writeup (Blackwell has no register-operand decode)
 Prediction: if the decoding warps are the clock, A's GEMM kernel 138 → ~95-110 µs and B's 81 →
 ~60-70 µs; C and D slower (half the SMs idle). ptxas: 126 registers, 288 bytes of spills.
-Measured: not yet run.
+Measured (failed experiment): H100, commit ec09c8e. Correct on tests and edges, both distributions;
+racecheck and synccheck clean. Kernels per call (torch.profiler, alternated with v29 in one
+session): A 216.3 µs (v29 138.1), B 103.9 (82.2), C 58.4 (35.7), D 26.5 (17.0). vs v29, one
+compare (2 process pairs): 0.749x [0.466, 1.205] AMBIGUOUS, every pair 0.66-0.87x. Recorded row
+(cold): 295.4 / 172.2 / 89.32 / 54.33 µs. At equal balance (one group, tiles filling whole
+waves: M = 96 or 128, N = 33792, K = 7168) the GEMM kernel took 105.3 µs against v29's 104.8 at
+M = 96 and 155.0 against 111.4 at M = 128 (where 288 bytes spill): sixteen decoding warps did not
+do more work per SM than eight. tools/experiments/wgmma_rate.py on the same GPU: RS wgmma
+m64nNk16 alone runs at 85-91% of the dense fp16 peak for N = 64-256 with one to four warpgroups,
+so the tensor pipe is not what holds either kernel; see NOTES.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
