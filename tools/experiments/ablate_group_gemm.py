@@ -32,6 +32,8 @@ device time, L2 flushed before every call, variants interleaved round by round):
   no_b_values, no_b_scales: B's values (16-byte cp.async) or its scales (4-byte cp.async) not copied
   b_l2_resident every N tile of a group copies rows 0..127 of B (and their scales): the same bytes,
                instructions and pattern, but after the first tile they come from L2, not DRAM
+  lane0        not an ablation: lane 0 of each warp alone spins on a barrier, then __syncwarp (the
+               other 31 lanes issue no mbarrier instruction), with warp_release's single arrival
   test_wait    not an ablation: mbarrier waits spin on test_wait (never suspend) instead of try_wait
 
 `full` and the variants that only add (prefetch, warp_release, l2_fetch) compute the product and
@@ -57,8 +59,8 @@ sys.path.insert(0, os.getcwd())
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
          "ABLATE_NO_WGMMA_SYNC", "ABLATE_NO_EPILOGUE", "ABLATE_TEST_WAIT", "ABLATE_NO_B_VALUES",
-         "ABLATE_NO_B_SCALES", "ABLATE_B_L2_RESIDENT")
-EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_TEST_WAIT"}
+         "ABLATE_NO_B_SCALES", "ABLATE_B_L2_RESIDENT", "ABLATE_LANE0_WAIT")
+EXACT_FLAGS = {"ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_TEST_WAIT", "ABLATE_LANE0_WAIT"}
 NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
 NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
 VARIANTS = {
@@ -97,6 +99,9 @@ VARIANTS = {
     "no_b_values": ("ABLATE_NO_B_VALUES",),
     "no_b_scales": ("ABLATE_NO_B_SCALES",),
     "b_l2_resident": ("ABLATE_B_L2_RESIDENT",),
+    "lane0": ("ABLATE_LANE0_WAIT", "ABLATE_WARP_RELEASE"),
+    "skeleton_lane0": NO_LOADS + NO_COMPUTE + ("ABLATE_LANE0_WAIT", "ABLATE_WARP_RELEASE"),
+    "mma_only_lane0": NO_LOADS + ("ABLATE_NO_DECODE", "ABLATE_LANE0_WAIT", "ABLATE_WARP_RELEASE"),
 }
 
 # (text in the submission, replacement): each must occur exactly once. The replacements keep the
@@ -219,6 +224,21 @@ PATCHES = [
      '"l"(d.b + ((ABLATE_B_L2_RESIDENT ? 0 : n0) + row) * d.b_row + kb * (BLOCK_K / 2) + half * 16) : "memory");'),
     ('"l"(d.sfb + (n0 + row) * d.sfb_row + kb * (BLOCK_K / 16)) : "memory");',
      '"l"(d.sfb + ((ABLATE_B_L2_RESIDENT ? 0 : n0) + row) * d.sfb_row + kb * (BLOCK_K / 16)) : "memory");'),
+    ("        mbar_wait(full + 8 * slot, parity);",
+     """#if ABLATE_LANE0_WAIT
+        if (lane == 0) mbar_wait(full + 8 * slot, parity);
+        __syncwarp();  // NOTE: lane 0's acquire, then the warp's barrier orders the other lanes' reads after it
+#else
+        mbar_wait(full + 8 * slot, parity);
+#endif"""),
+    ("        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);\n#if ABLATE_B_PREFETCH",
+     """#if ABLATE_LANE0_WAIT
+        if ((tid & 31) == 0) mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
+        __syncwarp();
+#else
+        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
+#endif
+#if ABLATE_B_PREFETCH"""),
 ]
 
 
