@@ -26,7 +26,11 @@ Per call the gain is inside this machine's host noise: vs v25, one compare (2 pr
 0.925x [0.831, 1.028] AMBIGUOUS; A 1.018x, B 0.957x, D 0.798x AMBIGUOUS, C 0.940x [0.903, 0.974]
 SLOWER, while call_breakdown on C saw the host path alone swing 21-31 µs between runs of the same
 version. Recorded row (cold): 203.8 / 149.7 / 73.30 / 57.57 µs, in a run where v25 measured 204.8 /
-147.0 / 65.56 / 46.45 in the compare just before. Correct on tests and edges, both distributions;
+147.0 / 65.56 / 46.45 in the compare just before. Graph mode (launch overhead removed), a later
+compare with 4 process pairs after the harness stopped applying the escape check to graph
+replays: 0.995x [0.931, 1.067] AMBIGUOUS (A 1.021x, B 1.010x, C 1.008x, D 0.943x, each
+AMBIGUOUS); an earlier 2-pair graph compare had B 1.051x [1.013, 1.092] FASTER. So the kernels'
+2-4% is not decided at the call level in any mode. Correct on tests and edges, both distributions;
 racecheck and synccheck clean.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
