@@ -1,0 +1,49 @@
+"""tools/experiments that rewrite a submission's source must keep applying to it (CPU only)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ablate = _tool("ablate_group_gemm")
+V25 = (ROOT / "submissions" / "group_gemm" / "submission_v25.py").read_text()
+
+
+@pytest.mark.parametrize("variant", sorted(ablate.VARIANTS))
+def test_every_ablation_variant_patches_v25_once_and_sets_its_flags(variant):
+    text = ablate.patched_source(V25, variant)
+    cuda = text.split('CUDA_SRC = r"""', 1)[1].split('"""', 1)[0]
+    for flag in ablate.FLAGS:
+        assert f"#define {flag} {int(flag in ablate.VARIANTS[variant])}\n" in cuda
+    assert f'EXTENSION_NAME = "nvfp4_group_gemm_v25_ablate_{variant}"' in text
+
+
+def test_full_variant_keeps_v25s_code_under_its_else_branches():
+    text = ablate.patched_source(V25, "full")
+    for line in ("decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);",
+                 "bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);"):
+        assert line in text
+
+
+def test_a_patch_target_that_drifted_is_an_error():
+    with pytest.raises(SystemExit, match="patch target found 0 times"):
+        ablate.patched_source(V25.replace("cp_async_arrive(full + 8 * s);", "cp_async_arrive(full + 8 * slot);"), "full")
+
+
+def test_wgmma_rate_program_has_a_launch_per_shape():
+    rate = _tool("wgmma_rate")
+    src = rate.program(10)
+    assert src.count("run(\"") == len(rate.SHAPES) and "constexpr int kIters = 10;" in src
+    assert all(n // 2 + 40 <= 65536 // (128 * w) for n, _, w in rate.SHAPES)  # registers for the accumulators
