@@ -470,7 +470,7 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
 static int64_t fill_chunk(const int64_t* desc, const std::vector<int>& order, int first, int num_groups, int sms,
                           Problem& problem, int& tiles, int& decode_blocks) {
     problem.num_groups = num_groups - first < kMaxGroups ? num_groups - first : kMaxGroups;
-    // The tallest M tile (256, 128, 64 rows) whose tiles give at least 90% of the SMs one.
+    // The tallest M tile (128 or 64 rows) whose tiles give at least 90% of the SMs one.
     int max_rows = BLOCK_M_MAX;
     for (; max_rows > 64; max_rows /= 2) {
         long tiles_at = 0;
