@@ -47,3 +47,10 @@ def test_wgmma_rate_program_has_a_launch_per_shape():
     src = rate.program(10)
     assert src.count("run(\"") == len(rate.SHAPES) and "constexpr int kIters = 10;" in src
     assert all(n // 2 + 40 <= 65536 // (128 * w) for n, _, w in rate.SHAPES)  # registers for the accumulators
+
+
+def test_ring_rate_program_has_a_launch_per_case():
+    ring = _tool("ring_rate")
+    src = ring.program(100)
+    assert src.count("    run(") == len(ring.CASES) and "constexpr int kBlocks = 100;" in src
+    assert all(32 * (c + p) <= 1024 for c, p, *_ in ring.CASES)
