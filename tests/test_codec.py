@@ -192,6 +192,21 @@ def test_to_permuted_formula_by_loops(rows, sf_k, l):
     assert back.permute(2, 0, 1).is_contiguous()
 
 
+def test_permuted_tile_is_512_contiguous_bytes():
+    """group_gemm v29 / v30 copy a 128-row x 64-K tile of scales as one 512-byte block from this offset."""
+    rows, sf_k, l = 256, 8, 2
+    sf = _random_plain(rows, sf_k, l, seed=5)
+    perm = codec.to_permuted(sf)
+    flat = perm.view(torch.uint8).permute(5, 2, 4, 0, 1, 3).reshape(-1)
+    rest_m, rest_k = rows // 128, sf_k // 4
+    sb = sf.view(torch.uint8)
+    for i in range(rows):
+        for j in range(sf_k):
+            for b in range(l):
+                offset = ((b * rest_m + i // 128) * rest_k + j // 4) * 512 + (i % 32) * 16 + ((i % 128) // 32) * 4 + j % 4
+                assert int(flat[offset]) == int(sb[i, j, b]), (i, j, b)
+
+
 def test_to_permuted_fill_keeps_padding():
     rows, sf_k, l = 130, 5, 2
     sf = _random_plain(rows, sf_k, l, seed=3)
