@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -282,16 +281,12 @@ def write_variant(src: Path, variant: str, folder: Path) -> Path:
 
 
 def load(path: Path):
-    """Import a patched file; its load_inline build goes under one folder per source text."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    parent = Path(os.environ.get("NVFP4_EXTENSIONS_DIR", ".build/torch_extensions"))
-    ext_dir = parent / f"ablate-{digest}"
-    ext_dir.mkdir(parents=True, exist_ok=True)
-    os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.custom_kernel
+    """Import a patched file through the harness's build cache: one folder per source text, and a
+    torch lock left by a killed build cleared (build_cache.building)."""
+    from harness import build_cache, worker
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with build_cache.building(f"ablate{digest}"):
+        return worker.import_submission(str(path), path.stem)
 
 
 def main() -> int:
@@ -331,6 +326,7 @@ def main() -> int:
     from torch.profiler import ProfilerActivity, profile
 
     from harness import timing
+    from harness.profile import kernel_rows
     timing.bind(torch)
     kernels = {v: load(paths[v]) for v in variants}
     mod = problem_module("group_gemm")
@@ -356,12 +352,10 @@ def main() -> int:
                         timing.flush()
                         kernels[v](data)
                     torch.cuda.synchronize()
-                for e in prof.key_averages():
-                    if e.device_type != torch.autograd.DeviceType.CUDA or e.count == 0:
-                        continue
-                    name = "gemm" if "group_gemm_kernel" in e.key else "prepass" if "decode_a" in e.key else None
+                for row in kernel_rows(torch, prof, True):
+                    name = "gemm" if "group_gemm_kernel" in row["name"] else "prepass" if "decode_a" in row["name"] else None
                     if name:
-                        samples[v].setdefault(name, []).append(e.self_device_time_total / e.count)
+                        samples[v].setdefault(name, []).append(row["total_us"] / row["calls"])
         for v in variants:
             gemm = statistics.fmean(samples[v].get("gemm", [float("nan")]))
             pre = statistics.fmean(samples[v].get("prepass", [float("nan")]))

@@ -17,12 +17,11 @@ Usage: python3 tools/experiments/ring_rate.py [--blocks 20000] [--compile-only]
 (writes and builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse
-import subprocess
+import os
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = ROOT / ".build" / "experiments"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # standalone.py beside this file
+import standalone  # noqa: E402
 # (consumer warps, producer warps, stages, unrolled, work, every thread arrives)
 CASES = [
     (8, 2, 6, 1, 0, 1),     # v25's shape of ring, nothing in it
@@ -144,18 +143,7 @@ def main() -> int:
     ap.add_argument("--blocks", type=int, default=20000)
     ap.add_argument("--compile-only", action="store_true")
     args = ap.parse_args()
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    src, exe = OUT_DIR / "ring_rate.cu", OUT_DIR / "ring_rate"
-    src.write_text(program(args.blocks))
-    build = subprocess.run(["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-o", str(exe), str(src)],
-                           capture_output=True, text=True)
-    if build.returncode != 0:
-        print(build.stdout[-3000:], build.stderr[-3000:], sep="\n")
-        return 1
-    if args.compile_only:
-        print(f"built {exe}")
-        return 0
-    return subprocess.run([str(exe)]).returncode
+    return standalone.build_and_run("ring_rate", program(args.blocks), compile_only=args.compile_only)
 
 
 if __name__ == "__main__":

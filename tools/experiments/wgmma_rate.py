@@ -14,12 +14,11 @@ Usage: python3 tools/experiments/wgmma_rate.py [--iters 4000] [--compile-only]
 (writes and builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse
-import subprocess
+import os
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = ROOT / ".build" / "experiments"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # standalone.py beside this file
+import standalone  # noqa: E402
 # NOTE: 512 threads leave 128 registers a thread, so four warpgroups only with N <= 128.
 SHAPES = [(n, mode, w) for n in (64, 96, 128, 256) for mode in ("RS", "SS") for w in (1, 2, 4) if w < 4 or n <= 128]
 
@@ -142,18 +141,7 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=4000)
     ap.add_argument("--compile-only", action="store_true")
     args = ap.parse_args()
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    src, exe = OUT_DIR / "wgmma_rate.cu", OUT_DIR / "wgmma_rate"
-    src.write_text(program(args.iters))
-    build = subprocess.run(["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-o", str(exe), str(src)],
-                           capture_output=True, text=True)
-    if build.returncode != 0:
-        print(build.stdout[-3000:], build.stderr[-3000:], sep="\n")
-        return 1
-    if args.compile_only:
-        print(f"built {exe}")
-        return 0
-    return subprocess.run([str(exe)]).returncode
+    return standalone.build_and_run("wgmma_rate", program(args.iters), compile_only=args.compile_only)
 
 
 if __name__ == "__main__":

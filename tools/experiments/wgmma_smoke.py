@@ -13,12 +13,10 @@ CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse
 import os
-import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = ROOT / ".build" / "experiments"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # standalone.py beside this file
+import standalone  # noqa: E402
 
 
 def wgmma_wrapper(n: int) -> str:
@@ -158,18 +156,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile-only", action="store_true")
     args = ap.parse_args()
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    cu, exe = OUT_DIR / "wgmma_smoke.cu", OUT_DIR / "wgmma_smoke"
-    cu.write_text(source())
-    cmd = ["nvcc", "-O2", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v", str(cu), "-o", str(exe)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    print("\n".join(l for l in res.stderr.splitlines() if "registers" in l or "error" in l or "warning" in l))
-    if res.returncode != 0:
-        print(res.stderr)
-        return res.returncode
-    if args.compile_only:
-        return 0
-    return subprocess.run([str(exe)]).returncode
+    return standalone.build_and_run("wgmma_smoke", source(), compile_only=args.compile_only, opt="-O2")
 
 
 if __name__ == "__main__":
