@@ -55,7 +55,27 @@ def packed(values: list[int]) -> int:
     return sum((v & 0xFF) << (8 * i) for i, v in enumerate(values))
 
 
+def vsub4(a: int, b: int) -> int:
+    """__vsub4: byte-wise a - b, each byte modulo 256 (no borrow between bytes)."""
+    return packed([((a >> (8 * i)) & 0xFF) - ((b >> (8 * i)) & 0xFF) for i in range(4)])
+
+
+def check_vector_decode() -> int:
+    """gemv v10 decodes the vector to int8 (x 2) as vsub4(PRMT(T, w), PRMT(T, w ^ 0x8888)): every
+    16-bit word, i.e. every combination of four codes."""
+    for w in range(1 << 16):
+        got = vsub4(prmt(T_LO, T_HI, w), prmt(T_LO, T_HI, w ^ 0x8888))
+        want = packed([int(e2m1((w >> (4 * i)) & 0xF) * 2) for i in range(4)])
+        if got != want:
+            print(f"MISMATCH vector decode w={w:#06x}: {got:#010x} != {want:#010x}")
+            return 1
+    print("ok: all 65536 words: vsub4(PRMT(T, w), PRMT(T, w ^ 0x8888)) is the four codes x 2 as int8")
+    return 0
+
+
 def main(trials: int = 20000) -> int:
+    if check_vector_decode():
+        return 1
     rng = random.Random(1)
     for _ in range(trials):
         w = rng.getrandbits(32)  # 8 nibbles of A, element i at bits 4i..4i+3

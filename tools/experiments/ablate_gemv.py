@@ -1,0 +1,180 @@
+"""Where does gemv's kernel time go? Time whole versions and v10 with parts removed, kernel alone.
+
+gemv v7-v9 held 7168x16384 at 30-33 µs of kernel (2.1-2.3 TB/s, about half the copy rate) while
+bytes in flight per warp, CTAs per SM and a bulk-copy ring changed. This times the gemv kernel
+(torch.profiler device time, L2 flushed before every call, variants interleaved round by round)
+of whole versions and of one version with parts switched off by preprocessor flags inserted into
+its CUDA source, and prints each as a fraction of this GPU's measured copy rate
+(harness.roofline: bytes read + written of a 1 GiB device copy):
+
+  vN            a submission as it is (its output is checked against the reference)
+  no_prefetch   v10 without its L2 prefetch of the rows' first batch (checked: must stay exact)
+  no_vector     v10 without the vector's decode: no vector reads, no shared-memory stores, no
+                barriers (the dot products read whatever shared memory holds)
+  stream_only   v10's loads and loop with the dot products replaced by an XOR into the accumulator:
+                the ceiling of this load pattern with no arithmetic
+  stream_bare   stream_only and no_vector together
+
+Usage on a GPU machine, repo root (builds run in parallel child processes first):
+    python3 tools/experiments/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+BASE_VERSION = "v10"
+FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY")
+VARIANTS = {
+    "no_prefetch": ("ABLATE_NO_PREFETCH",),
+    "no_vector": ("ABLATE_NO_VECTOR",),
+    "stream_only": ("ABLATE_STREAM_ONLY",),
+    "stream_bare": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR"),
+}
+EXACT = {"no_prefetch"}
+
+PATCHES = [
+    ("""                    if (lane * 128 < first_bytes) prefetch_l2(a_rows[r] + k0 / 2 + lane * 128);
+                    if (lane * 128 < first_bytes / 8) prefetch_l2(sa_rows[r] + k0 / 16 + lane * 128);
+""", """#if !ABLATE_NO_PREFETCH
+                    if (lane * 128 < first_bytes) prefetch_l2(a_rows[r] + k0 / 2 + lane * 128);
+                    if (lane * 128 < first_bytes / 8) prefetch_l2(sa_rows[r] + k0 / 16 + lane * 128);
+#endif
+"""),
+    ("""                __syncthreads();  // NOTE: every warp is done with the old vector
+""", """#if !ABLATE_NO_VECTOR
+                __syncthreads();  // NOTE: every warp is done with the old vector
+"""),
+    ("""                __syncthreads();
+                cached_l = l;
+""", """                __syncthreads();
+#endif
+                cached_l = l;
+"""),
+    ("""                        const int d0 = block_dot(raw[r][j].x, raw[r][j].y, v0);
+                        const int d1 = block_dot(raw[r][j].z, raw[r][j].w, v1);
+                        acc[r] = fmaf(static_cast<float>(d0), e4m3_to_float(sa[r][j]) * s0, acc[r]);
+                        acc[r] = fmaf(static_cast<float>(d1), e4m3_to_float(sa[r][j] >> 8) * s1, acc[r]);
+""", """#if ABLATE_STREAM_ONLY
+                        acc[r] += __int_as_float(((raw[r][j].x ^ raw[r][j].y ^ raw[r][j].z ^ raw[r][j].w ^ sa[r][j] ^
+                                                   v0.x ^ v1.y) & 0x007FFFFFu) | 0x3F800000u) * (s0 + s1);
+#else
+                        const int d0 = block_dot(raw[r][j].x, raw[r][j].y, v0);
+                        const int d1 = block_dot(raw[r][j].z, raw[r][j].w, v1);
+                        acc[r] = fmaf(static_cast<float>(d0), e4m3_to_float(sa[r][j]) * s0, acc[r]);
+                        acc[r] = fmaf(static_cast<float>(d1), e4m3_to_float(sa[r][j] >> 8) * s1, acc[r]);
+#endif
+"""),
+]
+
+
+def patched_source(text: str, variant: str) -> str:
+    for old, new in PATCHES:
+        count = text.count(old)
+        if count != 1:
+            raise SystemExit(f"patch target found {count} times (expected once): {old[:70]!r}")
+        text = text.replace(old, new)
+    defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
+    marker = 'CUDA_SRC = r"""\n'
+    if text.count(marker) != 1:
+        raise SystemExit("CUDA_SRC not found")
+    text = text.replace(marker, marker + defines)
+    name_line = next(line for line in text.splitlines() if line.startswith("EXTENSION_NAME = "))
+    ext = name_line.split("=", 1)[1].strip().strip('"')
+    return text.replace(name_line, f'EXTENSION_NAME = "{ext}_ablate_{variant}"')
+
+
+def variant_path(variant: str, folder: Path) -> Path:
+    from harness.submissions import resolve
+    if variant not in VARIANTS:
+        return resolve("gemv", variant).path
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"submission_{BASE_VERSION}_{variant}.py"
+    path.write_text(patched_source(resolve("gemv", BASE_VERSION).path.read_text(), variant))
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variants", default="v8,v10," + ",".join(VARIANTS))
+    ap.add_argument("--shapes", default="0,1,2", help="benchmark shape indices, comma-separated")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=10, help="calls per variant per round")
+    ap.add_argument("--emit", help="write the patched sources here and stop (no CUDA needed)")
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+
+    from ablate_group_gemm import load
+    from harness import config, roofline
+    from reference import problem_module
+
+    variants = args.variants.split(",")
+    folder = Path(args.emit) if args.emit else Path("/tmp/nvfp4-ablate") / "gemv"
+    paths = {v: variant_path(v, folder) for v in variants}
+    if args.emit:
+        for v, p in paths.items():
+            print(f"{v}: {p}")
+        return 0
+    if args.build_only:
+        load(paths[variants[0]])
+        return 0
+    children = [subprocess.Popen([sys.executable, __file__, "--variants", v, "--build-only"]) for v in variants]
+    if any(c.wait() != 0 for c in children):
+        print("a build failed", file=sys.stderr)
+        return 1
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from harness import timing
+    from harness.profile import kernel_rows
+    timing.bind(torch)
+    kernels = {v: load(paths[v]) for v in variants}
+    mod = problem_module("gemv")
+    device = torch.cuda.get_device_name()
+    ceilings = roofline.ceilings(torch, device)
+    table = []
+    for shape in (int(s) for s in args.shapes.split(",")):
+        params = dict(config.load()["gemv"].benchmarks[shape].params)
+        seed = params.pop("seed")
+        data = mod.generate_input(**params, seed=seed + 7, dist="competition")
+        checks = []
+        for v in variants:
+            if v not in VARIANTS or v in EXACT:
+                ok, msg = mod.check(data, kernels[v](data))
+                checks.append(f"{v} {'ok' if ok else 'FAILED: ' + msg}")
+        torch.cuda.synchronize()
+        samples = {v: [] for v in variants}
+        for _ in range(args.rounds):
+            for v in variants:
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(args.calls):
+                        timing.flush()
+                        kernels[v](data)
+                    torch.cuda.synchronize()
+                rows = [r for r in kernel_rows(torch, prof, True) if "gemv" in r["name"]]
+                samples[v] += [r["total_us"] / r["calls"] for r in rows]
+        floor = mod.bytes_moved(**params) / (ceilings["copy_tbps"] * 1e12) * 1e6
+        for v in variants:
+            mean = statistics.fmean(samples[v]) if samples[v] else float("nan")
+            table.append((shape, params, v, mean, min(samples[v], default=float("nan")), floor / mean))
+        print(f"shape {shape} {params}: checks: {'; '.join(checks)}", flush=True)
+    print(f"\ngemv kernels, {device}, torch.profiler device time, L2 flushed before each call, "
+          f"{args.rounds} rounds x {args.calls} calls; copy rate {ceilings['copy_tbps']:.2f} TB/s "
+          f"({ceilings.get('source')})")
+    print(f"{'shape':<16} {'variant':<12} {'kernel µs':>9} {'(min)':>7} {'of copy rate':>12}")
+    for shape, params, v, mean, lo, frac in table:
+        name = "x".join(str(params[k]) for k in ("m", "k", "l"))
+        print(f"{name:<16} {v:<12} {mean:9.1f} {lo:7.1f} {frac:11.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
