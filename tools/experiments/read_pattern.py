@@ -1,0 +1,168 @@
+"""How fast can a kernel read gemv's matrix, by the order it reads it in? (issue 8)
+
+gemv v10 with its arithmetic and its vector removed (ablate_gemv.py's `stream_bare`) still reads
+7168x16384 at only 68% of the H100's copy rate: the load pattern itself is the ceiling. In v8-v10
+each warp owns two whole rows and walks them 2 KB per row at a time, so all 7168 rows are being
+read at once, each at its own place in the 58 MB matrix. This standalone program reads the same
+bytes with no arithmetic in several orders and times each (cudaEvent, L2 flushed by a 256 MB
+memset before every run, median of 15), next to a device copy of the same bytes:
+
+  linear        the matrix as one flat buffer: each warp reads 2 KB (4 x 512 B) per step, CTAs in
+                grid-stride order, so the reads in flight lie in one sliding window
+  warp_rows<R>  v8-v10's order: a persistent grid of 4 CTAs per SM, each warp owns R rows and
+                reads 4 x 512 B of each per step, all R rows' loads in flight together
+  cta_rows<R>   a CTA of 8 warps owns R consecutive rows (R x row bytes contiguous) and its warps
+                read 2 KB pieces of that range side by side; one CTA per R rows, no persistence
+
+Usage: python3 tools/experiments/read_pattern.py [--rows 7168 --row-bytes 8192] [--compile-only]
+(builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # standalone.py beside this file
+import standalone  # noqa: E402
+
+
+def program(rows: int, row_bytes: int, batches: int) -> str:
+    return r"""
+#include <cstdint>
+#include <cstdio>
+#include <algorithm>
+#include <vector>
+#include <cuda_runtime.h>
+
+constexpr long long kRows = """ + str(rows) + r""", kRowBytes = """ + str(row_bytes) + r""";
+constexpr int kBatches = """ + str(batches) + r""";  // matrices read back to back per run (L batches)
+constexpr int kThreads = 256, kLoads = 4;  // 16-byte loads per lane per row and step
+
+__device__ __forceinline__ void consume(uint32_t& acc, const uint4& v) { acc ^= v.x ^ v.y ^ v.z ^ v.w; }
+
+__global__ void fill(uint4* p, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        p[i] = make_uint4(uint32_t(i * 2654435761u), uint32_t(i ^ 0x5bd1e995), uint32_t(i * 40503u), 0x9e3779b9u);
+}
+
+// NOTE: every kernel ends here so the loads stay live; the condition is (almost) never true
+__device__ __forceinline__ void sink(uint32_t acc, uint32_t* out) { if (acc == 0x12345678u) out[threadIdx.x] = acc; }
+
+__global__ void __launch_bounds__(kThreads) linear(const uint8_t* __restrict__ m, long long bytes, uint32_t* out) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint32_t acc = 0;
+    const long long step = 32 * 16 * kLoads;  // one warp's bytes per step
+    for (long long w = (long long)blockIdx.x * (kThreads / 32) + warp; w * step < bytes; w += (long long)gridDim.x * (kThreads / 32)) {
+        uint4 v[kLoads];
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j) v[j] = __ldg(reinterpret_cast<const uint4*>(m + w * step + j * 512 + lane * 16));
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j) consume(acc, v[j]);
+    }
+    sink(acc, out);
+}
+
+template <int R>
+__global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint32_t acc = 0;
+    const long long blocks = rows / (R * (kThreads / 32));
+    for (long long b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const uint8_t* base = m + (b * (kThreads / 32) + warp) * R * kRowBytes;
+        for (int off = 0; off < kRowBytes; off += 512 * kLoads) {
+            uint4 v[R][kLoads];
+            #pragma unroll
+            for (int j = 0; j < kLoads; ++j)
+                #pragma unroll
+                for (int r = 0; r < R; ++r)
+                    v[r][j] = off + j * 512 < kRowBytes ? __ldg(reinterpret_cast<const uint4*>(base + r * kRowBytes + off + j * 512 + lane * 16)) : make_uint4(0, 0, 0, 0);
+            #pragma unroll
+            for (int j = 0; j < kLoads; ++j)
+                #pragma unroll
+                for (int r = 0; r < R; ++r) consume(acc, v[r][j]);
+        }
+    }
+    sink(acc, out);
+}
+
+template <int R>
+__global__ void __launch_bounds__(kThreads) cta_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint32_t acc = 0;
+    const uint8_t* base = m + blockIdx.x * R * kRowBytes;
+    for (long long off = warp * 512LL * kLoads; off < R * kRowBytes; off += 512LL * kLoads * (kThreads / 32)) {
+        uint4 v[kLoads];
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j) v[j] = __ldg(reinterpret_cast<const uint4*>(base + off + j * 512 + lane * 16));
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j) consume(acc, v[j]);
+    }
+    sink(acc, out);
+}
+
+int main() {
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, dev);
+    const long long bytes = kRows * kRowBytes;
+    uint8_t *m = nullptr, *dst = nullptr, *scratch = nullptr; uint32_t* out = nullptr;
+    const long long scratch_bytes = 256LL << 20;
+    cudaMalloc(&m, bytes); cudaMalloc(&dst, bytes); cudaMalloc(&scratch, scratch_bytes); cudaMalloc(&out, 4096);
+    fill<<<4 * sms, 256>>>(reinterpret_cast<uint4*>(m), bytes / 16);
+    cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+    std::printf("%s, %d SMs: %lld rows x %lld bytes = %.1f MB per matrix, %d matrices per run\n", prop.name, sms, kRows,
+                kRowBytes, bytes / 1e6, kBatches);
+    auto time_us = [&](auto launch) {
+        std::vector<float> t;
+        for (int rep = 0; rep < 17; ++rep) {
+            cudaMemsetAsync(scratch, rep, scratch_bytes);  // NOTE: evicts the matrix from L2 (50 MB)
+            cudaEventRecord(e0);
+            for (int l = 0; l < kBatches; ++l) launch();
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            float ms = 0; cudaEventElapsedTime(&ms, e0, e1);
+            if (rep >= 2) t.push_back(ms * 1000.f);
+        }
+        std::sort(t.begin(), t.end());
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) std::printf("error %s\n", cudaGetErrorString(err));
+        return t[t.size() / 2];
+    };
+    const float copy = time_us([&] { cudaMemcpyAsync(dst, m, bytes, cudaMemcpyDeviceToDevice); });
+    const double copy_rate = 2.0 * bytes * kBatches / copy / 1e6;  // TB/s, bytes read + written
+    std::printf("%-14s %9.1f us  %6.2f TB/s (read + written)\n", "device copy", copy, copy_rate);
+    auto report = [&](const char* name, float us) {
+        const double rate = double(bytes) * kBatches / us / 1e6;
+        std::printf("%-14s %9.1f us  %6.2f TB/s read  %5.0f%% of the copy rate\n", name, us, rate, 100.0 * rate / copy_rate);
+    };
+    const int persistent = 4 * sms;
+    report("linear", time_us([&] { linear<<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear x4", time_us([&] { linear<<<4 * persistent, kThreads>>>(m, bytes, out); }));
+    auto warp_grid = [&](int r) { long long b = kRows / (r * 8); return int(b < persistent ? b : persistent); };
+    report("warp_rows<1>", time_us([&] { warp_rows<1><<<warp_grid(1), kThreads>>>(m, kRows, out); }));
+    report("warp_rows<2>", time_us([&] { warp_rows<2><<<warp_grid(2), kThreads>>>(m, kRows, out); }));
+    report("warp_rows<4>", time_us([&] { warp_rows<4><<<warp_grid(4), kThreads>>>(m, kRows, out); }));
+    report("cta_rows<1>", time_us([&] { cta_rows<1><<<int(kRows), kThreads>>>(m, kRows, out); }));
+    report("cta_rows<4>", time_us([&] { cta_rows<4><<<int(kRows / 4), kThreads>>>(m, kRows, out); }));
+    report("cta_rows<16>", time_us([&] { cta_rows<16><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
+    return 0;
+}
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=7168)
+    ap.add_argument("--row-bytes", type=int, default=8192)
+    ap.add_argument("--batches", type=int, default=1)
+    ap.add_argument("--compile-only", action="store_true")
+    args = ap.parse_args()
+    if args.rows % 64 or args.row_bytes % 512:
+        raise SystemExit("--rows must be a multiple of 64 and --row-bytes of 512")
+    name = f"read_pattern_{args.rows}x{args.row_bytes}x{args.batches}"
+    return standalone.build_and_run(name, program(args.rows, args.row_bytes, args.batches), compile_only=args.compile_only)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
