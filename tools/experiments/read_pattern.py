@@ -5,10 +5,12 @@ gemv v10 with its arithmetic and its vector removed (ablate_gemv.py's `stream_ba
 each warp owns two whole rows and walks them 2 KB per row at a time, so all 7168 rows are being
 read at once, each at its own place in the 58 MB matrix. This standalone program reads the same
 bytes with no arithmetic in several orders and times each (cudaEvent, L2 flushed by a 256 MB
-memset before every run, median of 15), next to a device copy of the same bytes:
+memset before every run, median of 15; also the kernel's own duration, first CTA start to last
+CTA end by %globaltimer), next to a device copy of the same bytes and an empty kernel:
 
   linear        the matrix as one flat buffer: each warp reads 2 KB (4 x 512 B) per step, CTAs in
-                grid-stride order, so the reads in flight lie in one sliding window
+                grid-stride order, so the reads in flight lie in one sliding window; variants with
+                8 or 16 loads per lane in flight, 2 or 8 CTAs per SM, or the L2::256B fetch hint
   warp_rows<R>  v8-v10's order: a persistent grid of 4 CTAs per SM, each warp owns R rows and
                 reads 4 x 512 B of each per step, all R rows' loads in flight together
   cta_rows<R>   a CTA of 8 warps owns R consecutive rows (R x row bytes contiguous) and its warps
@@ -44,25 +46,53 @@ __global__ void fill(uint4* p, long long n) {
         p[i] = make_uint4(uint32_t(i * 2654435761u), uint32_t(i ^ 0x5bd1e995), uint32_t(i * 40503u), 0x9e3779b9u);
 }
 
-// NOTE: every kernel ends here so the loads stay live; the condition is (almost) never true
-__device__ __forceinline__ void sink(uint32_t acc, uint32_t* out) { if (acc == 0x12345678u) out[threadIdx.x] = acc; }
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
+// stamps[0] / [1]: the first CTA's start and the last CTA's end (globaltimer, ns): the kernel's
+// own duration, without the launch latency an event pair includes
+__device__ unsigned long long stamps[2];
+__device__ __forceinline__ void start() { if (threadIdx.x == 0) atomicMin(&stamps[0], now_ns()); }
 
+// NOTE: every kernel ends here so the loads stay live; the condition is (almost) never true
+__device__ __forceinline__ void sink(uint32_t acc, uint32_t* out) {
+    if (acc == 0x12345678u) out[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMax(&stamps[1], now_ns());
+}
+
+__device__ __forceinline__ uint4 load(const uint8_t* p, bool hint) {
+    uint4 v;
+    if (hint) asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                           : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else v = __ldg(reinterpret_cast<const uint4*>(p));
+    return v;
+}
+
+__global__ void empty_kernel(uint32_t* out) { start(); sink(threadIdx.x, out); }
+
+template <int LOADS, bool HINT>
 __global__ void __launch_bounds__(kThreads) linear(const uint8_t* __restrict__ m, long long bytes, uint32_t* out) {
+    start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint32_t acc = 0;
-    const long long step = 32 * 16 * kLoads;  // one warp's bytes per step
+    const long long step = 32 * 16 * LOADS;  // one warp's bytes per step
     for (long long w = (long long)blockIdx.x * (kThreads / 32) + warp; w * step < bytes; w += (long long)gridDim.x * (kThreads / 32)) {
-        uint4 v[kLoads];
+        uint4 v[LOADS];
         #pragma unroll
-        for (int j = 0; j < kLoads; ++j) v[j] = __ldg(reinterpret_cast<const uint4*>(m + w * step + j * 512 + lane * 16));
+        for (int j = 0; j < LOADS; ++j)
+            v[j] = w * step + j * 512 < bytes ? load(m + w * step + j * 512 + lane * 16, HINT) : make_uint4(0, 0, 0, 0);
         #pragma unroll
-        for (int j = 0; j < kLoads; ++j) consume(acc, v[j]);
+        for (int j = 0; j < LOADS; ++j) consume(acc, v[j]);
     }
     sink(acc, out);
 }
 
 template <int R>
 __global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
+    start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint32_t acc = 0;
     const long long blocks = rows / (R * (kThreads / 32));
@@ -86,13 +116,15 @@ __global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict_
 
 template <int R>
 __global__ void __launch_bounds__(kThreads) cta_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
+    start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint32_t acc = 0;
     const uint8_t* base = m + blockIdx.x * R * kRowBytes;
     for (long long off = warp * 512LL * kLoads; off < R * kRowBytes; off += 512LL * kLoads * (kThreads / 32)) {
         uint4 v[kLoads];
         #pragma unroll
-        for (int j = 0; j < kLoads; ++j) v[j] = __ldg(reinterpret_cast<const uint4*>(base + off + j * 512 + lane * 16));
+        for (int j = 0; j < kLoads; ++j)
+            v[j] = off + j * 512 < R * kRowBytes ? __ldg(reinterpret_cast<const uint4*>(base + off + j * 512 + lane * 16)) : make_uint4(0, 0, 0, 0);
         #pragma unroll
         for (int j = 0; j < kLoads; ++j) consume(acc, v[j]);
     }
@@ -108,37 +140,51 @@ int main() {
     const long long bytes = kRows * kRowBytes;
     uint8_t *m = nullptr, *dst = nullptr, *scratch = nullptr; uint32_t* out = nullptr;
     const long long scratch_bytes = 256LL << 20;
-    cudaMalloc(&m, bytes); cudaMalloc(&dst, bytes); cudaMalloc(&scratch, scratch_bytes); cudaMalloc(&out, 4096);
+    cudaMalloc(&m, bytes + 4096);  // NOTE: row patterns read whole 512-byte pieces past a row's end cudaMalloc(&dst, bytes); cudaMalloc(&scratch, scratch_bytes); cudaMalloc(&out, 4096);
     fill<<<4 * sms, 256>>>(reinterpret_cast<uint4*>(m), bytes / 16);
     cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
     std::printf("%s, %d SMs: %lld rows x %lld bytes = %.1f MB per matrix, %d matrices per run\n", prop.name, sms, kRows,
                 kRowBytes, bytes / 1e6, kBatches);
+    float kernel_us = 0;  // the in-kernel duration of the median run (globaltimer)
     auto time_us = [&](auto launch) {
-        std::vector<float> t;
+        std::vector<std::pair<float, float>> t;
         for (int rep = 0; rep < 17; ++rep) {
             cudaMemsetAsync(scratch, rep, scratch_bytes);  // NOTE: evicts the matrix from L2 (50 MB)
+            const unsigned long long init[2] = {~0ULL, 0ULL};
+            cudaMemcpyToSymbolAsync(stamps, init, sizeof(init));
             cudaEventRecord(e0);
             for (int l = 0; l < kBatches; ++l) launch();
             cudaEventRecord(e1);
             cudaEventSynchronize(e1);
             float ms = 0; cudaEventElapsedTime(&ms, e0, e1);
-            if (rep >= 2) t.push_back(ms * 1000.f);
+            unsigned long long got[2];
+            cudaMemcpyFromSymbol(got, stamps, sizeof(got));
+            if (rep >= 2) t.push_back({ms * 1000.f, got[1] > got[0] ? (got[1] - got[0]) / 1000.f : 0.f});
         }
         std::sort(t.begin(), t.end());
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess) std::printf("error %s\n", cudaGetErrorString(err));
-        return t[t.size() / 2];
+        kernel_us = t[t.size() / 2].second;
+        return t[t.size() / 2].first;
     };
     const float copy = time_us([&] { cudaMemcpyAsync(dst, m, bytes, cudaMemcpyDeviceToDevice); });
     const double copy_rate = 2.0 * bytes * kBatches / copy / 1e6;  // TB/s, bytes read + written
-    std::printf("%-14s %9.1f us  %6.2f TB/s (read + written)\n", "device copy", copy, copy_rate);
+    std::printf("%-16s %9.1f us events  %6.2f TB/s (read + written)\n", "device copy", copy, copy_rate);
+    const float empty = time_us([&] { empty_kernel<<<4 * sms, kThreads>>>(out); });
+    std::printf("%-16s %9.1f us events  %9.1f us in the kernel\n", "empty kernel", empty, kernel_us);
     auto report = [&](const char* name, float us) {
-        const double rate = double(bytes) * kBatches / us / 1e6;
-        std::printf("%-14s %9.1f us  %6.2f TB/s read  %5.0f%% of the copy rate\n", name, us, rate, 100.0 * rate / copy_rate);
+        const double rate = double(bytes) * kBatches / us / 1e6, kernel_rate = double(bytes) * kBatches / kernel_us / 1e6;
+        std::printf("%-16s %9.1f us events  %9.1f us in the kernel  read %5.2f / %5.2f TB/s: %4.0f%% / %4.0f%% of the copy rate\n",
+                    name, us, kernel_us, rate, kernel_rate, 100.0 * rate / copy_rate, 100.0 * kernel_rate / copy_rate);
     };
     const int persistent = 4 * sms;
-    report("linear", time_us([&] { linear<<<persistent, kThreads>>>(m, bytes, out); }));
-    report("linear x4", time_us([&] { linear<<<4 * persistent, kThreads>>>(m, bytes, out); }));
+    report("linear", time_us([&] { linear<4, false><<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear x4", time_us([&] { linear<4, false><<<4 * persistent, kThreads>>>(m, bytes, out); }));
+    report("linear 8 loads", time_us([&] { linear<8, false><<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear 16 loads", time_us([&] { linear<16, false><<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear 2/SM", time_us([&] { linear<8, false><<<2 * sms, kThreads>>>(m, bytes, out); }));
+    report("linear 8/SM", time_us([&] { linear<4, false><<<8 * sms, kThreads>>>(m, bytes, out); }));
+    report("linear L2::256B", time_us([&] { linear<4, true><<<persistent, kThreads>>>(m, bytes, out); }));
     auto warp_grid = [&](int r) { long long b = kRows / (r * 8); return int(b < persistent ? b : persistent); };
     report("warp_rows<1>", time_us([&] { warp_rows<1><<<warp_grid(1), kThreads>>>(m, kRows, out); }));
     report("warp_rows<2>", time_us([&] { warp_rows<2><<<warp_grid(2), kThreads>>>(m, kRows, out); }));
@@ -158,8 +204,8 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=1)
     ap.add_argument("--compile-only", action="store_true")
     args = ap.parse_args()
-    if args.rows % 64 or args.row_bytes % 512:
-        raise SystemExit("--rows must be a multiple of 64 and --row-bytes of 512")
+    if args.rows % 64 or args.row_bytes % 16:
+        raise SystemExit("--rows must be a multiple of 64 and --row-bytes of 16")
     name = f"read_pattern_{args.rows}x{args.row_bytes}x{args.batches}"
     return standalone.build_and_run(name, program(args.rows, args.row_bytes, args.batches), compile_only=args.compile_only)
 
