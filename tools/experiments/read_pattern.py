@@ -140,7 +140,12 @@ int main() {
     const long long bytes = kRows * kRowBytes;
     uint8_t *m = nullptr, *dst = nullptr, *scratch = nullptr; uint32_t* out = nullptr;
     const long long scratch_bytes = 256LL << 20;
-    cudaMalloc(&m, bytes + 4096);  // NOTE: row patterns read whole 512-byte pieces past a row's end cudaMalloc(&dst, bytes); cudaMalloc(&scratch, scratch_bytes); cudaMalloc(&out, 4096);
+    // NOTE: row patterns read whole 512-byte pieces, past the last row's end
+    if (cudaMalloc(&m, bytes + 4096) != cudaSuccess || cudaMalloc(&dst, bytes) != cudaSuccess ||
+        cudaMalloc(&scratch, scratch_bytes) != cudaSuccess || cudaMalloc(&out, 4096) != cudaSuccess) {
+        std::printf("cudaMalloc failed\n");
+        return 1;
+    }
     fill<<<4 * sms, 256>>>(reinterpret_cast<uint4*>(m), bytes / 16);
     cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
     std::printf("%s, %d SMs: %lld rows x %lld bytes = %.1f MB per matrix, %d matrices per run\n", prop.name, sms, kRows,
