@@ -8,12 +8,15 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
 (harness.roofline: bytes read + written of a 1 GiB device copy):
 
   vN            a submission as it is (its output is checked against the reference)
+  (the rest patch --base, v11 by default; v10 and later have the patch targets)
   no_prefetch   v10 without its L2 prefetch of the rows' first batch (checked: must stay exact)
   no_vector     v10 without the vector's decode: no vector reads, no shared-memory stores, no
                 barriers (the dot products read whatever shared memory holds)
   stream_only   v10's loads and loop with the dot products replaced by an XOR into the accumulator:
                 the ceiling of this load pattern with no arithmetic
   stream_bare   stream_only and no_vector together
+  l1_hint_only  v11's loads with L1::no_allocate but no L2::256B (checked)
+  l2_hint_only  v11's loads with L2::256B but no L1::no_allocate (checked)
 
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
     python3 tools/experiments/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
@@ -30,7 +33,6 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-BASE_VERSION = "v10"
 FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY")
 VARIANTS = {
     "no_prefetch": ("ABLATE_NO_PREFETCH",),
@@ -38,7 +40,14 @@ VARIANTS = {
     "stream_only": ("ABLATE_STREAM_ONLY",),
     "stream_bare": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR"),
 }
-EXACT = {"no_prefetch"}
+# Variants that swap one instruction's text for another (v11's load hint)
+HINT = "ld.global.nc.L1::no_allocate.L2::256B"
+REPLACEMENTS = {
+    "l1_hint_only": [(HINT, "ld.global.nc.L1::no_allocate")],
+    "l2_hint_only": [(HINT, "ld.global.nc.L2::256B")],
+}
+VARIANTS.update({name: () for name in REPLACEMENTS})
+EXACT = {"no_prefetch", *REPLACEMENTS}
 
 PATCHES = [
     ("""                    if (lane * 128 < first_bytes) prefetch_l2(a_rows[r] + k0 / 2 + lane * 128);
@@ -76,6 +85,10 @@ PATCHES = [
 
 
 def patched_source(text: str, variant: str) -> str:
+    for old, new in REPLACEMENTS.get(variant, []):
+        if old not in text:
+            raise SystemExit(f"{variant}: {old!r} not in the base version")
+        text = text.replace(old, new)
     for old, new in PATCHES:
         count = text.count(old)
         if count != 1:
@@ -91,19 +104,20 @@ def patched_source(text: str, variant: str) -> str:
     return text.replace(name_line, f'EXTENSION_NAME = "{ext}_ablate_{variant}"')
 
 
-def variant_path(variant: str, folder: Path) -> Path:
+def variant_path(variant: str, base: str, folder: Path) -> Path:
     from harness.submissions import resolve
     if variant not in VARIANTS:
         return resolve("gemv", variant).path
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"submission_{BASE_VERSION}_{variant}.py"
-    path.write_text(patched_source(resolve("gemv", BASE_VERSION).path.read_text(), variant))
+    path = folder / f"submission_{base}_{variant}.py"
+    path.write_text(patched_source(resolve("gemv", base).path.read_text(), variant))
     return path
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--variants", default="v8,v10," + ",".join(VARIANTS))
+    ap.add_argument("--base", default="v11", help="the version the variants patch (v10 or later)")
+    ap.add_argument("--variants", default="v10,v11,l1_hint_only,l2_hint_only,stream_only,stream_bare")
     ap.add_argument("--shapes", default="0,1,2", help="benchmark shape indices, comma-separated")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=10, help="calls per variant per round")
@@ -117,7 +131,7 @@ def main() -> int:
 
     variants = args.variants.split(",")
     folder = Path(args.emit) if args.emit else Path("/tmp/nvfp4-ablate") / "gemv"
-    paths = {v: variant_path(v, folder) for v in variants}
+    paths = {v: variant_path(v, args.base, folder) for v in variants}
     if args.emit:
         for v, p in paths.items():
             print(f"{v}: {p}")
@@ -125,7 +139,8 @@ def main() -> int:
     if args.build_only:
         load(paths[variants[0]])
         return 0
-    children = [subprocess.Popen([sys.executable, __file__, "--variants", v, "--build-only"]) for v in variants]
+    children = [subprocess.Popen([sys.executable, __file__, "--base", args.base, "--variants", v, "--build-only"])
+                for v in variants]
     if any(c.wait() != 0 for c in children):
         print("a build failed", file=sys.stderr)
         return 1
