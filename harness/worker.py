@@ -238,13 +238,27 @@ class Worker:
                 self.kernel(self.scratch)
         block = timing.time_block(self.kernel, self.pool, mode, poison=self._poison, graph=self.graph,
                                   telemetry=self.telemetry, prelude=prelude)
+        first_escape = None
+        if block.escape and not self.guard.verdict():
+            # NOTE: work a submission leaves outside its events does so on every call, so it escapes
+            # again; one stalled host moment does not. A block flagged once is timed again on the
+            # same inputs (outputs poisoned) and only a second flag fails: a single ~1 ms host stall
+            # failed whole shapes on an H100 host (gemv v11: 1580 µs wall against 464 µs of events).
+            first_escape = block.escape
+            for data in self.pool:
+                self._poison(data)
+            block = timing.time_block(self.kernel, self.pool, mode, poison=self._poison, graph=self.graph,
+                                      telemetry=self.telemetry, prelude=prelude)
         reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
                  "span_us": block.span_us, "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
+        if first_escape:
+            reply["escape_retried"] = first_escape
         problem = self.guard.verdict()
         if problem:
             return dict(reply, status=problem[0], message=problem[1])
         if block.escape:
-            return dict(reply, status="FAIL", message=block.escape)
+            message = f"{block.escape} (and in the block before, timed again: {first_escape})" if first_escape else block.escape
+            return dict(reply, status="FAIL", message=message)
         _, base = self._params(self.item)
         for slot, (data, result) in enumerate(zip(self.pool, block.results)):
             ok, msg = self.mod.check(data, result)

@@ -1,0 +1,55 @@
+"""harness.worker's timed pass: what it does with a block the escape check flags (no GPU needed:
+the timer is replaced by a list of finished blocks)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from harness import timing, worker
+
+FLAGGED = "work escapes the timed stream: 8 calls took 1580 µs of device-synchronised wall time but 464 µs"
+
+
+class _Problem:
+    poisoned = 0
+
+    @classmethod
+    def outputs_of(cls, data):
+        return [SimpleNamespace(fill_=lambda _v: setattr(cls, "poisoned", cls.poisoned + 1))]
+
+    @staticmethod
+    def check(data, result):
+        return True, ""
+
+
+def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
+    blocks = [timing.Block([58.0], ["out"], 1580.0, 464.0, e) for e in escapes]
+    calls = []
+
+    def fake_time_block(*_args, **_kwargs):
+        calls.append(1)
+        return blocks[len(calls) - 1]
+
+    monkeypatch.setattr(timing, "time_block", fake_time_block)
+    monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
+    w = worker.Worker(None, _Problem, lambda data: "out", SimpleNamespace(verdict=lambda: None), None, None)
+    w.pool, w.scratch, w.item = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}
+    return w._timed_pass("cold", 0), len(calls)
+
+
+def test_a_block_flagged_once_is_timed_again_and_the_clean_retry_counts(monkeypatch):
+    _Problem.poisoned = 0
+    reply, blocks = _timed_pass(monkeypatch, [FLAGGED, None])
+    assert blocks == 2 and reply["status"] == "PASS"
+    assert reply["escape_retried"] == FLAGGED  # the first flag stays on the record
+    assert _Problem.poisoned == 1  # the retry's outputs were poisoned before it ran
+
+
+def test_a_block_flagged_twice_fails_with_both_figures(monkeypatch):
+    reply, blocks = _timed_pass(monkeypatch, [FLAGGED, FLAGGED.replace("1580", "1620")])
+    assert blocks == 2 and reply["status"] == "FAIL"
+    assert "1620" in reply["message"] and "1580" in reply["message"]
+
+
+def test_a_clean_block_is_timed_once(monkeypatch):
+    reply, blocks = _timed_pass(monkeypatch, [None])
+    assert blocks == 1 and reply["status"] == "PASS" and "escape_retried" not in reply
