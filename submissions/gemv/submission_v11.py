@@ -1,14 +1,14 @@
-"""NVFP4 GEMV v11: A and its scales loaded with a streaming hint: no L1 allocation, 256-byte L2 fetches.
+"""NVFP4 GEMV v11: A and its scales loaded without allocating in L1.
 
 Version: v11
 Parent: v10
-Change: A's 16-byte loads and its scale pairs are `ld.global.nc.L1::no_allocate.L2::256B`
-instead of plain `ld.global.nc` (__ldg): L1 keeps no copy of bytes read once, and each miss asks
-L2 (and DRAM) for the 256-byte block around it, so a warp's 512-byte pieces and the following
-scale bytes arrive in larger requests. Measured before the change (tools/experiments/
-read_pattern.py, H100, the 7168x16384 shape's 66 MB read with no arithmetic, kernel time by
-globaltimer): the same flat read pattern with plain loads 29.5 us (81% of the copy rate), with
-this hint 24.7 us (97%); v10's own loads with no arithmetic (ablate_gemv.py stream_bare) 32.9 us.
+Change: A's 16-byte loads and its scale pairs are `ld.global.nc.L1::no_allocate` instead of
+plain `ld.global.nc` (__ldg): bytes read once no longer take L1 lines. Found by two
+measurements on an H100 (kernel time, L2 flushed): tools/experiments/read_pattern.py, reading
+the 7168x16384 shape's 66 MB with no arithmetic, went from 29.5 to 24.7 us in-kernel with
+`L1::no_allocate.L2::256B`; in this kernel (ablate_gemv.py) the two halves of that hint act
+apart: both 31.3 us, L1::no_allocate alone 30.4, L2::256B alone 34.4, neither (v10) 34.5, so
+only the first is kept.
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
 Measured: not yet run.
@@ -101,18 +101,17 @@ __device__ __forceinline__ uint32_t e2m1x4_to_int8x4(uint32_t w) {
     return __vsub4(prmt(kTableLo, kTableHi, w), prmt(kTableLo, kTableHi, w ^ 0x8888u));
 }
 
-// Loads of bytes read once: no L1 allocation; a miss fetches the 256-byte L2 block around it.
-// NOTE: PTX's prefetch-size qualifier is a performance hint; the value loaded is the same.
-__device__ __forceinline__ uint4 load_stream_16(const uint8_t* address) {
+// Loads of bytes read once: they take no L1 line.
+__device__ __forceinline__ uint4 load_once_16(const uint8_t* address) {
     uint4 v;
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(address));
     return v;
 }
 
-__device__ __forceinline__ uint32_t load_stream_2(const uint8_t* address) {
+__device__ __forceinline__ uint32_t load_once_2(const uint8_t* address) {
     uint16_t v;
-    asm("ld.global.nc.L1::no_allocate.L2::256B.u16 %0, [%1];" : "=h"(v) : "l"(address));
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(address));
     return v;
 }
 
@@ -129,8 +128,8 @@ __device__ __forceinline__ void load_batch(uint4 (&raw)[ROWS_PER_WARP][kLoadsInF
         #pragma unroll
         for (int r = 0; r < ROWS_PER_WARP; ++r) {
             const bool ok = off < chunk_bytes;
-            raw[r][j] = ok ? load_stream_16(a_rows[r] + chunk_offset + off) : make_uint4(0u, 0u, 0u, 0u);
-            sa[r][j] = ok ? load_stream_2(sa_rows[r] + (chunk_offset + off) / 8) : 0u;
+            raw[r][j] = ok ? load_once_16(a_rows[r] + chunk_offset + off) : make_uint4(0u, 0u, 0u, 0u);
+            sa[r][j] = ok ? load_once_2(sa_rows[r] + (chunk_offset + off) / 8) : 0u;
         }
     }
 }
