@@ -8,7 +8,7 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
 (harness.roofline: bytes read + written of a 1 GiB device copy):
 
   vN            a submission as it is (its output is checked against the reference)
-  (the rest patch --base, v11 by default; v10 and later have the patch targets)
+  (the rest patch --base: v11, the first version with every patch target)
   no_prefetch   v10 without its L2 prefetch of the rows' first batch (checked: must stay exact)
   no_vector     v10 without the vector's decode: no vector reads, no shared-memory stores, no
                 barriers (the dot products read whatever shared memory holds)
@@ -17,6 +17,8 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
   stream_bare   stream_only and no_vector together
   with_l2_256   v11's loads with L2::256B added to L1::no_allocate (checked)
   l2_256_only   v11's loads with L2::256B instead of L1::no_allocate (checked)
+  a_l2_256      v11 with L2::256B added to A's 16-byte loads only, not to the scale loads (checked)
+  stream_values stream_bare without the scale loads: A's values alone
 
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
     python3 tools/experiments/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
@@ -33,12 +35,13 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY")
+FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY", "ABLATE_NO_SCALE_LOADS")
 VARIANTS = {
     "no_prefetch": ("ABLATE_NO_PREFETCH",),
     "no_vector": ("ABLATE_NO_VECTOR",),
     "stream_only": ("ABLATE_STREAM_ONLY",),
     "stream_bare": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR"),
+    "stream_values": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR", "ABLATE_NO_SCALE_LOADS"),
 }
 # Variants that swap one instruction's text for another (v11's load hint; at v11's first
 # measurement it carried both qualifiers, and these two took one away each)
@@ -46,11 +49,19 @@ HINT = "ld.global.nc.L1::no_allocate"
 REPLACEMENTS = {
     "with_l2_256": [(HINT, HINT + ".L2::256B")],
     "l2_256_only": [(HINT, "ld.global.nc.L2::256B")],
+    "a_l2_256": [(HINT + ".v4.u32", HINT + ".L2::256B.v4.u32")],
 }
 VARIANTS.update({name: () for name in REPLACEMENTS})
 EXACT = {"no_prefetch", *REPLACEMENTS}
 
 PATCHES = [
+    ("""            sa[r][j] = ok ? load_once_2(sa_rows[r] + (chunk_offset + off) / 8) : 0u;
+""", """#if ABLATE_NO_SCALE_LOADS
+            sa[r][j] = 0u;
+#else
+            sa[r][j] = ok ? load_once_2(sa_rows[r] + (chunk_offset + off) / 8) : 0u;
+#endif
+"""),
     ("""                    if (lane * 128 < first_bytes) prefetch_l2(a_rows[r] + k0 / 2 + lane * 128);
                     if (lane * 128 < first_bytes / 8) prefetch_l2(sa_rows[r] + k0 / 16 + lane * 128);
 """, """#if !ABLATE_NO_PREFETCH
@@ -117,7 +128,7 @@ def variant_path(variant: str, base: str, folder: Path) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--base", default="v11", help="the version the variants patch (v10 or later)")
+    ap.add_argument("--base", default="v11", help="the version the variants patch (v11 or later)")
     ap.add_argument("--variants", default="v10,v11,with_l2_256,l2_256_only,stream_only,stream_bare")
     ap.add_argument("--shapes", default="0,1,2", help="benchmark shape indices, comma-separated")
     ap.add_argument("--rounds", type=int, default=5)
