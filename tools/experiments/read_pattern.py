@@ -15,6 +15,7 @@ CTA end by %globaltimer), next to a device copy of the same bytes and an empty k
                 reads 4 x 512 B of each per step, all R rows' loads in flight together
   cta_rows<R>   a CTA of 8 warps owns R consecutive rows (R x row bytes contiguous) and its warps
                 read 2 KB pieces of that range side by side; one CTA per R rows, no persistence
+  ... hint      the same with ld.global.nc.L1::no_allocate.L2::256B; linear L1 hint: L1::no_allocate alone
 
 Usage: python3 tools/experiments/read_pattern.py [--rows 7168 --row-bytes 8192] [--compile-only]
 (builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
@@ -90,7 +91,28 @@ __global__ void __launch_bounds__(kThreads) linear(const uint8_t* __restrict__ m
     sink(acc, out);
 }
 
-template <int R>
+// linear<4>'s order with L1::no_allocate alone (gemv v11's loads)
+__global__ void __launch_bounds__(kThreads) linear_l1(const uint8_t* __restrict__ m, long long bytes, uint32_t* out) {
+    start();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint32_t acc = 0;
+    const long long step = 32 * 16 * kLoads;
+    for (long long w = (long long)blockIdx.x * (kThreads / 32) + warp; w * step < bytes; w += (long long)gridDim.x * (kThreads / 32)) {
+        uint4 v[kLoads];
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j) {
+            v[j] = make_uint4(0, 0, 0, 0);
+            if (w * step + j * 512 < bytes)
+                asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w) : "l"(m + w * step + j * 512 + lane * 16));
+        }
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j) consume(acc, v[j]);
+    }
+    sink(acc, out);
+}
+
+template <int R, bool HINT = false>
 __global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
     start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -104,7 +126,7 @@ __global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict_
             for (int j = 0; j < kLoads; ++j)
                 #pragma unroll
                 for (int r = 0; r < R; ++r)
-                    v[r][j] = off + j * 512 < kRowBytes ? __ldg(reinterpret_cast<const uint4*>(base + r * kRowBytes + off + j * 512 + lane * 16)) : make_uint4(0, 0, 0, 0);
+                    v[r][j] = off + j * 512 < kRowBytes ? load(base + r * kRowBytes + off + j * 512 + lane * 16, HINT) : make_uint4(0, 0, 0, 0);
             #pragma unroll
             for (int j = 0; j < kLoads; ++j)
                 #pragma unroll
@@ -114,7 +136,7 @@ __global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict_
     sink(acc, out);
 }
 
-template <int R>
+template <int R, bool HINT = false>
 __global__ void __launch_bounds__(kThreads) cta_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
     start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -124,7 +146,7 @@ __global__ void __launch_bounds__(kThreads) cta_rows(const uint8_t* __restrict__
         uint4 v[kLoads];
         #pragma unroll
         for (int j = 0; j < kLoads; ++j)
-            v[j] = off + j * 512 < R * kRowBytes ? __ldg(reinterpret_cast<const uint4*>(base + off + j * 512 + lane * 16)) : make_uint4(0, 0, 0, 0);
+            v[j] = off + j * 512 < R * kRowBytes ? load(base + off + j * 512 + lane * 16, HINT) : make_uint4(0, 0, 0, 0);
         #pragma unroll
         for (int j = 0; j < kLoads; ++j) consume(acc, v[j]);
     }
@@ -197,6 +219,9 @@ int main() {
     report("cta_rows<1>", time_us([&] { cta_rows<1><<<int(kRows), kThreads>>>(m, kRows, out); }));
     report("cta_rows<4>", time_us([&] { cta_rows<4><<<int(kRows / 4), kThreads>>>(m, kRows, out); }));
     report("cta_rows<16>", time_us([&] { cta_rows<16><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
+    report("warp_rows<2> hint", time_us([&] { warp_rows<2, true><<<warp_grid(2), kThreads>>>(m, kRows, out); }));
+    report("cta_rows<16> hint", time_us([&] { cta_rows<16, true><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
+    report("linear L1 hint", time_us([&] { linear_l1<<<persistent, kThreads>>>(m, bytes, out); }));
     return 0;
 }
 """
