@@ -19,6 +19,8 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
   l2_256_only   v11's loads with L2::256B instead of L1::no_allocate (checked)
   a_l2_256      v11 with L2::256B added to A's 16-byte loads only, not to the scale loads (checked)
   stream_values stream_bare without the scale loads: A's values alone
+  stream_loads  stream_bare without the shared-memory reads of the vector: global loads alone
+  stream_nopf   stream_loads without the L2 prefetch of the first batch
 
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
     python3 tools/experiments/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
@@ -35,13 +37,16 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY", "ABLATE_NO_SCALE_LOADS")
+FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY", "ABLATE_NO_SCALE_LOADS",
+         "ABLATE_NO_SMEM_READS")
 VARIANTS = {
     "no_prefetch": ("ABLATE_NO_PREFETCH",),
     "no_vector": ("ABLATE_NO_VECTOR",),
     "stream_only": ("ABLATE_STREAM_ONLY",),
     "stream_bare": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR"),
     "stream_values": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR", "ABLATE_NO_SCALE_LOADS"),
+    "stream_loads": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR", "ABLATE_NO_SMEM_READS"),
+    "stream_nopf": ("ABLATE_STREAM_ONLY", "ABLATE_NO_VECTOR", "ABLATE_NO_SMEM_READS", "ABLATE_NO_PREFETCH"),
 }
 # Variants that swap one instruction's text for another (v11's load hint; at v11's first
 # measurement it carried both qualifiers, and these two took one away each)
@@ -55,6 +60,17 @@ VARIANTS.update({name: () for name in REPLACEMENTS})
 EXACT = {"no_prefetch", *REPLACEMENTS}
 
 PATCHES = [
+    ("""                    const uint4 v0 = vp[0], v1 = vp[32];
+                    const float s0 = vsf[off / 8], s1 = vsf[off / 8 + 1];
+""", """#if ABLATE_NO_SMEM_READS
+                    const uint4 v0 = make_uint4(off, lane, 0u, 0u), v1 = v0;
+                    const float s0 = 1.f, s1 = 1.f;
+                    (void)vp;
+#else
+                    const uint4 v0 = vp[0], v1 = vp[32];
+                    const float s0 = vsf[off / 8], s1 = vsf[off / 8 + 1];
+#endif
+"""),
     ("""            sa[r][j] = ok ? load_once_2(sa_rows[r] + (chunk_offset + off) / 8) : 0u;
 """, """#if ABLATE_NO_SCALE_LOADS
             sa[r][j] = 0u;
