@@ -1,4 +1,4 @@
-"""NVFP4 GEMV v12: each load batch is requested piece by piece while the previous one is consumed.
+"""NVFP4 GEMV v12 ✗: each load batch is requested piece by piece while the previous one is consumed.
 
 Version: v12
 Parent: v11
@@ -13,7 +13,13 @@ is unchanged. To fit 64 registers the two rows' scale pairs of a piece share a r
 ptxas still spills 8 bytes (v11: none).
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
-Measured: not yet run.
+Measured: ✗ failed experiment. H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 534eb7c.
+Kernels (torch.profiler, L2 flushed, alternated with v11 in one process): 32.5 / 58.7 / 21.9 us
+against v11's 30.5 / 55.2 / 17.9, slower on every shape, most on 7168x2048x4 where nothing rolls
+(one batch per row): the cost is the code (spill, packed scales, the loads' predication and
+address arithmetic moved into the compute), and it hides whatever the rolling gained. Graph
+compare vs v11: 0.881x [0.764, 1.016] AMBIGUOUS; 7168x16384 0.889x and 7168x2048 L4 0.817x
+SLOWER. Recorded cold 43.7 / 72.6 / 34.9 us (a different run's host path: not a ratio to v11's row).
 
 Exactness as v8: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,
