@@ -1,4 +1,4 @@
-"""NVFP4 GEMV v13: rows of at most 1 KB take a warp's load slots four rows at a time.
+"""NVFP4 GEMV v13 ✗: rows of at most 1 KB take a warp's load slots four rows at a time.
 
 Version: v13
 Parent: v11
@@ -14,7 +14,12 @@ v11 on 7168x2048x4 (H100): kernel 17.9 us, 62% of the copy rate, while the same 
 take ~13.3 us (tools/experiments/read_pattern.py): the shape furthest from its ceiling.
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
-Measured: not yet run.
+Measured: ✗ failed experiment, H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit c902ae7;
+correct on tests and edges, both distributions. Kernels (torch.profiler, L2 flushed, alternated
+with v11 in one process): 30.3 / 55.1 / 18.6 us against v11's 30.4 / 55.2 / 17.9: the two long-row
+shapes run v11's kernel and match it; 7168x2048x4, the one this version changes, is 4% slower.
+Graph compare vs v11 stopped at the device budget after two shapes (both v11's kernel): 0.972x
+and 0.946x [0.895, 1.000], a process offset, not a kernel difference. No recorded row.
 
 Exactness as v8: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,
