@@ -54,3 +54,30 @@ def test_ring_rate_program_has_a_launch_per_case():
     src = ring.program(100)
     assert src.count("    run(") == len(ring.CASES) and "constexpr int kBlocks = 100;" in src
     assert all(32 * (c + p) <= 1024 for c, p, *_ in ring.CASES)
+
+
+ablate_gemv = _tool("ablate_gemv")
+GEMV_V11 = (ROOT / "submissions" / "gemv" / "submission_v11.py").read_text()
+
+
+@pytest.mark.parametrize("variant", sorted(ablate_gemv.VARIANTS))
+def test_every_gemv_ablation_variant_patches_v11_and_sets_its_flags(variant):
+    text = ablate_gemv.patched_source(GEMV_V11, variant)
+    cuda = text.split('CUDA_SRC = r"""', 1)[1].split('"""', 1)[0]
+    for flag in ablate_gemv.FLAGS:
+        assert f"#define {flag} {int(flag in ablate_gemv.VARIANTS[variant])}\n" in cuda
+    assert f'EXTENSION_NAME = "nvfp4_gemv_v11_ablate_{variant}"' in text
+
+
+def test_gemv_hint_variants_change_only_the_load_instructions():
+    added = ablate_gemv.patched_source(GEMV_V11, "with_l2_256")
+    assert added.count("ld.global.nc.L1::no_allocate.L2::256B.") == 2
+    a_only = ablate_gemv.patched_source(GEMV_V11, "a_l2_256")
+    assert a_only.count(".L2::256B.v4.u32") == 1 and ".L2::256B.u16" not in a_only
+
+
+def test_read_pattern_program_reads_every_pattern_and_times_a_copy():
+    read = _tool("read_pattern")
+    src = read.program(7168, 9216, 1)
+    assert "constexpr long long kRows = 7168, kRowBytes = 9216;" in src
+    assert src.count('report("') >= 10 and "cudaMemcpyAsync(dst, m, bytes" in src
