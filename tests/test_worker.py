@@ -11,6 +11,12 @@ FLAGGED = "work escapes the timed stream: 8 calls took 1580 µs of device-synchr
 
 class _Problem:
     poisoned = 0
+    seeds: list[int] = []
+
+    @classmethod
+    def generate_input(cls, seed, dist, **_params):
+        cls.seeds.append(seed)
+        return ()
 
     @classmethod
     def outputs_of(cls, data):
@@ -36,12 +42,14 @@ def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     return w._timed_pass("cold", 0), len(calls)
 
 
-def test_a_block_flagged_once_is_timed_again_and_the_clean_retry_counts(monkeypatch):
-    _Problem.poisoned = 0
+def test_a_block_flagged_once_is_timed_again_on_fresh_inputs_and_the_clean_retry_counts(monkeypatch):
+    _Problem.poisoned, _Problem.seeds = 0, []
     reply, blocks = _timed_pass(monkeypatch, [FLAGGED, None])
     assert blocks == 2 and reply["status"] == "PASS"
     assert reply["escape_retried"] == FLAGGED  # the first flag stays on the record
-    assert _Problem.poisoned == 1  # the retry's outputs were poisoned before it ran
+    # NOTE: the pool and the scratch set refilled (never-seen seeds) and poisoned before the retry
+    assert len(_Problem.seeds) == 2 and _Problem.poisoned == 2
+    assert not set(_Problem.seeds) & {worker.round_seed(1, 0, slot) for slot in range(2)}
 
 
 def test_a_block_flagged_twice_fails_with_both_figures(monkeypatch):
