@@ -81,3 +81,11 @@ def test_read_pattern_program_reads_every_pattern_and_times_a_copy():
     src = read.program(7168, 9216, 1)
     assert "constexpr long long kRows = 7168, kRowBytes = 9216;" in src
     assert src.count('report("') >= 10 and "cudaMemcpyAsync(dst, m, bytes" in src
+
+
+def test_gemv_v14_emulation_matches_the_reference_on_a_small_shape():
+    emulate = _tool("emulate_gemv_v14")
+    from reference import gemv
+    data = gemv.generate_input(m=40, k=1024, l=2, seed=7, dist="general", device="cpu")
+    ok, msg = gemv.check(data, emulate.run(data, ctas_per_grid=2))  # two row blocks per CTA, across batches l
+    assert ok, msg
