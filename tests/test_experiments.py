@@ -89,3 +89,19 @@ def test_gemv_v14_emulation_matches_the_reference_on_a_small_shape():
     data = gemv.generate_input(m=40, k=1024, l=2, seed=7, dist="general", device="cpu")
     ok, msg = gemv.check(data, emulate.run(data, ctas_per_grid=2))  # two row blocks per CTA, across batches l
     assert ok, msg
+
+
+ablation = _tool("ablation")
+
+
+def test_ablation_sorts_profiler_rows_to_the_first_matching_label():
+    rows = [{"name": "void group_gemm_kernel<4>(Problem)", "calls": 8, "total_us": 1064.0},
+            {"name": "decode_a_kernel(Problem)", "calls": 8, "total_us": 80.0},
+            {"name": "elementwise_kernel (the flush)", "calls": 8, "total_us": 400.0}]
+    got = ablation.per_label(rows, {"gemm": "group_gemm_kernel", "prepass": "decode_a"})
+    assert got == {"gemm": [133.0], "prepass": [10.0]}
+
+
+def test_ablation_builds_wait_for_every_child_and_report_a_failure():
+    assert ablation.build_in_parallel([["-c", "pass"], ["-c", "import time; time.sleep(0.2)"]])
+    assert not ablation.build_in_parallel([["-c", "raise SystemExit(3)"], ["-c", "pass"]])

@@ -30,12 +30,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
+from ablation import build_in_parallel, kernel_us, load  # noqa: E402
 
 FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY", "ABLATE_NO_SCALE_LOADS",
          "ABLATE_NO_SMEM_READS")
@@ -153,7 +153,6 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
 
-    from ablate_group_gemm import load
     from harness import config, roofline
     from reference import problem_module
 
@@ -167,17 +166,13 @@ def main() -> int:
     if args.build_only:
         load(paths[variants[0]])
         return 0
-    children = [subprocess.Popen([sys.executable, __file__, "--base", args.base, "--variants", v, "--build-only"])
-                for v in variants]
-    if any(c.wait() != 0 for c in children):
+    if not build_in_parallel([[__file__, "--base", args.base, "--variants", v, "--build-only"] for v in variants]):
         print("a build failed", file=sys.stderr)
         return 1
 
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from harness import timing
-    from harness.profile import kernel_rows
     timing.bind(torch)
     kernels = {v: load(paths[v]) for v in variants}
     mod = problem_module("gemv")
@@ -197,13 +192,7 @@ def main() -> int:
         samples = {v: [] for v in variants}
         for _ in range(args.rounds):
             for v in variants:
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(args.calls):
-                        timing.flush()
-                        kernels[v](data)
-                    torch.cuda.synchronize()
-                rows = [r for r in kernel_rows(torch, prof, True) if "gemv" in r["name"]]
-                samples[v] += [r["total_us"] / r["calls"] for r in rows]
+                samples[v] += kernel_us(torch, kernels[v], data, args.calls, {"gemv": "gemv"})["gemv"]
         floor = mod.bytes_moved(**params) / (ceilings["copy_tbps"] * 1e12) * 1e6
         for v in variants:
             mean = statistics.fmean(samples[v]) if samples[v] else float("nan")

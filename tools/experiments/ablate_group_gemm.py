@@ -46,14 +46,14 @@ which nvcc can compile to read -Xptxas -v.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
+from ablation import build_in_parallel, kernel_us, load  # noqa: E402
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
@@ -280,15 +280,6 @@ def write_variant(src: Path, variant: str, folder: Path) -> Path:
     return path
 
 
-def load(path: Path):
-    """Import a patched file through the harness's build cache: one folder per source text, and a
-    torch lock left by a killed build cleared (build_cache.building)."""
-    from harness import build_cache, worker
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    with build_cache.building(f"ablate{digest}"):
-        return worker.import_submission(str(path), path.stem)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--version", default="v25")
@@ -315,18 +306,13 @@ def main() -> int:
     if args.build_only:
         load(paths[variants[0]])
         return 0
-    # NOTE: builds are CPU-bound and independent: one child per variant, all at once.
-    children = [subprocess.Popen([sys.executable, __file__, "--version", args.version, "--variants", v, "--build-only"])
-                for v in variants]
-    if any(c.wait() != 0 for c in children):
+    if not build_in_parallel([[__file__, "--version", args.version, "--variants", v, "--build-only"] for v in variants]):
         print("a build failed", file=sys.stderr)
         return 1
 
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from harness import timing
-    from harness.profile import kernel_rows
     timing.bind(torch)
     kernels = {v: load(paths[v]) for v in variants}
     mod = problem_module("group_gemm")
@@ -347,15 +333,9 @@ def main() -> int:
         samples = {v: {} for v in variants}
         for _ in range(args.rounds):
             for v in variants:
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(args.calls):
-                        timing.flush()
-                        kernels[v](data)
-                    torch.cuda.synchronize()
-                for row in kernel_rows(torch, prof, True):
-                    name = "gemm" if "group_gemm_kernel" in row["name"] else "prepass" if "decode_a" in row["name"] else None
-                    if name:
-                        samples[v].setdefault(name, []).append(row["total_us"] / row["calls"])
+                times = kernel_us(torch, kernels[v], data, args.calls, {"gemm": "group_gemm_kernel", "prepass": "decode_a"})
+                for name, values in times.items():
+                    samples[v].setdefault(name, []).extend(values)
         for v in variants:
             gemm = statistics.fmean(samples[v].get("gemm", [float("nan")]))
             pre = statistics.fmean(samples[v].get("prepass", [float("nan")]))
