@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import build_in_parallel, kernel_us, load  # noqa: E402
+from ablation import kernel_us, load_all, prepare  # noqa: E402
 
 FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY", "ABLATE_NO_SCALE_LOADS",
          "ABLATE_NO_SMEM_READS")
@@ -159,22 +159,13 @@ def main() -> int:
     variants = args.variants.split(",")
     folder = Path(args.emit) if args.emit else Path("/tmp/nvfp4-ablate") / "gemv"
     paths = {v: variant_path(v, args.base, folder) for v in variants}
-    if args.emit:
-        for v, p in paths.items():
-            print(f"{v}: {p}")
-        return 0
-    if args.build_only:
-        load(paths[variants[0]])
-        return 0
-    if not build_in_parallel([[__file__, "--base", args.base, "--variants", v, "--build-only"] for v in variants]):
-        print("a build failed", file=sys.stderr)
-        return 1
+    done = prepare(paths, emit=bool(args.emit), build_only=args.build_only,
+                   child_args=lambda v: [__file__, "--base", args.base, "--variants", v, "--build-only"])
+    if done is not None:
+        return done
 
     import torch
-
-    from harness import timing
-    timing.bind(torch)
-    kernels = {v: load(paths[v]) for v in variants}
+    kernels = load_all(torch, paths)
     mod = problem_module("gemv")
     device = torch.cuda.get_device_name()
     ceilings = roofline.ceilings(torch, device)

@@ -53,7 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import build_in_parallel, kernel_us, load  # noqa: E402
+from ablation import kernel_us, load_all, prepare  # noqa: E402
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
@@ -299,22 +299,13 @@ def main() -> int:
     src = resolve("group_gemm", args.version).path
     folder = Path(args.emit) if args.emit else Path("/tmp/nvfp4-ablate") / args.version
     paths = {v: write_variant(src, v, folder) for v in variants}
-    if args.emit:
-        for v, p in paths.items():
-            print(f"{v}: {p}")
-        return 0
-    if args.build_only:
-        load(paths[variants[0]])
-        return 0
-    if not build_in_parallel([[__file__, "--version", args.version, "--variants", v, "--build-only"] for v in variants]):
-        print("a build failed", file=sys.stderr)
-        return 1
+    done = prepare(paths, emit=bool(args.emit), build_only=args.build_only,
+                   child_args=lambda v: [__file__, "--version", args.version, "--variants", v, "--build-only"])
+    if done is not None:
+        return done
 
     import torch
-
-    from harness import timing
-    timing.bind(torch)
-    kernels = {v: load(paths[v]) for v in variants}
+    kernels = load_all(torch, paths)
     mod = problem_module("group_gemm")
     device = torch.cuda.get_device_name()
     table = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -24,6 +25,31 @@ def build_in_parallel(commands: list[list[str]]) -> bool:
     children = [subprocess.Popen([sys.executable, *argv]) for argv in commands]
     codes = [c.wait() for c in children]
     return all(code == 0 for code in codes)
+
+
+def prepare(paths: dict[str, Path], *, emit: bool, build_only: bool, child_args: Callable[[str], list[str]]) -> int | None:
+    """The tools' shared start, for variant -> patched file `paths`: with `emit`, list the files;
+    with `build_only` (a child's job), build the one variant; otherwise build every variant at once
+    in children (`child_args(variant)`: the child's arguments). An exit code when the tool is done
+    (or a build failed), None when the variants are built and the timing can start."""
+    if emit:
+        for variant, path in paths.items():
+            print(f"{variant}: {path}")
+        return 0
+    if build_only:
+        load(next(iter(paths.values())))
+        return 0
+    if not build_in_parallel([child_args(variant) for variant in paths]):
+        print("a build failed", file=sys.stderr)
+        return 1
+    return None
+
+
+def load_all(torch, paths: dict[str, Path]) -> dict:
+    """Every variant's custom_kernel, imported after the harness's timing references are bound."""
+    from harness import timing
+    timing.bind(torch)
+    return {variant: load(path) for variant, path in paths.items()}
 
 
 def kernel_us(torch, fn, data, calls: int, kernels: dict[str, str]) -> dict[str, list[float]]:
