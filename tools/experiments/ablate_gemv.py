@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import kernel_us, load_all, prepare  # noqa: E402
+from ablation import kernel_us, load_all, patched, prepare  # noqa: E402
 
 FLAGS = ("ABLATE_NO_PREFETCH", "ABLATE_NO_VECTOR", "ABLATE_STREAM_ONLY", "ABLATE_NO_SCALE_LOADS",
          "ABLATE_NO_SMEM_READS")
@@ -117,19 +117,8 @@ def patched_source(text: str, variant: str) -> str:
         if old not in text:
             raise SystemExit(f"{variant}: {old!r} not in the base version")
         text = text.replace(old, new)
-    for old, new in PATCHES:
-        count = text.count(old)
-        if count != 1:
-            raise SystemExit(f"patch target found {count} times (expected once): {old[:70]!r}")
-        text = text.replace(old, new)
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
-    marker = 'CUDA_SRC = r"""\n'
-    if text.count(marker) != 1:
-        raise SystemExit("CUDA_SRC not found")
-    text = text.replace(marker, marker + defines)
-    name_line = next(line for line in text.splitlines() if line.startswith("EXTENSION_NAME = "))
-    ext = name_line.split("=", 1)[1].strip().strip('"')
-    return text.replace(name_line, f'EXTENSION_NAME = "{ext}_ablate_{variant}"')
+    return patched(text, PATCHES, defines, variant)
 
 
 def variant_path(variant: str, base: str, folder: Path) -> Path:

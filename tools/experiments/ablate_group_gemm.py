@@ -53,7 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import kernel_us, load_all, prepare  # noqa: E402
+from ablation import kernel_us, load_all, patched, prepare  # noqa: E402
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
@@ -246,11 +246,6 @@ L2_FETCH_BYTES = int(os.environ.get("ABLATE_L2_FETCH_BYTES", "256"))
 
 
 def patched_source(text: str, variant: str) -> str:
-    for old, new in PATCHES:
-        count = text.count(old)
-        if count != 1:
-            raise SystemExit(f"patch target found {count} times (expected once): {old[:70]!r}")
-        text = text.replace(old, new)
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
     defines += f"#define ABLATE_PREFETCH_BLOCKS {PREFETCH_BLOCKS}\n"
     defines += ('#define ABLATE_WAIT_INSTRUCTION "mbarrier.%s.parity.acquire.cta.shared::cta.b64 done, [%%0], %%1;\\n"\n'
@@ -264,13 +259,7 @@ def patched_source(text: str, variant: str) -> str:
         defines += '#undef ABLATE_B_VALUES_COPY\n#define ABLATE_B_VALUES_COPY ""\n'
     if "ABLATE_NO_B_SCALES" in VARIANTS[variant]:
         defines += '#undef ABLATE_B_SCALES_COPY\n#define ABLATE_B_SCALES_COPY ""\n'
-    marker = 'CUDA_SRC = r"""\n'
-    if text.count(marker) != 1:
-        raise SystemExit("CUDA_SRC not found")
-    text = text.replace(marker, marker + defines)
-    name_line = next(line for line in text.splitlines() if line.startswith("EXTENSION_NAME = "))
-    ext = name_line.split("=", 1)[1].strip().strip('"')
-    return text.replace(name_line, f'EXTENSION_NAME = "{ext}_ablate_{variant}"')
+    return patched(text, PATCHES, defines, variant)
 
 
 def write_variant(src: Path, variant: str, folder: Path) -> Path:

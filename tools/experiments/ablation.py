@@ -10,6 +10,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def patched(text: str, patches: list[tuple[str, str]], defines: str, variant: str) -> str:
+    """A submission's text with every (old, new) patch applied (each target must occur exactly
+    once: a drifted target is an error, not a silent no-op), `defines` put at the top of its
+    CUDA_SRC, and its extension renamed `<name>_ablate_<variant>` so variants build side by side."""
+    for old, new in patches:
+        count = text.count(old)
+        if count != 1:
+            raise SystemExit(f"patch target found {count} times (expected once): {old[:70]!r}")
+        text = text.replace(old, new)
+    marker = 'CUDA_SRC = r"""\n'
+    if text.count(marker) != 1:
+        raise SystemExit("CUDA_SRC not found")
+    text = text.replace(marker, marker + defines)
+    name_line = next(line for line in text.splitlines() if line.startswith("EXTENSION_NAME = "))
+    ext = name_line.split("=", 1)[1].strip().strip('"')
+    return text.replace(name_line, f'EXTENSION_NAME = "{ext}_ablate_{variant}"')
+
+
 def load(path: Path):
     """Import a patched file through the harness's build cache: one folder per source text, and a
     torch lock left by a killed build cleared (build_cache.building)."""
