@@ -106,6 +106,7 @@ class Worker:
         self.scratch = None  # an extra input set for the untimed call before each block
         self.graph = None
         self.item = None
+        self.pool_round = 0  # the round whose seeds the pool holds (harness.worker.round_seed)
 
     # -- correctness ------------------------------------------------------------------------
     def _poison(self, data) -> None:
@@ -221,14 +222,16 @@ class Worker:
 
     def block(self, round_index: int, mode: str, warm: bool) -> dict:
         self._refill(round_index)
-        reply = self._timed_pass(mode, round_index)
+        reply = self._timed_pass(mode)
         if reply["status"] == "PASS" and warm and mode == "cold":
-            warm_pass = self._timed_pass("warm", round_index)
+            warm_pass = self._timed_pass("warm")
             reply = warm_pass if warm_pass["status"] != "PASS" else dict(reply, warm_times_us=warm_pass["times_us"])
         return reply
 
     def _refill(self, round_index: int) -> None:
-        """Never-seen inputs into the pool's (and the scratch set's) tensors, outputs poisoned."""
+        """Never-seen inputs into the pool's (and the scratch set's) tensors, outputs poisoned;
+        ``pool_round`` names the round whose seeds they are."""
+        self.pool_round = round_index
         params, base = self._params(self.item)
         for slot, data in enumerate([*self.pool, self.scratch]):
             fresh = self.mod.generate_input(**params, seed=round_seed(base, round_index, slot), dist=self.item["dist"])
@@ -237,7 +240,7 @@ class Worker:
             del fresh
             self._poison(data)
 
-    def _timed_pass(self, mode: str, round_index: int) -> dict:
+    def _timed_pass(self, mode: str) -> dict:
         from harness import timing
         if mode == "graph":
             def prelude():
@@ -256,8 +259,7 @@ class Worker:
             # v11: 1580 µs wall against 464 µs of events). The retry gets never-seen inputs: on the
             # same ones, a submission that memoises its outputs would be timed returning them.
             first_escape = block.escape
-            round_index = retry_round(round_index)
-            self._refill(round_index)
+            self._refill(retry_round(self.pool_round))
             block = timing.time_block(self.kernel, self.pool, mode, poison=self._poison, graph=self.graph,
                                       telemetry=self.telemetry, prelude=prelude)
         reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
@@ -274,8 +276,8 @@ class Worker:
         for slot, (data, result) in enumerate(zip(self.pool, block.results)):
             ok, msg = self.mod.check(data, result)
             if not ok:
-                seed = round_seed(base, round_index, slot)
-                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {round_index} ({mode}, seed {seed}): {msg}")
+                seed = round_seed(base, self.pool_round, slot)
+                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {self.pool_round} ({mode}, seed {seed}): {msg}")
         return reply
 
     def finish(self) -> dict:

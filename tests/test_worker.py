@@ -39,7 +39,7 @@ def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
     w = worker.Worker(None, _Problem, lambda data: "out", SimpleNamespace(verdict=lambda: None), None, None)
     w.pool, w.scratch, w.item = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}
-    return w._timed_pass("cold", 0), len(calls)
+    return w._timed_pass("cold"), len(calls)
 
 
 def test_a_block_flagged_once_is_timed_again_on_fresh_inputs_and_the_clean_retry_counts(monkeypatch):
@@ -61,3 +61,10 @@ def test_a_block_flagged_twice_fails_with_both_figures(monkeypatch):
 def test_a_clean_block_is_timed_once(monkeypatch):
     reply, blocks = _timed_pass(monkeypatch, [None])
     assert blocks == 1 and reply["status"] == "PASS" and "escape_retried" not in reply
+
+
+def test_a_wrong_output_after_a_retry_names_the_retry_inputs_seed(monkeypatch):
+    monkeypatch.setattr(_Problem, "check", staticmethod(lambda data, result: (False, "mismatch")))
+    reply, _ = _timed_pass(monkeypatch, [FLAGGED, None])
+    seed = worker.round_seed(1, worker.retry_round(0), 0)
+    assert reply["status"] == "FAIL" and f"seed {seed}" in reply["message"]
