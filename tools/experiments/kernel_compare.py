@@ -1,0 +1,128 @@
+"""Whole versions of one problem, kernels alone: which is faster on the device, host path aside?
+
+On the lent H100 a graph or cold compare can show a ~5% offset between processes running identical
+kernels, so a 2-5% kernel change needs a measurement without the host path. This imports every
+named version into one process, checks each one's output on every shape, then times the sum of
+each call's kernels (torch.profiler device time, L2 flushed before every call), versions
+alternated round by round, and prints per shape each version's mean and min µs, its ratio to the
+first version named, and its fraction of this GPU's floor (harness.roofline.floor_us).
+
+Usage on a GPU machine, repo root (builds run first, in parallel child processes):
+    python3 tools/experiments/kernel_compare.py gemm v7,v8 [--shapes 0,1,2] [--rounds 5] [--calls 10]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
+from ablation import load_all, prepare  # noqa: E402
+
+
+def profiled_rows(torch, fn, calls: int) -> list[dict]:
+    """harness.profile.kernel_rows of `calls` calls of fn(), L2 flushed (harness.timing.flush)
+    before each, in one torch.profiler session."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from harness import timing
+    from harness.profile import kernel_rows
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            timing.flush()
+            fn()
+        torch.cuda.synchronize()
+    return kernel_rows(torch, prof, True)
+
+
+def call_us(rows: list[dict], calls: int, flush_names: set[str]) -> float:
+    """The device µs of one call: every kernel of the session but the flush's, summed, per call.
+    A version launching the flush's own kernel would hide part of its time, so that is an error."""
+    total = 0.0
+    for row in rows:
+        if row["name"] in flush_names:
+            if row["calls"] != calls:
+                raise SystemExit(f"the version launches the L2 flush's kernel ({row['name'][:60]}): "
+                                 "its time cannot be separated")
+            continue
+        total += row["total_us"]
+    return total / calls
+
+
+def ratio_rows(samples: dict[str, list[float]], first: str) -> list[tuple[str, float, float, float]]:
+    """(version, mean, min, first's mean / this mean) per version, in the order named: a ratio
+    above 1 means faster than the first version."""
+    base = statistics.fmean(samples[first])
+    return [(v, statistics.fmean(s), min(s), base / statistics.fmean(s)) for v, s in samples.items()]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("problem")
+    ap.add_argument("versions", help="comma-separated; ratios are against the first")
+    ap.add_argument("--shapes", default=None, help="benchmark shape indices, comma-separated (default: all)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=10, help="calls per version per round")
+    ap.add_argument("--dist", default="competition", choices=("competition", "general"))
+    ap.add_argument("--build-only", action="store_true", help="(a child's job) build the one version")
+    args = ap.parse_args()
+
+    from harness import config, roofline
+    from harness.submissions import resolve
+    from reference import problem_module
+
+    versions = args.versions.split(",")
+    paths = {v: resolve(args.problem, v).path for v in versions}
+    done = prepare(paths, emit=False, build_only=args.build_only,
+                   child_args=lambda v: [__file__, args.problem, v, "--build-only"])
+    if done is not None:
+        return done
+
+    import torch
+    kernels = load_all(torch, paths)
+    mod = problem_module(args.problem)
+    device = torch.cuda.get_device_name()
+    figures = roofline.ceilings(torch, device)
+    benchmarks = config.load()[args.problem].benchmarks
+    shapes = range(len(benchmarks)) if args.shapes is None else [int(s) for s in args.shapes.split(",")]
+    # NOTE: every kernel of a call counts (a split-K reduction or a prepass is part of the
+    # version), so the flush's kernel is named by profiling the flush alone, not guessed
+    flush_names = {row["name"] for row in profiled_rows(torch, lambda: None, 3)}
+    failed = False
+    lines = []
+    for shape in shapes:
+        params = dict(benchmarks[shape].params)
+        seed = params.pop("seed")
+        # NOTE: a fresh seed, not the benchmark's: nothing here may have seen these inputs
+        data = mod.generate_input(**params, seed=seed + 7, dist=args.dist)
+        for v in versions:
+            ok, msg = mod.check(data, kernels[v](data))
+            if not ok:
+                failed = True
+                print(f"shape {shape}: {v} FAILED: {msg}", flush=True)
+        torch.cuda.synchronize()
+        samples = {v: [] for v in versions}
+        for _ in range(args.rounds):
+            for v in versions:
+                rows = profiled_rows(torch, lambda: kernels[v](data), args.calls)
+                samples[v].append(call_us(rows, args.calls, flush_names))
+        floor = roofline.floor_us(args.problem, benchmarks[shape].params, figures)
+        name = ",".join(f"{k}={val}" for k, val in params.items())
+        for v, mean, lo, ratio in ratio_rows(samples, versions[0]):
+            of_floor = f"{floor / mean:8.0%}" if floor else "       -"
+            lines.append(f"{name[:34]:<34} {v:<6} {mean:9.1f} {lo:8.1f} {ratio:7.3f}x {of_floor}")
+        print(f"shape {shape} done", flush=True)
+    print(f"\n{args.problem} kernels, {device}, torch.profiler device time per call (all kernels), "
+          f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls, {args.dist} inputs")
+    print(f"{'shape':<34} {'ver':<6} {'mean µs':>9} {'best rnd':>8} {'vs ' + versions[0]:>8} {'of floor':>8}")
+    print("\n".join(lines))
+    if failed:
+        print("some outputs were WRONG (above): their times mean nothing")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
