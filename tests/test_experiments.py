@@ -105,3 +105,34 @@ def test_ablation_sorts_profiler_rows_to_the_first_matching_label():
 def test_ablation_builds_wait_for_every_child_and_report_a_failure():
     assert ablation.build_in_parallel([["-c", "pass"], ["-c", "import time; time.sleep(0.2)"]])
     assert not ablation.build_in_parallel([["-c", "raise SystemExit(3)"], ["-c", "pass"]])
+
+
+kernel_compare = _tool("kernel_compare")
+
+
+def test_kernel_compare_sums_every_kernel_but_the_flushs_per_call():
+    rows = [{"name": "gemm_kernel", "calls": 10, "total_us": 900.0},
+            {"name": "decode_a_kernel", "calls": 10, "total_us": 100.0},
+            {"name": "fill_flush", "calls": 10, "total_us": 5000.0}]
+    assert kernel_compare.call_us(rows, 10, {"fill_flush"}) == pytest.approx(100.0)
+
+
+def test_kernel_compare_refuses_a_version_that_launches_the_flushs_kernel():
+    rows = [{"name": "fill_flush", "calls": 20, "total_us": 9000.0}]
+    with pytest.raises(SystemExit, match="flush"):
+        kernel_compare.call_us(rows, 10, {"fill_flush"})
+
+
+def test_kernel_compare_ratios_are_against_the_first_version_named():
+    rows = kernel_compare.ratio_rows({"v7": [100.0, 100.0], "v8": [80.0, 90.0]}, "v7")
+    assert [r[0] for r in rows] == ["v7", "v8"]
+    assert rows[0][3] == pytest.approx(1.0)
+    assert rows[1][1:] == pytest.approx((85.0, 80.0, 100.0 / 85.0))
+
+
+def test_kernel_compare_takes_versions_or_variant_files():
+    def resolve(problem, version):
+        raise AssertionError("a .py path must not be resolved as a version")
+    assert kernel_compare.version_path("gemm", "/tmp/x/submission_v9_l2.py", resolve) == Path("/tmp/x/submission_v9_l2.py")
+    from harness.submissions import resolve as real
+    assert kernel_compare.version_path("gemm", "v8", real).name == "submission_v8.py"

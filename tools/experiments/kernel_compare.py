@@ -9,6 +9,7 @@ first version named, and its fraction of this GPU's floor (harness.roofline.floo
 
 Usage on a GPU machine, repo root (builds run first, in parallel child processes):
     python3 tools/experiments/kernel_compare.py gemm v7,v8 [--shapes 0,1,2] [--rounds 5] [--calls 10]
+A version may also be a path to a .py file (a variant made for the experiment, e.g. by sed).
 """
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ def call_us(rows: list[dict], calls: int, flush_names: set[str]) -> float:
     return total / calls
 
 
+def version_path(problem: str, version: str, resolve) -> Path:
+    """A version's file: vN of the problem, or a file path (a variant written for the experiment;
+    its EXTENSION_NAME must differ from its version's, or the two share one build)."""
+    return Path(version) if version.endswith(".py") else resolve(problem, version).path
+
+
 def ratio_rows(samples: dict[str, list[float]], first: str) -> list[tuple[str, float, float, float]]:
     """(version, mean, min, first's mean / this mean) per version, in the order named: a ratio
     above 1 means faster than the first version."""
@@ -75,7 +82,7 @@ def main() -> int:
     from reference import problem_module
 
     versions = args.versions.split(",")
-    paths = {v: resolve(args.problem, v).path for v in versions}
+    paths = {v: version_path(args.problem, v, resolve) for v in versions}
     done = prepare(paths, emit=False, build_only=args.build_only,
                    child_args=lambda v: [__file__, args.problem, v, "--build-only"])
     if done is not None:
@@ -113,11 +120,12 @@ def main() -> int:
         name = ",".join(f"{k}={val}" for k, val in params.items())
         for v, mean, lo, ratio in ratio_rows(samples, versions[0]):
             of_floor = f"{floor / mean:8.0%}" if floor else "       -"
-            lines.append(f"{name[:34]:<34} {v:<6} {mean:9.1f} {lo:8.1f} {ratio:7.3f}x {of_floor}")
+            label = Path(v).stem if v.endswith(".py") else v
+            lines.append(f"{name[:34]:<34} {label:<12} {mean:9.1f} {lo:8.1f} {ratio:7.3f}x {of_floor}")
         print(f"shape {shape} done", flush=True)
     print(f"\n{args.problem} kernels, {device}, torch.profiler device time per call (all kernels), "
           f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls, {args.dist} inputs")
-    print(f"{'shape':<34} {'ver':<6} {'mean µs':>9} {'best rnd':>8} {'vs ' + versions[0]:>8} {'of floor':>8}")
+    print(f"{'shape':<34} {'version':<12} {'mean µs':>9} {'best rnd':>8} {'vs first':>9} {'of floor':>8}")
     print("\n".join(lines))
     if failed:
         print("some outputs were WRONG (above): their times mean nothing")
