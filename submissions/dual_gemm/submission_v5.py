@@ -13,7 +13,12 @@ tensor is the (32, 4, N/128, 4, K/64, L) view of contiguous bytes GPU MODE hands
 Arch: sm_90a
 Analogue: none in the writeup (tcgen05 reads this layout natively); CUTLASS's block-scaled
 kernels load it as whole tiles the same way
-Measured: not yet run.
+Measured (H100 80GB HBM3, commit ac6a03e): kernels alone (tools/experiments/kernel_compare.py,
+every kernel of a call, profiler, L2 flushed, alternated in one process) v4 76.8 / 118.0 / 50.6 /
+114.7 µs, v5 67.2 / 101.2 / 46.4 / 98.7 µs on 256x4096x7168 / 512x4096x7168 / 256x3072x4096 /
+512x3072x7168: 1.143x / 1.166x / 1.091x / 1.162x (prediction 2-5%: see NOTES.md, v5). Cold
+compare v5/v4 1.098x [0.796, 1.513] AMBIGUOUS (2 process pairs; 256x3072x4096 1.069x FASTER).
+Recorded run (cold, mean µs): 86.8 / 124.5 / 66.6 / 122.2. Racecheck and synccheck clean.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

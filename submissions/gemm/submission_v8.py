@@ -13,7 +13,11 @@ contiguous bytes GPU MODE hands over and refuses anything else.
 Arch: sm_90a
 Analogue: none in the writeup (tcgen05 reads this layout natively); CUTLASS's block-scaled
 kernels load it as whole tiles the same way
-Measured: not yet run.
+Measured (H100 80GB HBM3, commit ac6a03e): kernels alone (tools/experiments/kernel_compare.py,
+every kernel of a call, profiler, L2 flushed, alternated in one process) v7 99.2 / 48.9 / 25.9 µs,
+v8 98.1 / 47.3 / 24.9 µs on 128x7168x16384 / 128x4096x7168 / 128x7168x2048: 1.011x / 1.034x /
+1.040x (prediction 2-5%). Cold compare v8/v7 1.054x [0.787, 1.409] AMBIGUOUS (2 process pairs).
+Recorded run (cold, mean µs): 127.1 / 79.5 / 58.9. Racecheck and synccheck clean.
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

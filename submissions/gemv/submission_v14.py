@@ -17,7 +17,12 @@ Scales go by 4-byte cp.async, so K must be a multiple of 64 (v11: 32; the issue 
 Compile-only (nvcc 13.0, sm_90): 64 registers, 8 bytes spilled.
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
-Measured: not yet run.
+Measured (H100 80GB HBM3, commit ac6a03e): SLOWER than v11 (a failed experiment, kept for the
+lesson). Kernels alone (tools/experiments/ablate_gemv.py, profiler, L2 flushed, alternated in one
+process): v11 30.4 / 55.1 / 18.0 µs, v14 35.6 / 60.8 / 19.7 µs on 7168x16384 / 4096x7168 L8 /
+7168x2048 L4 (62% / 73% / 56% of the 2.98 TB/s copy rate; prediction was 27-29 / 51-53 / 14-16).
+Recorded run (cold, mean µs): 52.0 / 78.0 / 34.8. Correct on the tests and edges shapes, both
+distributions. What it teaches is in NOTES.md (v14).
 
 Exactness as v8: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,
