@@ -18,7 +18,12 @@ dual_gemm v6 vs v5 1.01-1.05x.
 Arch: sm_90a
 Analogue: the writeup's kernels load every operand by TMA
 Prediction: GEMM kernel 3-9% faster on every shape.
-Measured: not yet run.
+Measured (H100 80GB HBM3, commit d008e96): kernels alone (tools/experiments/kernel_compare.py,
+prepass + GEMM, profiler, L2 flushed, alternated with v29 in one process) v29 138.7 / 85.7 / 37.9 /
+17.8 µs, v31 130.6 / 80.9 / 34.3 / 16.7 µs on A / B / C / D: 1.062x / 1.059x / 1.104x / 1.063x,
+inside the prediction. Recorded run (cold, mean µs): 206.9 / 134.9 / 77.2 / 70.4 (the host path
+and launch dominate C and D in cold mode: NOTES, "What a call costs"). Correct on tests and edges,
+both distributions; racecheck and synccheck clean.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
