@@ -101,8 +101,10 @@ struct SplitK {
     int splits;              // S: CTAs per output tile (one cluster), each over a contiguous range of K blocks
 };
 
-// NOTE: the kernels are instantiated for kGroups = 1 (every benchmark: L = 1, a ~200-byte
-// parameter) and kMaxGroups; a ~4 KB parameter was measured to add several us per launch.
+// NOTE: the kernels are instantiated for kGroups = 1 (every benchmark: L = 1) and kMaxGroups. The
+// premise of that split (a ~4 KB parameter adds several us per launch) was later refuted by
+// tools/experiments/launch_params.py (16 B to 4 KB: 5.5-5.7 us of CPU each, group_gemm NOTES, v20);
+// the two instantiations stay because removing them is a change of its own.
 template <int kGroups>
 struct Problem {
     GroupDesc groups[kGroups];
