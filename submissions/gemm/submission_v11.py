@@ -512,8 +512,9 @@ static int choose_splits(int tiles, int min_blocks, int sms) {
     return best;
 }
 
-// Fills one chunk's Problem (up to kMaxGroups batches from `first`), workspace pointers left null;
-// returns the bytes of tiled fp16 A its batches need, or -2 (shape not supported).
+// Fills one chunk's Problem (up to kMaxGroups batches from `first`) with M tiles of at most
+// `max_rows` rows, workspace pointers left null; returns the bytes of tiled fp16 A its batches
+// need, or -2 (shape not supported).
 static int64_t fill_chunk_rows(const int64_t* desc, int num_groups, int first, int sms, int max_rows, Problem& problem,
                                int& decode_blocks) {
     problem.num_groups = num_groups - first < kMaxGroups ? num_groups - first : kMaxGroups;
