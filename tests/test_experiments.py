@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,23 @@ def test_kernel_compare_takes_versions_or_variant_files():
     assert kernel_compare.version_path("gemm", "/tmp/x/submission_v9_l2.py", resolve) == Path("/tmp/x/submission_v9_l2.py")
     from harness.submissions import resolve as real
     assert kernel_compare.version_path("gemm", "v8", real).name == "submission_v8.py"
+
+
+host_tiling = _tool("host_tiling")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_gemm_v11_host_fills_idle_sms_with_shorter_m_tiles_only_where_s_is_1():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("gemm")
+    v9 = {(r["m"], r["n"], r["k"]): r for r in host_tiling.choices(resolve("gemm", "v9").path, shapes, 132)}
+    v11 = {(r["m"], r["n"], r["k"]): r for r in host_tiling.choices(resolve("gemm", "v11").path, shapes, 132)}
+    assert v11[(128, 7168, 2048)]["ctas"] == 112 and v11[(128, 7168, 2048)]["m_tile_rows"] == 64
+    assert v9[(128, 7168, 2048)]["ctas"] == 56
+    for shape, r in v11.items():
+        assert r["m_tiles"] * r["m_tile_rows"] >= shape[0] and r["m_tile_rows"] % 32 == 0
+        if v9[shape]["splits"] > 1:
+            assert r == v9[shape]  # split-K shapes keep v9's launch
+        else:
+            assert r["splits"] == 1 and r["tiles"] >= v9[shape]["tiles"]
+            assert r["tiles"] == v9[shape]["tiles"] or r["tiles"] <= 132
