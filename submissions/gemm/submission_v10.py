@@ -18,8 +18,8 @@ reduction as the alternative.
 Arch: sm_90a
 Analogue: the writeup's split-K (dual GEMM V3) used a global workspace and regressed; its DSMEM
 variant never worked on B200. This is that variant on Hopper.
-Prediction: 128x4096x7168 (S = 4) and 128x7168x16384 (S = 2) kernels 2-8% faster; 128x7168x2048
-(S = 1) unchanged.
+Prediction: 128x7168x16384 (S = 2) kernels 2-8% faster, 128x4096x7168 (S = 4) 5-25% (revised
+before running: NOTES.md, v10); 128x7168x2048 (S = 1) unchanged.
 Measured: not yet run.
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
