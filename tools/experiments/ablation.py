@@ -70,10 +70,9 @@ def load_all(torch, paths: dict[str, Path]) -> dict:
     return {variant: load(path) for variant, path in paths.items()}
 
 
-def kernel_us(torch, fn, data, calls: int, kernels: dict[str, str]) -> dict[str, list[float]]:
-    """`calls` calls of fn(data) in one torch.profiler session, L2 flushed (harness.timing.flush)
-    before each. For each label of `kernels` (label -> a substring of the kernel's name): the mean
-    device µs per call of every matching kernel, one entry per matching kernel name."""
+def profiled_rows(torch, fn, calls: int) -> list[dict]:
+    """harness.profile.kernel_rows of `calls` calls of fn() in one torch.profiler session, L2
+    flushed (harness.timing.flush) before each."""
     from torch.profiler import ProfilerActivity, profile
 
     from harness import timing
@@ -81,9 +80,16 @@ def kernel_us(torch, fn, data, calls: int, kernels: dict[str, str]) -> dict[str,
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             timing.flush()
-            fn(data)
+            fn()
         torch.cuda.synchronize()
-    return per_label(kernel_rows(torch, prof, True), kernels)
+    return kernel_rows(torch, prof, True)
+
+
+def kernel_us(torch, fn, data, calls: int, kernels: dict[str, str]) -> dict[str, list[float]]:
+    """`calls` calls of fn(data), profiled as profiled_rows. For each label of `kernels` (label ->
+    a substring of the kernel's name): the mean device µs per call of every matching kernel, one
+    entry per matching kernel name."""
+    return per_label(profiled_rows(torch, lambda: fn(data), calls), kernels)
 
 
 def per_label(rows: list[dict], kernels: dict[str, str]) -> dict[str, list[float]]:

@@ -51,7 +51,7 @@ def shapes_of(problem: str) -> list[tuple[int, int, int]]:
     entry = config.load()[problem]
     out: list[tuple[int, int, int]] = []
     for kind in ("benchmarks", "tests", "edges"):
-        for shape in getattr(entry, kind, []) or []:
+        for shape in getattr(entry, kind):
             p = shape.params
             key = (int(p["m"]), int(p["n"]), int(p["k"]))
             if key not in out:

@@ -21,22 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import load_all, prepare  # noqa: E402
-
-
-def profiled_rows(torch, fn, calls: int) -> list[dict]:
-    """harness.profile.kernel_rows of `calls` calls of fn(), L2 flushed (harness.timing.flush)
-    before each, in one torch.profiler session."""
-    from torch.profiler import ProfilerActivity, profile
-
-    from harness import timing
-    from harness.profile import kernel_rows
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            timing.flush()
-            fn()
-        torch.cuda.synchronize()
-    return kernel_rows(torch, prof, True)
+from ablation import load_all, prepare, profiled_rows  # noqa: E402
 
 
 def call_us(rows: list[dict], calls: int, flush_names: set[str]) -> float:
