@@ -18,7 +18,11 @@ Analogue: the writeup's dual GEMM V3 (split-K through a global workspace, a regr
 its DSMEM variant that did not work
 Prediction: the two S = 2 shapes (256x4096x7168, 256x3072x4096) 2-6% faster kernels; the two
 S = 1 shapes (M = 512) unchanged.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 5ea1e44. Kernels alone (kernel_compare, alternated with v6 in
+one process): 65.9 -> 56.8 / 99.1 -> 99.8 / 45.5 -> 37.4 / 96.5 -> 96.8 µs (1.16x / 0.99x / 1.22x /
+1.00x: the two S = 2 shapes gain, the S = 1 shapes launch v6's path). Recorded per call (cold):
+80.6 / 126.5 / 58.9 / 118.6 µs. Correct on the tests and edges shapes, both distributions;
+racecheck and synccheck clean.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

@@ -20,7 +20,10 @@ Analogue: the writeup's split-K (dual GEMM V3) used a global workspace and regre
 variant never worked on B200. This is that variant on Hopper.
 Prediction: 128x7168x16384 (S = 2) kernels 2-8% faster, 128x4096x7168 (S = 4) 5-25% (revised
 before running: NOTES.md, v10); 128x7168x2048 (S = 1) unchanged.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 5ea1e44. Kernels alone (tools/experiments/kernel_compare.py,
+prepass + GEMM, alternated with v9 in one process): 89.0 -> 72.3 / 46.3 -> 27.3 / 22.8 -> 21.5 µs
+(1.23x / 1.70x / 1.06x). Recorded per call (cold): 91.0 / 46.7 / 43.1 µs. Correct on the tests and
+edges shapes, both distributions; racecheck and synccheck clean.
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

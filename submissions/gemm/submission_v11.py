@@ -15,7 +15,10 @@ Arch: sm_90a
 Analogue: none (the writeup's B200 kernels had 148 SMs and tcgen05 tiles)
 Prediction: 128x7168x2048 kernels 23.2 → 17-20 µs; the other two benchmark shapes (S = 2, S = 4)
 unchanged.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 5ea1e44. Kernels alone (kernel_compare, alternated with v9 and
+v10 in one process): 128x7168x2048 22.8 -> 19.6 µs (1.165x); the other two shapes launch v9's
+kernel (0.99x, the process's build offset). Recorded per call (cold): 115.4 / 70.6 / 46.0 µs.
+Correct on the tests and edges shapes, both distributions; racecheck and synccheck clean.
 
 Exactness as v4: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
