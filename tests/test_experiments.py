@@ -157,3 +157,34 @@ def test_gemm_v11_host_fills_idle_sms_with_shorter_m_tiles_only_where_s_is_1():
         else:
             assert r["splits"] == 1 and r["tiles"] >= v9[shape]["tiles"]
             assert r["tiles"] == v9[shape]["tiles"] or r["tiles"] <= 132
+
+
+# NOTE: a plausible H100 answer to the cluster-occupancy query (clusters live inside one GPC); the
+# test is about the host's rule given capacities, not about any one GPU's.
+H100_LIKE_CLUSTERS = {1: 132, 2: 66, 3: 44, 4: 32, 5: 24, 6: 22, 7: 16, 8: 16}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_gemm_v12_launch_is_v10s_where_k_splits_and_v11s_where_it_does_not():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("gemm")
+    def launches(version, clusters):
+        return {(r["m"], r["n"], r["k"]): r for r in host_tiling.choices(resolve("gemm", version).path, shapes, 132, clusters)}
+    v10, v12 = launches("v10", H100_LIKE_CLUSTERS), launches("v12", H100_LIKE_CLUSTERS)
+    v11 = launches("v11", None)  # NOTE: v11 (from v9) asks no cluster query
+    assert v12[(128, 7168, 16384)]["splits"] == 2 and v12[(128, 4096, 7168)]["splits"] == 4
+    assert v12[(128, 7168, 2048)]["ctas"] == 112 and v12[(128, 7168, 2048)]["m_tile_rows"] == 64
+    for shape, r in v12.items():
+        if v10[shape]["splits"] > 1:
+            assert r == v10[shape]
+        else:
+            assert r == v11[shape]
+
+
+def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
+    src = "int f() { int clusters = 0; cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel, &config); return clusters; }"
+    patched = host_tiling.with_cluster_capacities(src, {2: 66})
+    assert "host_tiling_clusters(&clusters, config.gridDim.x)" in patched and "cudaOccupancyMaxActiveClusters" not in patched
+    assert "{0, 0, 66, 0" in patched
+    with pytest.raises(SystemExit):
+        host_tiling.with_cluster_capacities("int f() { return 0; }", {2: 66})

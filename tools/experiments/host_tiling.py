@@ -4,11 +4,13 @@ gemm v9-v11 decide tiles, split count S and M tile height on the host (fill_chun
 version's CUDA source with nvcc as it is, appends a main() that calls its fill_chunk for each shape
 (M, N, K; L = 1, 132 SMs unless told) with dummy 16-byte aligned pointers, and prints the choice:
 tiles, M tile rows, M tiles, S, CTAs. No GPU is needed as long as the version's fill_chunk makes
-no CUDA call: v10's does (cudaOccupancyMaxActiveClusters), and without a GPU it finds no cluster
-capacity, so its S = 1 here says nothing about a GPU machine.
+no CUDA call: v10-v13's call cudaOccupancyMaxActiveClusters, which without a GPU finds no cluster
+capacity (S = 1 everywhere). `--clusters 2:66,4:32` replaces that query in the compiled copy with
+the given capacities (clusters of S CTAs resident at once), so a CPU machine can follow a GPU's
+choice; on a GPU machine, leave it out to see the device's own answer.
 
 Usage (repo root, nvcc on PATH):
-    python3 tools/experiments/host_tiling.py gemm v11 [--sms 132] [--shapes 128x7168x2048,...]
+    python3 tools/experiments/host_tiling.py gemm v11 [--sms 132] [--shapes 128x7168x2048,...] [--clusters 2:66,4:32]
 Default shapes: the problem's benchmark, tests and edges shapes from shapes.yaml.
 """
 from __future__ import annotations
@@ -59,15 +61,35 @@ def shapes_of(problem: str) -> list[tuple[int, int, int]]:
     return out
 
 
-def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int) -> list[dict]:
+CLUSTER_QUERY = re.compile(r"cudaOccupancyMaxActiveClusters\(([^,()]+),[^,()]+,\s*&(\w+)\)")
+
+
+def with_cluster_capacities(cuda_src: str, capacities: dict[int, int]) -> str:
+    """The source with its cluster-occupancy query answered from `capacities` (S -> clusters)."""
+    if not CLUSTER_QUERY.search(cuda_src):
+        raise SystemExit("--clusters given, but this version asks no cudaOccupancyMaxActiveClusters")
+    table = ", ".join(str(capacities.get(s, 0)) for s in range(17))
+    prelude = ("#include <cuda_runtime.h>\n"
+               f"static const int host_tiling_capacity[17] = {{{table}}};\n"
+               "static cudaError_t host_tiling_clusters(int* clusters, unsigned size) {\n"
+               "    *clusters = size < 17 ? host_tiling_capacity[size] : 0;\n"
+               "    return cudaSuccess;\n"
+               "}\n")
+    # NOTE: the query's launch config has gridDim.x = S (one cluster): that is the size asked about.
+    return prelude + CLUSTER_QUERY.sub(lambda m: f"host_tiling_clusters({m.group(1)}, {m.group(2)}.gridDim.x)", cuda_src)
+
+
+def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
+            clusters: dict[int, int] | None = None) -> list[dict]:
     """Compile the version's CUDA source with MAIN and run it: one dict per shape."""
     text = source_path.read_text()
     found = re.search(r'CUDA_SRC = r"""(.*?)"""', text, re.S)
     if not found or "fill_chunk(" not in found.group(1):
         raise SystemExit(f"{source_path.name}: no CUDA_SRC with a fill_chunk to call")
+    cuda_src = with_cluster_capacities(found.group(1), clusters) if clusters else found.group(1)
     with tempfile.TemporaryDirectory() as tmp:
         cu, exe = Path(tmp) / "host.cu", Path(tmp) / "host"
-        cu.write_text(found.group(1) + MAIN)
+        cu.write_text(cuda_src + MAIN)
         # NOTE: code=compute_90a embeds PTX only: no ptxas pass over the kernels (~5x faster), and
         # nothing here launches them.
         build = subprocess.run(["nvcc", "-O1", "-std=c++17", "-gencode=arch=compute_90a,code=compute_90a", str(cu),
@@ -91,13 +113,17 @@ def main() -> int:
     ap.add_argument("version")
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--shapes", help="MxNxK,... (default: the problem's benchmark, tests and edges shapes)")
+    ap.add_argument("--clusters", help="S:clusters,... answer the version's cluster-occupancy query (CPU machines)")
     args = ap.parse_args()
+    clusters = ({int(a): int(b) for a, b in (item.split(":") for item in args.clusters.split(","))}
+                if args.clusters else None)
     from harness.submissions import resolve
     shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes
               else shapes_of(args.problem))
-    print(f"{args.problem} {args.version}, {args.sms} SMs: the host's launch per shape")
+    told = f", cluster capacities {args.clusters} (given)" if clusters else ""
+    print(f"{args.problem} {args.version}, {args.sms} SMs{told}: the host's launch per shape")
     print(f"{'M x N x K':>20} {'tiles':>6} {'rows':>5} {'M tiles':>8} {'S':>3} {'CTAs':>5}")
-    for r in choices(resolve(args.problem, args.version).path, shapes, args.sms):
+    for r in choices(resolve(args.problem, args.version).path, shapes, args.sms, clusters):
         print(f"{r['m']:>6} x {r['n']:>5} x {r['k']:>5} {r['tiles']:>6} {r['m_tile_rows']:>5} {r['m_tiles']:>8} "
               f"{r['splits']:>3} {r['ctas']:>5}")
     return 0
