@@ -13,7 +13,13 @@ Analogue: the writeup's MMA/epilogue overlap through TMEM double buffers; on Hop
 wgmma group count is the knob
 Prediction: small. group_gemm v24 gained 3.6% of its GEMM kernel (Nsight Compute, H200); this
 kernel's per-K-block chain is the same, with one tile per CTA: 2-5% on every benchmark shape.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit f08c6de. SLOWER. Kernels alone (kernel_compare, alternated with
+v12 in one process): 72.4 -> 86.6 / 27.4 -> 31.9 / 18.5 -> 22.4 µs (0.84x / 0.86x / 0.83x).
+Why (variants, same session): releasing each stage one block later leaves the 4-stage ring one
+load less in flight. With 5 stages v13 ran 0.99x of v12; with 128-row tiles and 9 stages 64.8 /
+26.5 / 17.4 µs against v12's 8-stage variant's 64.1 / 26.3 / 17.4: once the ring is deep enough,
+wait_group 1 gives nothing here (group_gemm v24: 3.6%). Recorded per call (cold): 115.0 / 52.5 /
+48.2 µs. Correct on the tests and edges shapes, both distributions; racecheck and synccheck clean.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
