@@ -15,7 +15,11 @@ Arch: sm_90a
 Analogue: the writeup's stage count tuning
 Prediction: C and D, where only the depth changes, 3-10% faster. A and B uncertain in sign: deeper
 loads against 37% (A) and 62% (B) more B decoding and shorter tiles.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 0c89636. Kernels alone (kernel_compare, prepass + GEMM, alternated
+with v31 in one process): 129.8 -> 128.2 / 81.3 -> 84.6 / 34.0 -> 33.2 / 16.8 -> 16.2 µs (1.012x /
+0.962x / 1.023x / 1.040x). C and D at the low end of the prediction; B slower: 62% more B decoding
+costs more than the depth gives. Recorded per call (cold): 220.8 / 139.0 / 60.1 / 39.9 µs. Correct
+on the tests and edges shapes, both distributions; racecheck and synccheck clean.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
