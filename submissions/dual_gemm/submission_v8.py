@@ -13,7 +13,11 @@ Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 1-4% on every shape: dual's K block carries twice gemm's tensor work per handshake, so
 the same saving weighs half as much.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 55a567b. SLOWER on the M = 512 shapes. Kernels alone
+(kernel_compare, alternated with v7 in one process, 3 rounds, outputs checked on fresh competition
+inputs): 56.9 -> 56.1 / 99.5 -> 108.3 / 37.7 -> 37.7 / 97.1 -> 105.8 µs (1.014x / 0.918x / 1.000x /
+0.917x), where the same change made gemm v15 1.03-1.07x faster. Not yet run: tests, edges,
+sanitizers, a recorded row.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

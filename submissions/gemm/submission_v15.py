@@ -16,7 +16,10 @@ Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels issue tcgen05 from one thread)
 Prediction: 2-6% on every benchmark shape (the ring_rate gap, ~60 cycles of ~870 per K block, is
 the upper end).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 55a567b. Kernels alone (kernel_compare, alternated with v14 in one
+process, 3 rounds, every output checked on fresh competition inputs): 64.0 -> 60.0 / 26.0 -> 24.8 /
+17.5 -> 16.9 µs (1.065x / 1.047x / 1.032x). Not yet run: the tests and edges shapes, the
+sanitizers and a recorded row (the session's device time ran out).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
