@@ -4,7 +4,7 @@ gemm v9-v11 decide tiles, split count S and M tile height on the host (fill_chun
 version's CUDA source with nvcc as it is, appends a main() that calls its fill_chunk for each shape
 (M, N, K; L = 1, 132 SMs unless told) with dummy 16-byte aligned pointers, and prints the choice:
 tiles, M tile rows, M tiles, S, CTAs. No GPU is needed as long as the version's fill_chunk makes
-no CUDA call: v10-v13's call cudaOccupancyMaxActiveClusters, which without a GPU finds no cluster
+no CUDA call: from v10 on it calls cudaOccupancyMaxActiveClusters, which without a GPU finds no cluster
 capacity (S = 1 everywhere). `--clusters 2:66,4:32` replaces that query in the compiled copy with
 the given capacities (clusters of S CTAs resident at once), so a CPU machine can follow a GPU's
 choice; on a GPU machine, leave it out to see the device's own answer.
@@ -30,6 +30,10 @@ MAIN = r'''
 #include <cstdlib>
 int main(int argc, char** argv) {
     const int sms = atoi(argv[1]);
+    // NOTE: as the version's own launcher does first: on a GPU machine the shared-memory opt-in must
+    // precede the cluster-occupancy query, which otherwise finds no cluster fits (S = 1 everywhere).
+    // Without a GPU it fails harmlessly.
+    { int device = 0, device_sms = 0; prepare_device(device, device_sms); }
     for (int i = 2; i + 2 < argc; i += 3) {
         const int m = atoi(argv[i]), n = atoi(argv[i + 1]), k = atoi(argv[i + 2]);
         int64_t desc[14] = {};
