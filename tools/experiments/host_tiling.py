@@ -1,6 +1,6 @@
 """What launch does a gemm version's host code choose per shape? Its own C++, run on the CPU.
 
-gemm v9-v11 decide tiles, split count S and M tile height on the host (fill_chunk). This compiles a
+gemm v9 onward decide tiles, split count S and M tile height on the host (fill_chunk). This compiles a
 version's CUDA source with nvcc as it is, appends a main() that calls its fill_chunk for each shape
 (M, N, K; L = 1, 132 SMs unless told) with dummy 16-byte aligned pointers, and prints the choice:
 tiles, M tile rows, M tiles, S, CTAs. No GPU is needed as long as the version's fill_chunk makes
