@@ -188,3 +188,18 @@ def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
     assert "{0, 0, 66, 0" in patched
     with pytest.raises(SystemExit):
         host_tiling.with_cluster_capacities("int f() { return 0; }", {2: 66})
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_group_gemm_v33_takes_the_deep_ring_only_where_every_tile_fits_it():
+    from harness.submissions import resolve
+    shapes = host_tiling.group_shapes_of()
+    rows = host_tiling.group_choices(resolve("group_gemm", "v33").path, shapes, 132)
+    by_shape = {}
+    for r in rows:
+        by_shape.setdefault(r["shape"], []).append(r)
+        assert r["ring"] == ("deep" if r["tallest"] <= 128 else "tall")
+    # benchmarks A and B keep v31's ring, C and D take v32's
+    assert [by_shape[i][0]["ring"] for i in range(4)] == ["tall", "tall", "deep", "deep"]
+    # the tests and edges shapes reach both rings, so `nvfp4 test --shapes edges` runs both kernels
+    assert {r["ring"] for r in rows if r["shape"] >= 4} == {"deep", "tall"}

@@ -1,4 +1,4 @@
-"""What launch does a gemm version's host code choose per shape? Its own C++, run on the CPU.
+"""What launch does a gemm or group_gemm version's host code choose per shape? Its own C++, on the CPU.
 
 gemm v9 onward decide tiles, split count S and M tile height on the host (fill_chunk). This compiles a
 version's CUDA source with nvcc as it is, appends a main() that calls its fill_chunk for each shape
@@ -9,8 +9,13 @@ capacity (S = 1 everywhere). `--clusters 2:66,4:32` replaces that query in the c
 the given capacities (clusters of S CTAs resident at once), so a CPU machine can follow a GPU's
 choice; on a GPU machine, leave it out to see the device's own answer.
 
+group_gemm (v13 onward decide the M tile height per launch, v33 the ring): the same with every
+group of a shape, sorted by the version's largest_first, one row per launch chunk: tiles, the
+tallest M tile, and (versions with wants_deep_ring) which ring the launch takes.
+
 Usage (repo root, nvcc on PATH):
     python3 tools/experiments/host_tiling.py gemm v11 [--sms 132] [--shapes 128x7168x2048,...] [--clusters 2:66,4:32]
+    python3 tools/experiments/host_tiling.py group_gemm v33 [--sms 132]
 Default shapes: the problem's benchmark, tests and edges shapes from shapes.yaml.
 """
 from __future__ import annotations
@@ -51,6 +56,92 @@ int main(int argc, char** argv) {
 '''
 
 
+MAIN_GROUP = r'''
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {
+    const int sms = atoi(argv[1]);
+    { int device = 0, device_sms = 0; prepare_device(device, device_sms); }  // NOTE: as in MAIN
+    int shape = 0;
+    for (int i = 2; i < argc; ++shape) {
+        const int groups = atoi(argv[i++]);
+        std::vector<int64_t> desc(static_cast<size_t>(groups) * 14, 0);
+        for (int g = 0; g < groups; ++g, i += 3) {
+            const int m = atoi(argv[i]), n = atoi(argv[i + 1]), k = atoi(argv[i + 2]);
+            int64_t* d = desc.data() + g * 14;
+            for (int p = 0; p < 5; ++p) d[p] = 4096;  // NOTE: never dereferenced on the host; aligned for the checks
+            d[6] = m; d[7] = n; d[8] = k;
+            d[9] = k / 2; d[10] = k / 2; d[11] = k / 16; d[13] = n;
+        }
+        const std::vector<int> order = largest_first(desc.data(), groups);
+        for (int first = 0; first < groups; first += kMaxGroups) {
+            static Problem problem;
+            int tiles = 0, decode_blocks = 0;
+            const long long bytes = fill_chunk(desc.data(), order, first, groups, sms, problem, tiles, decode_blocks);
+            int tallest = 0;
+            for (int g = 0; g < problem.num_groups; ++g)
+                if (problem.groups[g].m_tile_rows > tallest) tallest = problem.groups[g].m_tile_rows;
+#ifdef HOST_TILING_RING
+            const int deep = wants_deep_ring(problem) ? 1 : 0;
+#else
+            const int deep = -1;
+#endif
+            printf("%d %d %lld %d %d %d\n", shape, first, bytes, tiles, tallest, deep);
+        }
+    }
+    return 0;
+}
+'''
+
+
+def group_shapes_of() -> list[list[tuple[int, int, int]]]:
+    """Each group_gemm shape of shapes.yaml (benchmarks, tests, edges) as its groups' (M, N, K)."""
+    from harness import config
+    entry = config.load()["group_gemm"]
+    out: list[list[tuple[int, int, int]]] = []
+    for kind in ("benchmarks", "tests", "edges"):
+        for shape in getattr(entry, kind):
+            p = shape.params
+            groups = [(int(m), int(n), int(k)) for m, n, k in zip(p["m"], p["n"], p["k"])]
+            if groups not in out:
+                out.append(groups)
+    return out
+
+
+def _run_host(cuda_src: str, main_src: str, argv: list[str], defines: list[str] = ()) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        cu, exe = Path(tmp) / "host.cu", Path(tmp) / "host"
+        cu.write_text(cuda_src + main_src)
+        # NOTE: code=compute_90a embeds PTX only: no ptxas pass over the kernels (~5x faster), and
+        # nothing here launches them.
+        build = subprocess.run(["nvcc", "-O1", "-std=c++17", "-gencode=arch=compute_90a,code=compute_90a",
+                                *[f"-D{d}" for d in defines], str(cu), "-o", str(exe)], capture_output=True, text=True)
+        if build.returncode != 0:
+            raise SystemExit(f"nvcc failed:\n{build.stderr[-2000:]}")
+        return subprocess.run([str(exe), *argv], capture_output=True, text=True, check=True).stdout
+
+
+def _cuda_src(source_path: Path, entry: str) -> str:
+    found = re.search(r'CUDA_SRC = r"""(.*?)"""', source_path.read_text(), re.S)
+    if not found or entry not in found.group(1):
+        raise SystemExit(f"{source_path.name}: no CUDA_SRC with a {entry} to call")
+    return found.group(1)
+
+
+def group_choices(source_path: Path, shapes: list[list[tuple[int, int, int]]], sms: int) -> list[dict]:
+    """One dict per launch chunk of each shape: shape index, first group, bytes, tiles, tallest tile, ring."""
+    cuda_src = _cuda_src(source_path, "fill_chunk(")
+    defines = ["HOST_TILING_RING"] if "wants_deep_ring(" in cuda_src else []
+    argv = [str(sms)] + [str(v) for groups in shapes for v in [len(groups), *[x for g in groups for x in g]]]
+    rows = []
+    for line in _run_host(cuda_src, MAIN_GROUP, argv, defines).split("\n"):
+        if line.strip():
+            shape, first, nbytes, tiles, tallest, deep = (int(v) for v in line.split())
+            rows.append({"shape": shape, "first": first, "bytes": nbytes, "tiles": tiles, "tallest": tallest,
+                         "ring": {1: "deep", 0: "tall", -1: "-"}[deep]})
+    return rows
+
+
 def shapes_of(problem: str) -> list[tuple[int, int, int]]:
     """(M, N, K) of the problem's benchmark, tests and edges shapes, in that order, without repeats."""
     from harness import config
@@ -86,24 +177,12 @@ def with_cluster_capacities(cuda_src: str, capacities: dict[int, int]) -> str:
 def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
             clusters: dict[int, int] | None = None) -> list[dict]:
     """Compile the version's CUDA source with MAIN and run it: one dict per shape."""
-    text = source_path.read_text()
-    found = re.search(r'CUDA_SRC = r"""(.*?)"""', text, re.S)
-    if not found or "fill_chunk(" not in found.group(1):
-        raise SystemExit(f"{source_path.name}: no CUDA_SRC with a fill_chunk to call")
-    cuda_src = with_cluster_capacities(found.group(1), clusters) if clusters else found.group(1)
-    with tempfile.TemporaryDirectory() as tmp:
-        cu, exe = Path(tmp) / "host.cu", Path(tmp) / "host"
-        cu.write_text(cuda_src + MAIN)
-        # NOTE: code=compute_90a embeds PTX only: no ptxas pass over the kernels (~5x faster), and
-        # nothing here launches them.
-        build = subprocess.run(["nvcc", "-O1", "-std=c++17", "-gencode=arch=compute_90a,code=compute_90a", str(cu),
-                                "-o", str(exe)], capture_output=True, text=True)
-        if build.returncode != 0:
-            raise SystemExit(f"nvcc failed:\n{build.stderr[-2000:]}")
-        argv = [str(exe), str(sms)] + [str(v) for shape in shapes for v in shape]
-        run = subprocess.run(argv, capture_output=True, text=True, check=True)
+    cuda_src = _cuda_src(source_path, "fill_chunk(")
+    if clusters:
+        cuda_src = with_cluster_capacities(cuda_src, clusters)
+    stdout = _run_host(cuda_src, MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape])
     rows = []
-    for line in run.stdout.split("\n"):
+    for line in stdout.split("\n"):
         if line.strip():
             m, n, k, nbytes, tiles, rows_, m_tiles, splits = (int(v) for v in line.split())
             rows.append({"m": m, "n": n, "k": k, "bytes": nbytes, "tiles": tiles, "m_tile_rows": rows_,
@@ -113,7 +192,7 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("problem", choices=("gemm",))
+    ap.add_argument("problem", choices=("gemm", "group_gemm"))
     ap.add_argument("version")
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--shapes", help="MxNxK,... (default: the problem's benchmark, tests and edges shapes)")
@@ -122,6 +201,16 @@ def main() -> int:
     clusters = ({int(a): int(b) for a, b in (item.split(":") for item in args.clusters.split(","))}
                 if args.clusters else None)
     from harness.submissions import resolve
+    if args.problem == "group_gemm":
+        if args.shapes or clusters:
+            raise SystemExit("group_gemm: --shapes and --clusters are not supported (shapes.yaml's shapes are used)")
+        shapes = group_shapes_of()
+        print(f"group_gemm {args.version}, {args.sms} SMs: the host's launch per chunk")
+        print(f"{'shape (groups: M)':>44} {'chunk':>5} {'tiles':>6} {'tallest':>7} {'ring':>5}")
+        for r in group_choices(resolve(args.problem, args.version).path, shapes, args.sms):
+            label = f"{len(shapes[r['shape']])}: " + ",".join(str(g[0]) for g in shapes[r['shape']])
+            print(f"{label[:44]:>44} {r['first']:>5} {r['tiles']:>6} {r['tallest']:>7} {r['ring']:>5}")
+        return 0
     shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes
               else shapes_of(args.problem))
     told = f", cluster capacities {args.clusters} (given)" if clusters else ""
