@@ -203,3 +203,45 @@ def test_group_gemm_v33_takes_the_deep_ring_only_where_every_tile_fits_it():
     assert [by_shape[i][0]["ring"] for i in range(4)] == ["tall", "tall", "deep", "deep"]
     # the tests and edges shapes reach both rings, so `nvfp4 test --shapes edges` runs both kernels
     assert {r["ring"] for r in rows if r["shape"] >= 4} == {"deep", "tall"}
+
+
+timeline = _tool("timeline")
+
+
+@pytest.mark.parametrize("version", ["v10", "v14", "v15"])
+def test_timeline_marks_every_phase_of_gemm_kernels_and_exports_its_readers(version):
+    from harness.submissions import resolve
+    text = timeline.patched(resolve("gemm", version).path.read_text(), "gemm")
+    for i, (_, thread, _) in enumerate(timeline.MARKS["gemm"]):
+        assert text.count(f"TIMELINE_MARK({i}, {thread});") == 1
+    assert 'FUNCTIONS = ["gemm", "timeline", "timeline_clear"]' in text
+    assert f'EXTENSION_NAME = "nvfp4_gemm_{version}_timeline"' in text
+    assert "torch::Tensor timeline()" in text and "int timeline_zero()" in text
+
+
+def test_timeline_refuses_a_drifted_anchor():
+    with pytest.raises(SystemExit, match="no anchor"):
+        timeline.patched('CUDA_SRC = r"""\n"""\nCPP_SRC = r"""\n"""\n', "gemm")
+
+
+def test_timeline_summary_measures_from_the_calls_first_start():
+    # two CTAs, three marks, in ns: CTA 1 starts 1 µs late; phases within a CTA
+    stamps = [[[1000, 3000, 7000], [2000, 3000, 9000], [0, 0, 0]]]
+    lines = "\n".join(timeline.summarise(stamps, ["start", "mid", "end"]))
+    assert "start" in lines and "mid -> end" in lines
+    row = next(line for line in lines.splitlines() if line.startswith("end "))
+    assert row.split()[1:3] == ["7.00", "8.00"]  # median of 6 and 8 µs after the first start, max 8
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_timeline_patched_cuda_source_compiles(tmp_path):
+    import re
+    import subprocess
+    from harness.submissions import resolve
+    text = timeline.patched(resolve("gemm", "v15").path.read_text(), "gemm")
+    cu = tmp_path / "k.cu"
+    cu.write_text(re.search(r'CUDA_SRC = r"""(.*?)"""', text, re.S).group(1))
+    # NOTE: PTX only (no ptxas pass): the patch's syntax and symbols, in seconds
+    done = subprocess.run(["nvcc", "-c", "-std=c++17", "-gencode=arch=compute_90a,code=compute_90a", str(cu),
+                           "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -1,0 +1,211 @@
+"""Where inside a kernel does a CTA's time go? Per-CTA %globaltimer stamps at named points.
+
+kernel_compare says how long a version's kernels take; this says when each CTA reached each phase
+of one kernel: its start (launch skew), the end of its prologue, its first full stage (the first
+load's round trip), the end of its K loop, the end of its epilogue or split-K reduction. gemm v15
+on 128x4096x7168 spends ~12 µs outside its K loop by the arithmetic of its per-K-block rate; a
+timeline puts that time somewhere.
+
+A copy of the version is patched (the submission is untouched): a device buffer of one 64-bit
+stamp per (CTA, mark), a `TIMELINE_MARK(i)` inserted after each mark's anchor (a source line that
+must occur exactly once), read by one chosen thread per mark, and two host functions exported next
+to the version's own (`timeline`, `timeline_clear`). Stamps are %globaltimer (ns; one clock for
+the whole GPU, so CTAs on different SMs compare; its update interval depends on the GPU and driver,
+so the tool prints the smallest nonzero step it saw between two marks of a CTA).
+
+Per benchmark shape: one checked call, then `--calls` calls each from a cleared buffer with L2
+flushed; printed per mark, over CTAs and calls: the median and the max of (stamp - the call's
+earliest start), and per phase (mark to next mark within a CTA) the median and max.
+
+Usage on a GPU machine, repo root:
+    python3 tools/experiments/timeline.py gemm v15 [--shapes 0,1,2] [--calls 20]
+Marks are defined per problem family below (MARKS); a version whose anchors drifted is an error.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
+
+MAX_CTAS = 4096
+
+# (mark name, thread that stamps it, anchor lines after which the stamp goes: the first alternative
+# found in the version, which must occur exactly once). Consumer marks are stamped by the first
+# consumer thread (128): the producer warpgroup has left by then.
+MARKS = {
+    # gemm v10-v15: one tile (and split) per CTA; thread 0 is the producer's issuing thread.
+    "gemm": [
+        ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
+        ("prologue", 0, "    __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below, "
+                        "thread 0 after its copies\n"),
+        ("first stage", 128, ("    decode_slot(0, 0, frag[0]);\n", "    decode_stage(0, frag[0]);\n")),
+        ("K loop", 128, "    if (problem.splits > 1) {\n"),
+        ("end", 128, tuple(f"        default: consume<{n}>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, "
+                           f"empty); break;\n    }}\n" for n in (128, 256))),
+    ],
+}
+
+# NOTE: @CTAS@ and @MARKS@ are filled in by patched() (str.format would trip on the C++ braces).
+PRELUDE = r"""
+#include <cuda_runtime.h>
+constexpr int kTimelineCtas = @CTAS@, kTimelineMarks = @MARKS@;
+__device__ unsigned long long timeline_stamps[kTimelineCtas * kTimelineMarks];
+#define TIMELINE_MARK(i, thread) do { if (threadIdx.x == (thread) && blockIdx.x < kTimelineCtas) { \
+    unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); \
+    timeline_stamps[blockIdx.x * kTimelineMarks + (i)] = t; } } while (0)
+"""
+
+HOST_FUNCTIONS = r"""
+int timeline_copy(void* host, size_t bytes) {
+    return static_cast<int>(cudaMemcpyFromSymbol(host, timeline_stamps, bytes));
+}
+int timeline_zero() {
+    void* p = nullptr;
+    cudaError_t err = cudaGetSymbolAddress(&p, timeline_stamps);
+    if (err == cudaSuccess) err = cudaMemset(p, 0, sizeof(timeline_stamps));
+    return static_cast<int>(err);
+}
+"""
+
+CPP_FUNCTIONS = r"""
+int timeline_copy(void* host, size_t bytes);
+int timeline_zero();
+torch::Tensor timeline() {
+    torch::Tensor out = torch::empty({@CTAS@, @MARKS@}, torch::dtype(torch::kInt64));
+    const int err = timeline_copy(out.data_ptr(), static_cast<size_t>(out.numel()) * 8);
+    TORCH_CHECK(err == 0, "timeline: cudaMemcpyFromSymbol failed (", err, ")");
+    return out;
+}
+void timeline_clear() {
+    const int err = timeline_zero();
+    TORCH_CHECK(err == 0, "timeline: clearing the stamps failed (", err, ")");
+}
+"""
+
+
+def patched(text: str, problem: str) -> str:
+    """The version's source with the stamps, the marks and the two host functions; its extension
+    renamed `<name>_timeline`."""
+    marks = MARKS.get(problem)
+    if marks is None:
+        raise SystemExit(f"no marks defined for {problem} (MARKS in {Path(__file__).name})")
+    for i, (name, thread, anchors) in enumerate(marks):
+        anchors = (anchors,) if isinstance(anchors, str) else anchors
+        found = [a for a in anchors if a in text]
+        if not found or text.count(found[0]) != 1:
+            raise SystemExit(f"mark {name!r}: no anchor found exactly once: {[a.strip()[:60] for a in anchors]}")
+        text = text.replace(found[0], found[0] + f"    TIMELINE_MARK({i}, {thread});\n")
+    cuda_marker, cpp_marker = 'CUDA_SRC = r"""\n', 'CPP_SRC = r"""\n'
+    if text.count(cuda_marker) != 1 or text.count(cpp_marker) != 1:
+        raise SystemExit("CUDA_SRC or CPP_SRC not found once")
+    fill = lambda t: t.replace("@CTAS@", str(MAX_CTAS)).replace("@MARKS@", str(len(marks)))  # noqa: E731
+    text = text.replace(cuda_marker, cuda_marker + fill(PRELUDE), 1)
+    # NOTE: the device buffer's host functions go at the end of CUDA_SRC (the stamps' translation unit)
+    cuda_end = text.index('"""', text.index(cuda_marker) + len(cuda_marker))
+    text = text[:cuda_end] + HOST_FUNCTIONS + text[cuda_end:]
+    cpp_end = text.index('"""', text.index(cpp_marker) + len(cpp_marker))
+    text = text[:cpp_end] + fill(CPP_FUNCTIONS) + text[cpp_end:]
+    lines = text.splitlines(keepends=True)
+    for j, line in enumerate(lines):
+        if line.startswith("FUNCTIONS = ["):
+            lines[j] = line.replace("]", ', "timeline", "timeline_clear"]', 1)
+        elif line.startswith("EXTENSION_NAME = "):
+            ext = line.split("=", 1)[1].strip().strip('"')
+            lines[j] = f'EXTENSION_NAME = "{ext}_timeline"\n'
+    return "".join(lines)
+
+
+def summarise(stamps: list[list[list[int]]], names: list[str]) -> list[str]:
+    """stamps[call][cta][mark] in ns (0: never stamped); lines of per-mark and per-phase figures, µs."""
+    at = {n: [] for n in names}
+    phase = {f"{a} -> {b}": [] for a, b in zip(names, names[1:])}
+    steps = set()
+    for call in stamps:
+        ctas = [row for row in call if row[0]]
+        if not ctas:
+            continue
+        t0 = min(row[0] for row in ctas)
+        for row in ctas:
+            for i, n in enumerate(names):
+                if row[i]:
+                    at[n].append((row[i] - t0) / 1e3)
+            for i in range(len(names) - 1):
+                if row[i] and row[i + 1]:
+                    phase[f"{names[i]} -> {names[i + 1]}"].append((row[i + 1] - row[i]) / 1e3)
+                    if row[i + 1] > row[i]:
+                        steps.add(row[i + 1] - row[i])
+    out = [f"{'mark (µs after the call's first CTA start)':<44} {'median':>8} {'max':>8} {'CTAs':>6}"]
+    for n, xs in at.items():
+        if xs:
+            out.append(f"{n:<44} {statistics.median(xs):8.2f} {max(xs):8.2f} {len(xs) // max(len(stamps), 1):>6}")
+    out.append(f"{'phase (µs within a CTA)':<44} {'median':>8} {'max':>8}")
+    for n, xs in phase.items():
+        if xs:
+            out.append(f"{n:<44} {statistics.median(xs):8.2f} {max(xs):8.2f}")
+    if steps:
+        out.append(f"smallest nonzero step between two marks of a CTA: {min(steps)} ns (the timer's resolution bounds it)")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("problem")
+    ap.add_argument("version", help="vN, or a path to a .py variant")
+    ap.add_argument("--shapes", default=None, help="benchmark shape indices, comma-separated (default: all)")
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--emit", action="store_true", help="write the patched file and print its path (no GPU needed)")
+    args = ap.parse_args()
+
+    from harness import config
+    from harness.submissions import resolve
+    src = Path(args.version) if args.version.endswith(".py") else resolve(args.problem, args.version).path
+    folder = Path(os.environ.get("NVFP4_BUILD_DIR", ".build")) / "experiments" / "timeline"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{src.stem}_timeline.py"
+    path.write_text(patched(src.read_text(), args.problem))
+    if args.emit:
+        print(path)
+        return 0
+
+    import torch
+
+    from ablation import load
+    from harness import timing
+    from reference import problem_module
+    timing.bind(torch)
+    kernel = load(path)
+    module = sys.modules[kernel.__module__]._module
+    names = [m[0] for m in MARKS[args.problem]]
+    mod = problem_module(args.problem)
+    benchmarks = config.load()[args.problem].benchmarks
+    shapes = range(len(benchmarks)) if args.shapes is None else [int(s) for s in args.shapes.split(",")]
+    failed = False
+    for shape in shapes:
+        params = dict(benchmarks[shape].params)
+        seed = params.pop("seed")
+        data = mod.generate_input(**params, seed=seed + 11, dist="competition")
+        ok, msg = mod.check(data, kernel(data))
+        if not ok:
+            failed = True
+            print(f"shape {shape}: WRONG output ({msg}): the timeline is of a broken kernel")
+        stamps = []
+        for _ in range(args.calls):
+            module.timeline_clear()
+            timing.flush()
+            torch.cuda.synchronize()
+            kernel(data)
+            torch.cuda.synchronize()
+            stamps.append(module.timeline().tolist())
+        label = ",".join(f"{k}={v}" for k, v in params.items())
+        print(f"\n{args.problem} {args.version} {label}, {torch.cuda.get_device_name()}, {args.calls} calls, L2 flushed")
+        print("\n".join(summarise(stamps, names)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
