@@ -139,7 +139,8 @@ def summarise(stamps: list[list[list[int]]], names: list[str]) -> list[str]:
                     phase[f"{names[i]} -> {names[i + 1]}"].append((row[i + 1] - row[i]) / 1e3)
                     if row[i + 1] > row[i]:
                         steps.add(row[i + 1] - row[i])
-    out = [f"{'mark (µs after the call's first CTA start)':<44} {'median':>8} {'max':>8} {'CTAs':>6}"]
+    heading = "mark (µs after the call's first CTA start)"
+    out = [f"{heading:<44} {'median':>8} {'max':>8} {'CTAs':>6}"]
     for n, xs in at.items():
         if xs:
             out.append(f"{n:<44} {statistics.median(xs):8.2f} {max(xs):8.2f} {len(xs) // max(len(stamps), 1):>6}")
