@@ -215,7 +215,7 @@ def test_timeline_marks_every_phase_of_gemm_kernels_and_exports_its_readers(vers
     for i, (_, thread, _) in enumerate(timeline.MARKS["gemm"]):
         assert text.count(f"TIMELINE_MARK({i}, {thread});") == 1
     assert 'FUNCTIONS = ["gemm", "timeline", "timeline_clear"]' in text
-    assert f'EXTENSION_NAME = "nvfp4_gemm_{version}_timeline"' in text
+    assert f'EXTENSION_NAME = "nvfp4_gemm_{version}_ablate_timeline"' in text
     assert "torch::Tensor timeline()" in text and "int timeline_zero()" in text
 
 

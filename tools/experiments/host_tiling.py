@@ -30,9 +30,19 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 
-MAIN = r'''
+# One batch's (gemm) or group's (group_gemm) descriptor as the versions' launchers read it, with
+# dummy pointers: 14 int64 of a, b, sfa, sfb, c, -, m, n, k, a_row, b_row, sfa_row, -, c_row.
+DESC = r'''
 #include <cstdio>
 #include <cstdlib>
+static void host_tiling_desc(int64_t* d, int m, int n, int k) {
+    for (int p = 0; p < 5; ++p) d[p] = 4096;  // NOTE: never dereferenced on the host; aligned for the checks
+    d[6] = m; d[7] = n; d[8] = k;
+    d[9] = k / 2; d[10] = k / 2; d[11] = k / 16; d[13] = n;
+}
+'''
+
+MAIN = DESC + r'''
 int main(int argc, char** argv) {
     const int sms = atoi(argv[1]);
     // NOTE: as the version's own launcher does first: on a GPU machine the shared-memory opt-in must
@@ -42,9 +52,7 @@ int main(int argc, char** argv) {
     for (int i = 2; i + 2 < argc; i += 3) {
         const int m = atoi(argv[i]), n = atoi(argv[i + 1]), k = atoi(argv[i + 2]);
         int64_t desc[14] = {};
-        for (int p = 0; p < 5; ++p) desc[p] = 4096;  // NOTE: never dereferenced on the host; aligned for the checks
-        desc[6] = m; desc[7] = n; desc[8] = k;
-        desc[9] = k / 2; desc[10] = k / 2; desc[11] = k / 16; desc[13] = n;
+        host_tiling_desc(desc, m, n, k);
         static Problem problem;
         int decode_blocks = 0;
         const long long bytes = fill_chunk(desc, 1, 0, sms, problem, decode_blocks);
@@ -56,9 +64,7 @@ int main(int argc, char** argv) {
 '''
 
 
-MAIN_GROUP = r'''
-#include <cstdio>
-#include <cstdlib>
+MAIN_GROUP = DESC + r'''
 int main(int argc, char** argv) {
     const int sms = atoi(argv[1]);
     { int device = 0, device_sms = 0; prepare_device(device, device_sms); }  // NOTE: as in MAIN
@@ -66,13 +72,8 @@ int main(int argc, char** argv) {
     for (int i = 2; i < argc; ++shape) {
         const int groups = atoi(argv[i++]);
         std::vector<int64_t> desc(static_cast<size_t>(groups) * 14, 0);
-        for (int g = 0; g < groups; ++g, i += 3) {
-            const int m = atoi(argv[i]), n = atoi(argv[i + 1]), k = atoi(argv[i + 2]);
-            int64_t* d = desc.data() + g * 14;
-            for (int p = 0; p < 5; ++p) d[p] = 4096;  // NOTE: never dereferenced on the host; aligned for the checks
-            d[6] = m; d[7] = n; d[8] = k;
-            d[9] = k / 2; d[10] = k / 2; d[11] = k / 16; d[13] = n;
-        }
+        for (int g = 0; g < groups; ++g, i += 3)
+            host_tiling_desc(desc.data() + g * 14, atoi(argv[i]), atoi(argv[i + 1]), atoi(argv[i + 2]));
         const std::vector<int> order = largest_first(desc.data(), groups);
         for (int first = 0; first < groups; first += kMaxGroups) {
             static Problem problem;
@@ -94,18 +95,22 @@ int main(int argc, char** argv) {
 '''
 
 
-def group_shapes_of() -> list[list[tuple[int, int, int]]]:
-    """Each group_gemm shape of shapes.yaml (benchmarks, tests, edges) as its groups' (M, N, K)."""
+def _distinct_shapes(problem: str, key) -> list:
+    """key(params) of the problem's benchmark, tests and edges shapes, in that order, without repeats."""
     from harness import config
-    entry = config.load()["group_gemm"]
-    out: list[list[tuple[int, int, int]]] = []
+    entry = config.load()[problem]
+    out = []
     for kind in ("benchmarks", "tests", "edges"):
         for shape in getattr(entry, kind):
-            p = shape.params
-            groups = [(int(m), int(n), int(k)) for m, n, k in zip(p["m"], p["n"], p["k"])]
-            if groups not in out:
-                out.append(groups)
+            value = key(shape.params)
+            if value not in out:
+                out.append(value)
     return out
+
+
+def group_shapes_of() -> list[list[tuple[int, int, int]]]:
+    """Each group_gemm shape of shapes.yaml (benchmarks, tests, edges) as its groups' (M, N, K)."""
+    return _distinct_shapes("group_gemm", lambda p: [(int(m), int(n), int(k)) for m, n, k in zip(p["m"], p["n"], p["k"])])
 
 
 def _run_host(cuda_src: str, main_src: str, argv: list[str], defines: list[str] = ()) -> str:
@@ -144,16 +149,7 @@ def group_choices(source_path: Path, shapes: list[list[tuple[int, int, int]]], s
 
 def shapes_of(problem: str) -> list[tuple[int, int, int]]:
     """(M, N, K) of the problem's benchmark, tests and edges shapes, in that order, without repeats."""
-    from harness import config
-    entry = config.load()[problem]
-    out: list[tuple[int, int, int]] = []
-    for kind in ("benchmarks", "tests", "edges"):
-        for shape in getattr(entry, kind):
-            p = shape.params
-            key = (int(p["m"]), int(p["n"]), int(p["k"]))
-            if key not in out:
-                out.append(key)
-    return out
+    return _distinct_shapes(problem, lambda p: (int(p["m"]), int(p["n"]), int(p["k"])))
 
 
 CLUSTER_QUERY = re.compile(r"cudaOccupancyMaxActiveClusters\(([^,()]+),[^,()]+,\s*&(\w+)\)")

@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
+from ablation import patched as apply_patches  # noqa: E402
 
 MAX_CTAS = 4096
 
@@ -90,34 +91,29 @@ void timeline_clear() {
 
 def patched(text: str, problem: str) -> str:
     """The version's source with the stamps, the marks and the two host functions; its extension
-    renamed `<name>_timeline`."""
+    renamed `<name>_ablate_timeline` (ablation.patched does the anchored edits and the rename)."""
     marks = MARKS.get(problem)
     if marks is None:
         raise SystemExit(f"no marks defined for {problem} (MARKS in {Path(__file__).name})")
+    patches = []
     for i, (name, thread, anchors) in enumerate(marks):
         anchors = (anchors,) if isinstance(anchors, str) else anchors
-        found = [a for a in anchors if a in text]
-        if not found or text.count(found[0]) != 1:
-            raise SystemExit(f"mark {name!r}: no anchor found exactly once: {[a.strip()[:60] for a in anchors]}")
-        text = text.replace(found[0], found[0] + f"    TIMELINE_MARK({i}, {thread});\n")
+        found = next((a for a in anchors if a in text), None)
+        if found is None:
+            raise SystemExit(f"mark {name!r}: no anchor found: {[a.strip()[:60] for a in anchors]}")
+        patches.append((found, found + f"    TIMELINE_MARK({i}, {thread});\n"))  # NOTE: patched() checks it is unique
     cuda_marker, cpp_marker = 'CUDA_SRC = r"""\n', 'CPP_SRC = r"""\n'
     if text.count(cuda_marker) != 1 or text.count(cpp_marker) != 1:
         raise SystemExit("CUDA_SRC or CPP_SRC not found once")
     fill = lambda t: t.replace("@CTAS@", str(MAX_CTAS)).replace("@MARKS@", str(len(marks)))  # noqa: E731
-    text = text.replace(cuda_marker, cuda_marker + fill(PRELUDE), 1)
     # NOTE: the device buffer's host functions go at the end of CUDA_SRC (the stamps' translation unit)
     cuda_end = text.index('"""', text.index(cuda_marker) + len(cuda_marker))
     text = text[:cuda_end] + HOST_FUNCTIONS + text[cuda_end:]
     cpp_end = text.index('"""', text.index(cpp_marker) + len(cpp_marker))
     text = text[:cpp_end] + fill(CPP_FUNCTIONS) + text[cpp_end:]
-    lines = text.splitlines(keepends=True)
-    for j, line in enumerate(lines):
-        if line.startswith("FUNCTIONS = ["):
-            lines[j] = line.replace("]", ', "timeline", "timeline_clear"]', 1)
-        elif line.startswith("EXTENSION_NAME = "):
-            ext = line.split("=", 1)[1].strip().strip('"')
-            lines[j] = f'EXTENSION_NAME = "{ext}_timeline"\n'
-    return "".join(lines)
+    functions = next(line for line in text.splitlines(keepends=True) if line.startswith("FUNCTIONS = ["))
+    patches.append((functions, functions.replace("]", ', "timeline", "timeline_clear"]', 1)))
+    return apply_patches(text, patches, fill(PRELUDE), "timeline")
 
 
 def summarise(stamps: list[list[list[int]]], names: list[str]) -> list[str]:
