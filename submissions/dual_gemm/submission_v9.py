@@ -14,7 +14,13 @@ Arch: sm_90a
 Analogue: none in the writeup
 Prediction: if the instruction-cache hypothesis holds, M = 512 shapes back to v7's 99.5 / 97.1 µs
 or better, the M = 256 shapes as v8; otherwise as v8 everywhere.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit d737e75. Kernels alone (kernel_compare, v7 / v8 / v9
+alternated in one process, every output checked): v7 56.4 / 99.6 / 37.4 / 96.3, v8 55.6 / 107.6 /
+37.5 / 105.4, v9 55.0 / 99.7 / 36.8 / 96.7 µs. v9 / v7 = 1.024x / 0.998x / 1.016x / 0.996x; v9 / v8
+= 1.011x / 1.079x / 1.019x / 1.090x. The hypothesis holds: half the copies bring the M = 512
+shapes back to v7, so v8's loss was its code size, not its arithmetic. Half the copies also keep
+little of the gain (1-2% on M = 256). Tests and edges shapes (both distributions), racecheck and
+synccheck pass. Recorded row (cold, per call): 75.3 / 123.4 / 71.6 / 137.9 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

@@ -18,8 +18,10 @@ Prediction: 2-6% on every benchmark shape (the ring_rate gap, ~60 cycles of ~870
 the upper end).
 Measured: H100 80GB HBM3, commit 55a567b. Kernels alone (kernel_compare, alternated with v14 in one
 process, 3 rounds, every output checked on fresh competition inputs): 64.0 -> 60.0 / 26.0 -> 24.8 /
-17.5 -> 16.9 µs (1.065x / 1.047x / 1.032x). Not yet run: the tests and edges shapes, the
-sanitizers and a recorded row (the session's device time ran out).
+17.5 -> 16.9 µs (1.065x / 1.047x / 1.032x). Again at commit d737e75 (same tool, next session):
+63.3 -> 59.9 / 25.7 -> 24.6 / 17.2 -> 16.5 µs (1.057x / 1.041x / 1.040x). Tests and edges shapes
+(both distributions), racecheck and synccheck pass. Recorded row (cold, per call, d737e75):
+86.7 / 79.9 / 44.0 µs (the second shape's CI is [50.0, 135.3]: a noisy run).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

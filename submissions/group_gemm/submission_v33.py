@@ -13,7 +13,12 @@ more tiles (B: 728 instead of 448, each decoding B again). This keeps both.
 Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels use one pipeline shape per kernel)
 Prediction: A and B as v31 (129.8 / 81.3 µs in v32's session), C and D as v32 (33.2 / 16.2).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit d737e75. Kernels alone (kernel_compare, v31 / v32 / v33
+alternated in one process, every output checked): v31 129.6 / 80.7 / 34.1 / 16.8, v32 128.0 / 83.9
+/ 33.0 / 16.0, v33 129.3 / 81.1 / 33.2 / 16.0 µs: v33 / v31 = 1.002x / 0.995x / 1.028x / 1.050x, as
+predicted (A, B as v31; C, D as v32). Tests and edges shapes (both distributions; the edges now
+reach the tall ring), racecheck, synccheck pass. Recorded row (cold, per call): 186.8 / 140.6 /
+62.5 / 46.7 µs.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
