@@ -13,7 +13,11 @@ Arch: sm_90a
 Analogue: the writeup's V23 (host launch path) in spirit
 Prediction: as gemm v16, ~1.5-3 µs per call: 1.03-1.05x on the M = 256 shapes, 1.02x on the
 M = 512 ones.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v9 / v10 / v11
+alternated in one process, every output checked on fresh inputs): v9 55.6 / 99.4 / 37.1 / 97.2,
+v10 58.5 / 104.2 / 40.0 / 101.7 µs: 0.951x / 0.954x / 0.926x / 0.955x. SLOWER on every shape, as
+gemm v16 and group_gemm v34 in the same call. Failed experiment. The tests and sanitizers ran but
+their results did not come back (the call's files exceeded the device's 8-file return); no row.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

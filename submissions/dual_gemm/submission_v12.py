@@ -10,7 +10,11 @@ v11 (the prepass on v10) 1.061x / 1.069x / 1.044x / 1.065x of v10. Only the prep
 Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels read NVFP4 directly)
 Prediction: v11's ~4-7% over its parent, on v9: 1.04-1.07x on every shape.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit c933292. Kernels alone (kernel_compare, v9 / v11 / v12
+alternated in one process, every output checked on fresh inputs): v9 56.0 / 99.8 / 37.2 / 97.3,
+v12 52.8 / 92.4 / 35.7 / 90.6 µs: 1.061x / 1.080x / 1.043x / 1.073x. Tests and edges shapes (both
+distributions), racecheck and synccheck pass. Recorded row (cold, per call, c933292): 90.4 / 127.0
+/ 62.6 / 117.6 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

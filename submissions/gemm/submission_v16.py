@@ -18,7 +18,12 @@ tried PDL on the H200 (correct and faster on B, but its shape C tripped the harn
 check, never explained: the recorded run settles it here)
 Prediction: the launch gap, the prologue and B's first loads hide under the prepass: ~1.5-3 µs
 per call, 1.02-1.05x / 1.05-1.10x / 1.08-1.15x.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v15 / v16 / v17 / v18
+alternated in one process, every output checked on fresh inputs): v15 60.2 / 24.8 / 16.9, v16
+62.3 / 26.3 / 17.6 µs: 0.967x / 0.944x / 0.958x. SLOWER on every shape, by more (0.7-2.1 µs) than
+the time PDL could have hidden is worth; dual_gemm v10 and group_gemm v34 lost 3-11% the same way.
+Failed experiment. The tests, edges and sanitizers ran in that device call but their results did
+not come back (the call's files exceeded the device's 8-file return); no recorded row.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

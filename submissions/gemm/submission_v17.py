@@ -14,7 +14,11 @@ Arch: sm_90a
 Analogue: none in the writeup (its DSMEM split-K never worked on B200)
 Prediction: ~0.5-1 µs per call on the split shapes (1.01-1.02x / 1.02-1.04x), nothing on
 128x7168x2048 (S = 1).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v15 / v16 / v17 / v18
+alternated in one process, every output checked on fresh inputs): v16 62.3 / 26.3 / 17.6, v17
+63.7 / 27.9 / 18.1 µs: 0.978x / 0.943x / 0.972x. No gain: the third shape (S = 1) never runs the
+changed code and still moved 2.8%, so this comparison resolves ~3% at best; the batched loads did
+not show. Failed experiment (kept as v18's parent). Tests and sanitizers: as v16 (results lost).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

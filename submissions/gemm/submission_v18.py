@@ -15,7 +15,11 @@ Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels read NVFP4 directly)
 Prediction: prepass ~6.2 -> ~3 µs on 128x7168x16384 (v16 may already hide part of it under the
 GEMM's start), ~1 µs less on 128x4096x7168, little on 128x7168x2048: 1.03-1.05x / 1.02-1.04x / 1.00-1.02x.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v15 / v16 / v17 / v18
+alternated in one process, every output checked on fresh inputs): v17 63.7 / 27.9 / 18.1, v18
+60.4 / 26.5 / 17.2 µs: 1.055x / 1.053x / 1.052x over its parent, as predicted. Against v15, with
+v16's and v17's losses inside: 0.997x / 0.937x / 0.982x, so v19 carries this change on v15.
+Tests and sanitizers: as v16 (results lost).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

@@ -13,7 +13,12 @@ noise or code placement), and v18 1.055x / 1.053x / 1.052x of v17. Only the prep
 Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels read NVFP4 directly)
 Prediction: v18's ~5% over its parent, on v15: 1.03-1.05x on every shape.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit c933292. Kernels alone (kernel_compare, v15 / v18 / v19
+alternated in one process, every output checked on fresh inputs): v15 60.1 / 24.9 / 16.9, v19
+57.5 / 23.6 / 16.1 µs: 1.045x / 1.055x / 1.052x. Tests and edges shapes (both distributions),
+racecheck and synccheck pass. Recorded row (cold, per call, c933292): 98.2 / 59.0 / 51.2 µs (v15's
+row, another process on another start of the machine: 86.7 / 79.9 / 44.0; per-call rows across
+processes are not ratios).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

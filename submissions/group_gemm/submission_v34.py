@@ -14,7 +14,13 @@ Arch: sm_90a
 Analogue: the writeup's V23 (host launch path) in spirit
 Prediction: ~1.5-3 µs per call: 1.01x on A and B, 1.05-1.10x on C and D; and no escape on C (if
 the escape returns, the check or PDL under events is the question, with both rows to compare).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v33 / v34 alternated
+in one process, every output checked on fresh inputs): v33 131.0 / 80.9 / 33.2 / 16.1, v34 138.4 /
+85.8 / 34.9 / 18.1 µs: 0.947x / 0.943x / 0.951x / 0.890x. SLOWER on every shape, by up to 7.4 µs
+on A: more than the prologue and the launch gap PDL can hide, so the GEMM itself runs slower when
+launched this way (gemm v16 and dual_gemm v10 lost the same way in that call). Failed experiment;
+the escape question of v18 was not reached (no recorded run). The tests and sanitizers ran but
+their results did not come back (the call's files exceeded the device's 8-file return).
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.

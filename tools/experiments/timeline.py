@@ -35,9 +35,10 @@ from ablation import patched as apply_patches  # noqa: E402
 
 MAX_CTAS = 4096
 
-# (mark name, thread that stamps it, anchor lines after which the stamp goes: the first alternative
-# found in the version, which must occur exactly once). Consumer marks are stamped by the first
-# consumer thread (128): the producer warpgroup has left by then.
+# (mark name, thread that stamps it, anchor lines: the first alternative found in the version, which
+# must occur exactly once[, "before"]). The stamp goes after its anchor, or before it when the entry
+# says so. Consumer marks are stamped by the first consumer thread (128): the producer warpgroup has
+# left by then.
 MARKS = {
     # gemm v10-v15: one tile (and split) per CTA; thread 0 is the producer's issuing thread.
     "gemm": [
@@ -45,7 +46,9 @@ MARKS = {
         ("prologue", 0, "    __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below, "
                         "thread 0 after its copies\n"),
         ("first stage", 128, ("    decode_slot(0, 0, frag[0]);\n", "    decode_stage(0, frag[0]);\n")),
-        ("K loop", 128, "    if (problem.splits > 1) {\n"),
+        # NOTE: before the branch, not inside it: S = 1 launches never take it (v15's first timeline
+        # had no K-loop stamp on 128x7168x2048 for that reason).
+        ("K loop", 128, "    if (problem.splits > 1) {\n", "before"),
         ("end", 128, tuple(f"        default: consume<{n}>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, "
                            f"empty); break;\n    }}\n" for n in (128, 256))),
     ],
@@ -96,12 +99,14 @@ def patched(text: str, problem: str) -> str:
     if marks is None:
         raise SystemExit(f"no marks defined for {problem} (MARKS in {Path(__file__).name})")
     patches = []
-    for i, (name, thread, anchors) in enumerate(marks):
+    for i, (name, thread, anchors, *placement) in enumerate(marks):
         anchors = (anchors,) if isinstance(anchors, str) else anchors
         found = next((a for a in anchors if a in text), None)
         if found is None:
             raise SystemExit(f"mark {name!r}: no anchor found: {[a.strip()[:60] for a in anchors]}")
-        patches.append((found, found + f"    TIMELINE_MARK({i}, {thread});\n"))  # NOTE: patched() checks it is unique
+        stamp = f"    TIMELINE_MARK({i}, {thread});\n"
+        # NOTE: apply_patches checks that the anchor is unique
+        patches.append((found, stamp + found if placement == ["before"] else found + stamp))
     cuda_marker, cpp_marker = 'CUDA_SRC = r"""\n', 'CPP_SRC = r"""\n'
     if text.count(cuda_marker) != 1 or text.count(cpp_marker) != 1:
         raise SystemExit("CUDA_SRC or CPP_SRC not found once")
