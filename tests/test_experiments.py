@@ -227,6 +227,14 @@ def test_timeline_refuses_a_drifted_anchor():
         timeline.patched('CUDA_SRC = r"""\n"""\nCPP_SRC = r"""\n"""\n', "gemm")
 
 
+def test_timeline_summary_joins_the_phases_around_a_mark_a_cta_skipped():
+    # CTA 0 stamps all three marks, CTA 1 skips the middle one (a split-K mark on an S = 1 launch)
+    stamps = [[[1000, 3000, 7000], [1000, 0, 9000]]]
+    lines = timeline.summarise(stamps, ["start", "split", "end"])
+    phases = {line.split()[0] + " " + line.split()[2]: line.split()[3] for line in lines if " -> " in line}
+    assert phases == {"start split": "2.00", "split end": "4.00", "start end": "8.00"}
+
+
 def test_timeline_summary_measures_from_the_calls_first_start():
     # two CTAs, three marks, in ns: CTA 1 starts 1 µs late; phases within a CTA
     stamps = [[[1000, 3000, 7000], [2000, 3000, 9000], [0, 0, 0]]]

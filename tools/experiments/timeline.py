@@ -49,6 +49,13 @@ MARKS = {
         # NOTE: before the branch, not inside it: S = 1 launches never take it (v15's first timeline
         # had no K-loop stamp on 128x7168x2048 for that reason).
         ("K loop", 128, "    if (problem.splits > 1) {\n", "before"),
+        # split-K launches only (S > 1): the partial in shared memory, the cluster's barrier passed
+        # (every peer's partial stored), this CTA's share of C summed and stored
+        ("partial stored", 128, "    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n",
+         "before"),
+        ("peers arrived", 128, "    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n"),
+        ("sum stored", 128, "    cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it\n",
+         "before"),
         ("end", 128, tuple(f"        default: consume<{n}>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, "
                            f"empty); break;\n    }}\n" for n in (128, 256))),
     ],
@@ -122,9 +129,11 @@ def patched(text: str, problem: str) -> str:
 
 
 def summarise(stamps: list[list[list[int]]], names: list[str]) -> list[str]:
-    """stamps[call][cta][mark] in ns (0: never stamped); lines of per-mark and per-phase figures, µs."""
+    """stamps[call][cta][mark] in ns (0: never stamped); lines of per-mark and per-phase figures, µs.
+    A phase runs between two marks stamped one after the other in a CTA: marks a launch skips (the
+    split-K ones when S = 1) merge their neighbours' phases into one."""
     at = {n: [] for n in names}
-    phase = {f"{a} -> {b}": [] for a, b in zip(names, names[1:])}
+    phase: dict[str, list[float]] = {}
     steps = set()
     for call in stamps:
         ctas = [row for row in call if row[0]]
@@ -135,11 +144,11 @@ def summarise(stamps: list[list[list[int]]], names: list[str]) -> list[str]:
             for i, n in enumerate(names):
                 if row[i]:
                     at[n].append((row[i] - t0) / 1e3)
-            for i in range(len(names) - 1):
-                if row[i] and row[i + 1]:
-                    phase[f"{names[i]} -> {names[i + 1]}"].append((row[i + 1] - row[i]) / 1e3)
-                    if row[i + 1] > row[i]:
-                        steps.add(row[i + 1] - row[i])
+            stamped = [(n, row[i]) for i, n in enumerate(names) if row[i]]
+            for (a, ta), (b, tb) in zip(stamped, stamped[1:]):
+                phase.setdefault(f"{a} -> {b}", []).append((tb - ta) / 1e3)
+                if tb > ta:
+                    steps.add(tb - ta)
     heading = "mark (µs after the call's first CTA start)"
     out = [f"{heading:<44} {'median':>8} {'max':>8} {'CTAs':>6}"]
     for n, xs in at.items():
