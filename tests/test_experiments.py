@@ -43,6 +43,27 @@ def test_a_patch_target_that_drifted_is_an_error():
         ablate.patched_source(V25.replace("cp_async_arrive(full + 8 * s);", "cp_async_arrive(full + 8 * slot);"), "full")
 
 
+ablate_gemm = _tool("ablate_gemm")
+GEMM_V19 = (ROOT / "submissions" / "gemm" / "submission_v19.py").read_text()
+
+
+@pytest.mark.parametrize("variant", sorted(ablate_gemm.VARIANTS))
+def test_every_gemm_ablation_variant_patches_v19_once_and_sets_its_flags(variant):
+    text = ablate_gemm.patched_source(GEMM_V19, variant)
+    cuda = text.split('CUDA_SRC = r"""', 1)[1].split('"""', 1)[0]
+    for flag in ablate_gemm.FLAGS:
+        assert f"#define {flag} {int(flag in ablate_gemm.VARIANTS[variant])}\n" in cuda
+    assert f'EXTENSION_NAME = "nvfp4_gemm_v19_ablate_{variant}"' in text
+
+
+def test_gemm_ablation_full_keeps_v19s_decode_and_wgmma_and_counts_every_copied_byte():
+    text = ablate_gemm.patched_source(GEMM_V19, "full")
+    assert "        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);\n#endif" in text
+    assert "wgmma_m64k16<kN>(acc, frag[slot % 2][s]" in text.split("#else", 2)[2]
+    # the full barrier expects what is copied: the A bytes (whole or half) plus B's, nothing fixed
+    assert "mbar_arrive_expect_tx(full + 8 * s, copied_a + copied_b);" in text
+
+
 def test_wgmma_rate_program_has_a_launch_per_shape():
     rate = _tool("wgmma_rate")
     src = rate.program(10)

@@ -47,13 +47,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import kernel_us, load_all, patched, prepare  # noqa: E402
+from ablation import load_all, patched, prepare, time_variants  # noqa: E402
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
@@ -280,9 +279,7 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
 
-    from harness import config
     from harness.submissions import resolve
-    from reference import problem_module
 
     variants = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
     src = resolve("group_gemm", args.version).path
@@ -295,39 +292,16 @@ def main() -> int:
 
     import torch
     kernels = load_all(torch, paths)
-    mod = problem_module("group_gemm")
-    device = torch.cuda.get_device_name()
-    table = []
-    for shape in (int(s) for s in args.shapes.split(",")):
-        params = dict(config.load()["group_gemm"].benchmarks[shape].params)
-        seed = params.pop("seed")
-        data = mod.generate_input(**params, seed=seed + 7, dist="competition")
-        checks = []  # NOTE: variants that only add (prefetch, release, fetch size) must stay exact
-        for v in variants:
-            if set(VARIANTS[v]) <= EXACT_FLAGS:
-                ok, msg = mod.check(data, kernels[v](data))
-                checks.append(f"{v} {'ok' if ok else 'FAILED: ' + msg}")
-        for v in variants:  # builds, first-call set-up
-            kernels[v](data)
-        torch.cuda.synchronize()
-        samples = {v: {} for v in variants}
-        for _ in range(args.rounds):
-            for v in variants:
-                times = kernel_us(torch, kernels[v], data, args.calls, {"gemm": "group_gemm_kernel", "prepass": "decode_a"})
-                for name, values in times.items():
-                    samples[v].setdefault(name, []).extend(values)
-        for v in variants:
-            gemm = statistics.fmean(samples[v].get("gemm", [float("nan")]))
-            pre = statistics.fmean(samples[v].get("prepass", [float("nan")]))
-            table.append((shape, v, gemm, pre, min(samples[v].get("gemm", [float("nan")]))))
-        print(f"shape {shape} {params}: checks: {'; '.join(checks)}", flush=True)
-    print(f"\n{args.version} GEMM kernel with parts removed, {device}, torch.profiler device time, "
+    # NOTE: variants that only add (prefetch, release, fetch size) must stay exact
+    rows = time_variants(torch, "group_gemm", kernels, [int(s) for s in args.shapes.split(",")],
+                         lambda v: set(VARIANTS[v]) <= EXACT_FLAGS, {"gemm": "group_gemm_kernel", "prepass": "decode_a"},
+                         args.rounds, args.calls)
+    print(f"\n{args.version} GEMM kernel with parts removed, {torch.cuda.get_device_name()}, torch.profiler device time, "
           f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls")
     print(f"{'shape':>5} {'variant':<13} {'gemm µs':>9} {'(min round)':>11} {'prepass µs':>10}")
-    for shape, v, gemm, pre, lo in table:
-        print(f"{shape:>5} {v:<13} {gemm:9.1f} {lo:11.1f} {pre:10.1f}")
+    for shape, v, means, lo in rows:
+        print(f"{shape:>5} {v:<13} {means['gemm']:9.1f} {lo:11.1f} {means['prepass']:10.1f}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,6 +4,7 @@ and timing a submission's kernels alone by torch.profiler with L2 flushed before
 from __future__ import annotations
 
 import hashlib
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable
@@ -102,3 +103,40 @@ def per_label(rows: list[dict], kernels: dict[str, str]) -> dict[str, list[float
                 out[label].append(row["total_us"] / row["calls"])
                 break
     return out
+
+
+def time_variants(torch, problem: str, kernels: dict, shapes: list[int], exact: Callable[[str], bool],
+                  labels: dict[str, str], rounds: int, calls: int) -> list[tuple[int, str, dict[str, float], float]]:
+    """The ablation tools' measurement: per benchmark shape of `problem` (fresh competition inputs),
+    the outputs of the variants for which `exact(variant)` holds checked once, every variant called
+    once, then `rounds` rounds in which each variant in turn runs `calls` profiled calls (kernel_us).
+    Returns rows (shape, variant, mean µs per label of `labels`, the first label's smallest per-call
+    mean); prints each shape's checks as they finish."""
+    from harness import config
+    from reference import problem_module
+    mod = problem_module(problem)
+    rows = []
+    for shape in shapes:
+        params = dict(config.load()[problem].benchmarks[shape].params)
+        seed = params.pop("seed")
+        data = mod.generate_input(**params, seed=seed + 7, dist="competition")
+        checks = []
+        for variant, fn in kernels.items():
+            if exact(variant):
+                ok, msg = mod.check(data, fn(data))
+                checks.append(f"{variant} {'ok' if ok else 'FAILED: ' + msg}")
+        for fn in kernels.values():  # NOTE: first-call set-up (workspace, tensor maps) outside the samples
+            fn(data)
+        torch.cuda.synchronize()
+        samples: dict[str, dict[str, list[float]]] = {v: {} for v in kernels}
+        for _ in range(rounds):
+            for variant, fn in kernels.items():
+                for label, values in kernel_us(torch, fn, data, calls, labels).items():
+                    samples[variant].setdefault(label, []).extend(values)
+        first = next(iter(labels))
+        for variant in kernels:
+            means = {label: (statistics.fmean(samples[variant][label]) if samples[variant].get(label) else float("nan"))
+                     for label in labels}
+            rows.append((shape, variant, means, min(samples[variant].get(first) or [float("nan")])))
+        print(f"shape {shape} {params}: checks: {'; '.join(checks) or 'none exact'}", flush=True)
+    return rows

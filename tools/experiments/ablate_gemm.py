@@ -1,0 +1,161 @@
+"""Where does the gemm kernel spend its K loop? Build it with parts removed and time each.
+
+gemm v19's timeline (v15's, H100) puts 128x7168x16384's K loop at ~0.354 µs (~620 cycles) per
+K block against 512 cycles of tensor work, and its CTAs read each block's fp16 A tile (16 KB) from
+L2: 112 CTAs x 16 KB every 0.354 µs is ~5 TB/s, near what an H100's L2 serves. group_gemm's
+ablation (ablate_group_gemm.py) ruled A's L2 traffic out for that kernel, whose CTAs ask for it at
+under half this rate. This builds one gemm version (v19 by default) several times, each with one
+part switched off by a preprocessor flag, and times the GEMM kernel alone (torch.profiler device
+time, L2 flushed before every call, variants interleaved round by round):
+
+  full          the version as it is (its output is checked against the reference)
+  half_a_copy   the producer copies half of each A tile: the L2 -> SM traffic of A that a 2-CTA
+                cluster multicast would leave each CTA
+  no_a_copy     no A tile copied (the consumers read a stale slot)
+  no_b_copy     neither B's values nor its scales copied
+  no_decode     B's fragments are the stage's raw words (masked finite), no e2m1 decode
+  no_mma        no wgmma: the fragments are folded into the accumulators by XOR
+  copies_only   no_decode + no_mma: the ring's copies and barriers alone
+  compute_only  no_a_copy + no_b_copy: decode and wgmma with the barrier handshake, no loads
+  mma_only      compute_only without the decode: wgmma and the handshake
+  skeleton      none of the four: the handshake, the split-K sum and the epilogue
+  no_epilogue   the kernel returns after its K loop: no split-K sum, no store of C
+
+Only `full` computes the product; the others are diagnostics and their outputs are garbage.
+Usage on a GPU machine, repo root (builds run in parallel child processes first):
+    python3 tools/experiments/ablate_gemm.py [--version v19] [--shapes 0,1,2] [--variants all]
+Without CUDA it only writes the patched sources (--emit DIR), which nvcc can compile.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ablation import load_all, patched, prepare, time_variants  # noqa: E402
+
+FLAGS = ("ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY", "ABLATE_NO_DECODE", "ABLATE_NO_MMA",
+         "ABLATE_NO_EPILOGUE")
+NO_LOADS = ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY")
+NO_COMPUTE = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA")
+VARIANTS = {
+    "full": (),
+    "half_a_copy": ("ABLATE_HALF_A_COPY",),
+    "no_a_copy": ("ABLATE_NO_A_COPY",),
+    "no_b_copy": ("ABLATE_NO_B_COPY",),
+    "no_decode": ("ABLATE_NO_DECODE",),
+    "no_mma": ("ABLATE_NO_MMA",),
+    "copies_only": NO_COMPUTE,
+    "compute_only": NO_LOADS,
+    "mma_only": NO_LOADS + ("ABLATE_NO_DECODE",),
+    "skeleton": NO_LOADS + NO_COMPUTE,
+    "no_epilogue": ("ABLATE_NO_EPILOGUE",),
+}
+
+# (text in the version, replacement): each must occur exactly once; `full` compiles the version's
+# own code (every flag 0). The anchors are gemm v15-v19's (v16-v18 issue their first lap's copies
+# elsewhere, so they do not patch).
+PATCHES = [
+    (
+        """        mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
+        bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
+        bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
+        tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);""",
+        """        {   // NOTE: the full barrier counts exactly the bytes this variant copies (0: a plain arrival)
+            const uint32_t copied_a = ABLATE_NO_A_COPY ? 0u : ABLATE_HALF_A_COPY ? a_bytes / 2 : a_bytes;
+            const uint32_t copied_b = ABLATE_NO_B_COPY ? 0u : B_SCALE_BYTES + B_VALUE_BYTES;
+            mbar_arrive_expect_tx(full + 8 * s, copied_a + copied_b);
+            if (copied_a) bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), copied_a, full + 8 * s);
+            if (copied_b) {
+                bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
+                tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);
+            }
+        }""",
+    ),
+    (
+        "        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);",
+        """#if ABLATE_NO_DECODE
+        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN (tensor-core
+            // timing on data that is not zeros)
+            const uint8_t* bv = b_values0 + slot * STAGE_BYTES;
+            const uint2 w0 = *reinterpret_cast<const uint2*>(bv + row * B_ROW_STRIDE + 8 * tig);
+            const uint2 w1 = *reinterpret_cast<const uint2*>(bv + (row + 8) * B_ROW_STRIDE + 8 * tig);
+            #pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;
+                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;
+            }
+        }
+#else
+        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
+#endif""",
+    ),
+    (
+        "                    wgmma_m64k16<kN>(acc, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));",
+        """#if ABLATE_NO_MMA
+                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code
+                    const uint32_t x = frag[slot % 2][s][0] ^ frag[slot % 2][s][1] ^ frag[slot % 2][s][2] ^ frag[slot % 2][s][3];
+                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);
+                }
+#else
+                    wgmma_m64k16<kN>(acc, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));
+#endif""",
+    ),
+    ("    if (problem.splits > 1) {\n",
+     "    if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;  // NOTE: acc stays live: the K loop is kept\n"
+     "    if (problem.splits > 1) {\n"),
+]
+
+
+def patched_source(text: str, variant: str) -> str:
+    defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
+    return patched(text, PATCHES, defines, variant)
+
+
+def write_variant(src: Path, variant: str, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{src.stem}_{variant}.py"
+    path.write_text(patched_source(src.read_text(), variant))
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--version", default="v19")
+    ap.add_argument("--shapes", default="0,1,2", help="benchmark shape indices, comma-separated")
+    ap.add_argument("--variants", default="all")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--calls", type=int, default=8, help="calls per variant per round")
+    ap.add_argument("--emit", help="write the patched sources here and stop (no CUDA needed)")
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+
+    from harness.submissions import resolve
+
+    variants = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    src = resolve("gemm", args.version).path
+    folder = Path(args.emit) if args.emit else Path("/tmp/nvfp4-ablate-gemm") / args.version
+    paths = {v: write_variant(src, v, folder) for v in variants}
+    done = prepare(paths, emit=bool(args.emit), build_only=args.build_only,
+                   child_args=lambda v: [__file__, "--version", args.version, "--variants", v, "--build-only"])
+    if done is not None:
+        return done
+
+    import torch
+    kernels = load_all(torch, paths)
+    rows = time_variants(torch, "gemm", kernels, [int(s) for s in args.shapes.split(",")], lambda v: v == "full",
+                         {"gemm": "gemm_kernel", "prepass": "decode_a"}, args.rounds, args.calls)
+    print(f"\ngemm {args.version} GEMM kernel with parts removed, {torch.cuda.get_device_name()}, torch.profiler "
+          f"device time, L2 flushed before each call, {args.rounds} rounds x {args.calls} calls")
+    print(f"{'shape':>5} {'variant':<13} {'gemm µs':>9} {'(min round)':>11} {'prepass µs':>10}")
+    for shape, v, means, lo in rows:
+        print(f"{shape:>5} {v:<13} {means['gemm']:9.1f} {lo:11.1f} {means['prepass']:10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
