@@ -202,6 +202,28 @@ def test_gemm_v12_launch_is_v10s_where_k_splits_and_v11s_where_it_does_not():
             assert r == v11[shape]
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_dual_gemm_v13_fills_the_wave_with_112_row_tiles_only_where_s_is_1():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("dual_gemm")
+    def launches(version):
+        rows = host_tiling.choices(resolve("dual_gemm", version).path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")
+        return {(r["m"], r["n"], r["k"]): r for r in rows}
+    v12, v13 = launches("v12"), launches("v13")
+    assert v12[(512, 3072, 7168)]["ctas"] == 96
+    assert v13[(512, 3072, 7168)]["ctas"] == 120 and v13[(512, 3072, 7168)]["m_tile_rows"] == 112
+    for shape in ((256, 4096, 7168), (512, 4096, 7168), (256, 3072, 4096)):  # the other benchmarks: v12's launch
+        assert v13[shape] == v12[shape]
+    for shape, r in v13.items():
+        assert r["m_tile_rows"] in (32, 64, 96, 112, 128) and r["m_tiles"] * r["m_tile_rows"] >= shape[0]
+        if v12[shape]["splits"] > 1:
+            assert r == v12[shape]  # split-K launches keep the tallest tiles
+        elif r != v12[shape]:
+            assert r["splits"] == 1 and v12[shape]["ctas"] < r["ctas"] <= 132  # more of one wave, never a second
+    # the tests and edges shapes reach the new heights, so `nvfp4 test` runs their instantiations
+    assert {32, 112} <= {r["m_tile_rows"] for r in v13.values()}
+
+
 def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
     src = "int f() { int clusters = 0; cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel, &config); return clusters; }"
     patched = host_tiling.with_cluster_capacities(src, {2: 66})

@@ -1,4 +1,4 @@
-"""What launch does a gemm or group_gemm version's host code choose per shape? Its own C++, on the CPU.
+"""What launch does a gemm, dual_gemm or group_gemm version's host code choose per shape? Its own C++, on the CPU.
 
 gemm v9 onward decide tiles, split count S and M tile height on the host (fill_chunk). This compiles a
 version's CUDA source with nvcc as it is, appends a main() that calls its fill_chunk for each shape
@@ -9,12 +9,15 @@ capacity (S = 1 everywhere). `--clusters 2:66,4:32` replaces that query in the c
 the given capacities (clusters of S CTAs resident at once), so a CPU machine can follow a GPU's
 choice; on a GPU machine, leave it out to see the device's own answer.
 
+dual_gemm: the same as gemm (its descriptor has two B operands; S from its split_k).
+
 group_gemm (v13 onward decide the M tile height per launch, v33 the ring): the same with every
 group of a shape, sorted by the version's largest_first, one row per launch chunk: tiles, the
 tallest M tile, and (versions with wants_deep_ring) which ring the launch takes.
 
 Usage (repo root, nvcc on PATH):
     python3 tools/experiments/host_tiling.py gemm v11 [--sms 132] [--shapes 128x7168x2048,...] [--clusters 2:66,4:32]
+    python3 tools/experiments/host_tiling.py dual_gemm v13 [the same options]
     python3 tools/experiments/host_tiling.py group_gemm v33 [--sms 132]
 Default shapes: the problem's benchmark, tests and edges shapes from shapes.yaml.
 """
@@ -30,16 +33,37 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 
-# One batch's (gemm) or group's (group_gemm) descriptor as the versions' launchers read it, with
-# dummy pointers: 14 int64 of a, b, sfa, sfb, c, -, m, n, k, a_row, b_row, sfa_row, -, c_row.
+# One batch's (gemm, dual_gemm) or group's (group_gemm) descriptor as the versions' launchers read
+# it, with dummy pointers: 14 int64 of a, b, sfa, sfb, c, -, m, n, k, a_row, b_row, sfa_row, -,
+# c_row; dual_gemm's 18 (DUAL_DEFS below).
 DESC = r'''
 #include <cstdio>
 #include <cstdlib>
 static void host_tiling_desc(int64_t* d, int m, int n, int k) {
+#if HOST_TILING_DESC_WORDS == 18  // dual_gemm (DUAL_DEFS)
+    for (int p = 0; p < 8; ++p) d[p] = 4096;  // NOTE: never dereferenced on the host; aligned for the checks
+    d[8] = m; d[9] = n; d[10] = k;
+    d[11] = k / 2; d[12] = k / 2; d[13] = k / 2; d[14] = k / 16; d[17] = n;
+#else
     for (int p = 0; p < 5; ++p) d[p] = 4096;  // NOTE: never dereferenced on the host; aligned for the checks
     d[6] = m; d[7] = n; d[8] = k;
     d[9] = k / 2; d[10] = k / 2; d[11] = k / 16; d[13] = n;
+#endif
 }
+'''
+
+# NOTE: gemm's and dual_gemm's launchers differ in the descriptor (dual: 18 int64 of a, b1, b2, sfa,
+# sfb1, sfb2, c, -, m, n, k, a_row, b1_row, b2_row, sfa_row, -, -, c_row), the Problem type and
+# where S lives; MAIN is written once with those three as macros.
+GEMM_DEFS = r'''
+#define HOST_TILING_DESC_WORDS 14
+#define HOST_TILING_PROBLEM Problem
+#define HOST_TILING_SPLITS(p) (p).splits
+'''
+DUAL_DEFS = r'''
+#define HOST_TILING_DESC_WORDS 18
+#define HOST_TILING_PROBLEM Problem<kMaxGroups>
+#define HOST_TILING_SPLITS(p) (p).split_k.splits
 '''
 
 MAIN = DESC + r'''
@@ -51,13 +75,13 @@ int main(int argc, char** argv) {
     { int device = 0, device_sms = 0; prepare_device(device, device_sms); }
     for (int i = 2; i + 2 < argc; i += 3) {
         const int m = atoi(argv[i]), n = atoi(argv[i + 1]), k = atoi(argv[i + 2]);
-        int64_t desc[14] = {};
+        int64_t desc[HOST_TILING_DESC_WORDS] = {};
         host_tiling_desc(desc, m, n, k);
-        static Problem problem;
+        static HOST_TILING_PROBLEM problem;
         int decode_blocks = 0;
         const long long bytes = fill_chunk(desc, 1, 0, sms, problem, decode_blocks);
         printf("%d %d %d %lld %d %d %d %d\n", m, n, k, bytes, problem.num_tiles, problem.groups[0].m_tile_rows,
-               problem.groups[0].m_tiles, problem.splits);
+               problem.groups[0].m_tiles, HOST_TILING_SPLITS(problem));
     }
     return 0;
 }
@@ -171,12 +195,13 @@ def with_cluster_capacities(cuda_src: str, capacities: dict[int, int]) -> str:
 
 
 def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
-            clusters: dict[int, int] | None = None) -> list[dict]:
-    """Compile the version's CUDA source with MAIN and run it: one dict per shape."""
+            clusters: dict[int, int] | None = None, problem: str = "gemm") -> list[dict]:
+    """Compile the version's CUDA source (gemm or dual_gemm) with MAIN and run it: one dict per shape."""
     cuda_src = _cuda_src(source_path, "fill_chunk(")
     if clusters:
         cuda_src = with_cluster_capacities(cuda_src, clusters)
-    stdout = _run_host(cuda_src, MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape])
+    defs = {"gemm": GEMM_DEFS, "dual_gemm": DUAL_DEFS}[problem]
+    stdout = _run_host(cuda_src, defs + MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape])
     rows = []
     for line in stdout.split("\n"):
         if line.strip():
@@ -188,7 +213,7 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("problem", choices=("gemm", "group_gemm"))
+    ap.add_argument("problem", choices=("gemm", "dual_gemm", "group_gemm"))
     ap.add_argument("version")
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--shapes", help="MxNxK,... (default: the problem's benchmark, tests and edges shapes)")
@@ -212,7 +237,7 @@ def main() -> int:
     told = f", cluster capacities {args.clusters} (given)" if clusters else ""
     print(f"{args.problem} {args.version}, {args.sms} SMs{told}: the host's launch per shape")
     print(f"{'M x N x K':>20} {'tiles':>6} {'rows':>5} {'M tiles':>8} {'S':>3} {'CTAs':>5}")
-    for r in choices(resolve(args.problem, args.version).path, shapes, args.sms, clusters):
+    for r in choices(resolve(args.problem, args.version).path, shapes, args.sms, clusters, args.problem):
         print(f"{r['m']:>6} x {r['n']:>5} x {r['k']:>5} {r['tiles']:>6} {r['m_tile_rows']:>5} {r['m_tiles']:>8} "
               f"{r['splits']:>3} {r['ctas']:>5}")
     return 0
