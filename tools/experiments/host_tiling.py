@@ -73,6 +73,12 @@ int main(int argc, char** argv) {
     // precede the cluster-occupancy query, which otherwise finds no cluster fits (S = 1 everywhere).
     // Without a GPU it fails harmlessly.
     { int device = 0, device_sms = 0; prepare_device(device, device_sms); }
+#ifdef HOST_TILING_CAPACITY
+    // NOTE: the answers the split rule got (0 on a machine without a GPU unless --clusters)
+    printf("#");
+    for (int S = 1; S <= kMaxSplits; ++S) printf(" %d:%d", S, cluster_capacity(S));
+    printf("\n");
+#endif
     for (int i = 2; i + 2 < argc; i += 3) {
         const int m = atoi(argv[i]), n = atoi(argv[i + 1]), k = atoi(argv[i + 2]);
         int64_t desc[HOST_TILING_DESC_WORDS] = {};
@@ -201,10 +207,13 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
     if clusters:
         cuda_src = with_cluster_capacities(cuda_src, clusters)
     defs = {"gemm": GEMM_DEFS, "dual_gemm": DUAL_DEFS}[problem]
-    stdout = _run_host(cuda_src, defs + MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape])
+    defines = ["HOST_TILING_CAPACITY"] if "static int cluster_capacity(int S) {" in cuda_src else []
+    stdout = _run_host(cuda_src, defs + MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape], defines)
     rows = []
     for line in stdout.split("\n"):
-        if line.strip():
+        if line.startswith("#"):
+            print(f"cluster capacity (S:clusters resident at once):{line[1:]}")
+        elif line.strip():
             m, n, k, nbytes, tiles, rows_, m_tiles, splits = (int(v) for v in line.split())
             rows.append({"m": m, "n": n, "k": k, "bytes": nbytes, "tiles": tiles, "m_tile_rows": rows_,
                          "m_tiles": m_tiles, "splits": splits, "ctas": tiles * splits})
