@@ -675,7 +675,7 @@ int launch_group_gemm(const int64_t* desc, int num_groups, void* workspace, int6
         next = static_cast<uint8_t*>(workspace) + ((next - static_cast<uint8_t*>(workspace)) + 255) / 256 * 256;
         decode_a_kernel<<<decode_blocks, kDecodeThreads, 0, stream>>>(problem);
         // NOTE: persistent: one CTA per SM at most (one fits an SM), each looping over its tiles.
-        const int ctas = std::min(tiles, sms);
+        const int ctas = std::max(1, std::min(tiles, sms));
         if (wants_deep_ring(problem))
             group_gemm_kernel<DeepRing><<<ctas, kThreads, DeepRing::SMEM_BYTES, stream>>>(problem);
         else
