@@ -299,13 +299,13 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int m0, int n0, int 
 // the row's words 2t + j and its 4 scales make chunks 2s + j, s = 0..3.
 // NOTE: rows between M and n_cols decode from the zero values the tensor copy brought (times
 // whatever bytes pad the blocked scales): they feed only output columns past M, never stored.
-__device__ __forceinline__ void decode_a(const GroupDesc& d, int m0, int n_cols, int num_k, uint32_t ring,
-                                         const uint8_t* ring_generic, uint32_t raw, uint32_t full, int tid) {
+__device__ __forceinline__ void decode_a(const GroupDesc& d, int m0, int n_cols, int num_k, uint8_t* ring_bytes,
+                                         uint32_t raw, uint32_t full, int tid) {
     const int atom0 = m0 / 128;
     for (int kb = 0; kb < num_k; ++kb) {
         const int s = kb % kStages;
         mbar_wait(raw + 8 * s, (kb / kStages) & 1);
-        const uint8_t* slot = ring_generic + s * STAGE_BYTES;
+        uint8_t* const slot = ring_bytes + s * STAGE_BYTES;
         for (int u = tid; u < 2 * n_cols; u += kDecodeThreads) {
             const int row = u >> 1, j = u & 1;
             const uint8_t* words = slot + SLOT_A_RAW + row * (BLOCK_K / 2);
@@ -316,7 +316,10 @@ __device__ __forceinline__ void decode_a(const GroupDesc& d, int m0, int n_cols,
             const int g = m0 + row, r = g % 128;
             const uint32_t sc = *reinterpret_cast<const uint32_t*>(slot + SLOT_A_SCALES + (g / 128 - atom0) * 512 +
                                                                   (r % 32) * 16 + (r / 32) * 4);
-            uint8_t* tile_row = const_cast<uint8_t*>(slot) + row * 128;
+            __half2 scale[4];  // scale blocks t = 0..3 of this K block
+            #pragma unroll
+            for (int t = 0; t < 4; ++t) scale[t] = scale_pair(sc >> (8 * t));
+            uint8_t* const tile_row = slot + row * 128;
             #pragma unroll
             for (int q = 0; q < 4; ++q) {  // chunk 2q + j: pairs of scale blocks t = 0..3
                 uint32_t out[4];
@@ -324,7 +327,7 @@ __device__ __forceinline__ void decode_a(const GroupDesc& d, int m0, int n_cols,
                 for (int t = 0; t < 4; ++t) {
                     const uint32_t bits = q == 0 ? e2m1_pair_bits<0>(w[t]) : q == 1 ? e2m1_pair_bits<1>(w[t])
                                         : q == 2 ? e2m1_pair_bits<2>(w[t]) : e2m1_pair_bits<3>(w[t]);
-                    out[t] = scaled_pair(bits, scale_pair(sc >> (8 * t)));
+                    out[t] = scaled_pair(bits, scale[t]);
                 }
                 *reinterpret_cast<uint4*>(tile_row + (((2 * q + j) ^ (row % 8)) * 16)) = make_uint4(out[0], out[1], out[2], out[3]);
             }
@@ -508,7 +511,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
         if (threadIdx.x == kCopyThread) produce(d, m0, n0, kb_first, num_k, ring, raw, empty);
-        else if (threadIdx.x >= 32) decode_a(d, m0, n_cols, num_k, ring, ring_generic, raw, full, threadIdx.x - 32);
+        else if (threadIdx.x >= 32) decode_a(d, m0, n_cols, num_k, smem_raw + (ring - smem_base), raw, full, threadIdx.x - 32);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
