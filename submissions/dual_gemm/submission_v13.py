@@ -702,7 +702,7 @@ static int64_t fill_chunk(const int64_t* desc, int num_groups, int first, int sm
     if (bytes < 0 || problem.split_k.splits > 1 || problem.num_tiles >= sms) return bytes;
     int64_t best_bytes = bytes;
     for (int i = kNumTileRows - 2; i >= 0; --i) {
-        static Problem<kMaxGroups> shorter;  // NOTE: static: ~4 KB, and the host path is single-threaded per process
+        Problem<kMaxGroups> shorter;
         int shorter_blocks = 0;
         const int64_t shorter_bytes = fill_chunk_rows(desc, num_groups, first, sms, kTileRows[i], shorter, shorter_blocks);
         if (shorter_bytes < 0 || shorter.num_tiles > sms) break;
