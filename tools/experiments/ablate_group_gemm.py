@@ -45,14 +45,13 @@ which nvcc can compile to read -Xptxas -v.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import load_all, patched, prepare, time_variants  # noqa: E402
+from ablation import gemm_ablation_main, patched  # noqa: E402
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
@@ -261,47 +260,11 @@ def patched_source(text: str, variant: str) -> str:
     return patched(text, PATCHES, defines, variant)
 
 
-def write_variant(src: Path, variant: str, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{src.stem}_{variant}.py"
-    path.write_text(patched_source(src.read_text(), variant))
-    return path
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--version", default="v25")
-    ap.add_argument("--shapes", default="0,1", help="benchmark shape indices, comma-separated")
-    ap.add_argument("--variants", default="all")
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--calls", type=int, default=8, help="calls per variant per round")
-    ap.add_argument("--emit", help="write the patched sources here and stop (no CUDA needed)")
-    ap.add_argument("--build-only", action="store_true")
-    args = ap.parse_args()
-
-    from harness.submissions import resolve
-
-    variants = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
-    src = resolve("group_gemm", args.version).path
-    folder = Path(args.emit) if args.emit else Path("/tmp/nvfp4-ablate") / args.version
-    paths = {v: write_variant(src, v, folder) for v in variants}
-    done = prepare(paths, emit=bool(args.emit), build_only=args.build_only,
-                   child_args=lambda v: [__file__, "--version", args.version, "--variants", v, "--build-only"])
-    if done is not None:
-        return done
-
-    import torch
-    kernels = load_all(torch, paths)
     # NOTE: variants that only add (prefetch, release, fetch size) must stay exact
-    rows = time_variants(torch, "group_gemm", kernels, [int(s) for s in args.shapes.split(",")],
-                         lambda v: set(VARIANTS[v]) <= EXACT_FLAGS, {"gemm": "group_gemm_kernel", "prepass": "decode_a"},
-                         args.rounds, args.calls)
-    print(f"\n{args.version} GEMM kernel with parts removed, {torch.cuda.get_device_name()}, torch.profiler device time, "
-          f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls")
-    print(f"{'shape':>5} {'variant':<13} {'gemm µs':>9} {'(min round)':>11} {'prepass µs':>10}")
-    for shape, v, means, lo in rows:
-        print(f"{shape:>5} {v:<13} {means['gemm']:9.1f} {lo:11.1f} {means['prepass']:10.1f}")
-    return 0
+    return gemm_ablation_main("group_gemm", __file__, VARIANTS, patched_source, lambda v: set(VARIANTS[v]) <= EXACT_FLAGS,
+                              "group_gemm_kernel", "v25", "0,1")
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,4 @@
-"""What the ablation tools (ablate_group_gemm.py, ablate_gemv.py) share: building their patched
+"""What the ablation tools (ablate_gemm.py, ablate_group_gemm.py, ablate_gemv.py) share: building their patched
 variants in parallel child processes, importing a patched file through the harness's build cache,
 and timing a submission's kernels alone by torch.profiler with L2 flushed before every call."""
 from __future__ import annotations
@@ -140,3 +140,50 @@ def time_variants(torch, problem: str, kernels: dict, shapes: list[int], exact: 
             rows.append((shape, variant, means, min(samples[variant].get(first) or [float("nan")])))
         print(f"shape {shape} {params}: checks: {'; '.join(checks) or 'none exact'}", flush=True)
     return rows
+
+
+def gemm_ablation_main(problem: str, tool: str, variants_table: dict, patched_source: Callable[[str, str], str],
+                       exact: Callable[[str], bool], kernel_name: str, default_version: str, default_shapes: str) -> int:
+    """The command line of the GEMM ablation tools (ablate_gemm, ablate_group_gemm): `variants_table`
+    names the variants, `patched_source(text, variant)` makes each one's file, `exact(variant)` says
+    whose output must still match the reference, `kernel_name` is the GEMM kernel's name fragment;
+    `tool` is the calling script (its build children run it again)."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--version", default=default_version)
+    ap.add_argument("--shapes", default=default_shapes, help="benchmark shape indices, comma-separated")
+    ap.add_argument("--variants", default="all")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--calls", type=int, default=8, help="calls per variant per round")
+    ap.add_argument("--emit", help="write the patched sources here and stop (no CUDA needed)")
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+
+    from harness.submissions import resolve
+
+    variants = list(variants_table) if args.variants == "all" else args.variants.split(",")
+    unknown = [v for v in variants if v not in variants_table]
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {', '.join(variants_table)}")
+    src = resolve(problem, args.version).path
+    folder = Path(args.emit) if args.emit else Path(f"/tmp/nvfp4-ablate-{problem}") / args.version
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for v in variants:
+        paths[v] = folder / f"{src.stem}_{v}.py"
+        paths[v].write_text(patched_source(src.read_text(), v))
+    done = prepare(paths, emit=bool(args.emit), build_only=args.build_only,
+                   child_args=lambda v: [tool, "--version", args.version, "--variants", v, "--build-only"])
+    if done is not None:
+        return done
+
+    import torch
+    kernels = load_all(torch, paths)
+    rows = time_variants(torch, problem, kernels, [int(s) for s in args.shapes.split(",")], exact,
+                         {"gemm": kernel_name, "prepass": "decode_a"}, args.rounds, args.calls)
+    print(f"\n{problem} {args.version} GEMM kernel with parts removed, {torch.cuda.get_device_name()}, torch.profiler "
+          f"device time, L2 flushed before each call, {args.rounds} rounds x {args.calls} calls")
+    print(f"{'shape':>5} {'variant':<13} {'gemm µs':>9} {'(min round)':>11} {'prepass µs':>10}")
+    for shape, v, means, lo in rows:
+        print(f"{shape:>5} {v:<13} {means['gemm']:9.1f} {lo:11.1f} {means['prepass']:10.1f}")
+    return 0
