@@ -299,3 +299,15 @@ def test_timeline_patched_cuda_source_compiles(tmp_path):
     done = subprocess.run(["nvcc", "-c", "-std=c++17", "-gencode=arch=compute_90a,code=compute_90a", str(cu),
                            "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("tool", ["ablate_gemm", "ablate_group_gemm"])
+def test_ablation_tool_finds_the_harness_without_an_installed_repo(tool, tmp_path):
+    # A bare device machine runs these as scripts with the repository uninstalled: `python -S` drops
+    # site-packages (and the editable install), and the working directory is elsewhere.
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-S", str(ROOT / "tools" / "experiments" / f"{tool}.py"),
+                           "--emit", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert list(tmp_path.glob("submission_v*_full.py"))

@@ -28,12 +28,10 @@ Usage on a GPU machine, repo root (builds run in parallel child processes first)
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
 from ablation import kernel_us, load_all, patched, prepare  # noqa: E402
 

@@ -49,7 +49,6 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
 from ablation import gemm_ablation_main, patched  # noqa: E402
 

@@ -10,6 +10,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+# NOTE: the tools run as plain scripts on a bare device machine, where the repository is not installed:
+# `harness` must come from the checkout this file sits in, whatever the working directory.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
 
 def patched(text: str, patches: list[tuple[str, str]], defines: str, variant: str) -> str:
     """A submission's text with every (old, new) patch applied (each target must occur exactly
