@@ -16,8 +16,7 @@ M = 512 ones.
 Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v9 / v10 / v11
 alternated in one process, every output checked on fresh inputs): v9 55.6 / 99.4 / 37.1 / 97.2,
 v10 58.5 / 104.2 / 40.0 / 101.7 µs: 0.951x / 0.954x / 0.926x / 0.955x. SLOWER on every shape, as
-gemm v16 and group_gemm v34 in the same call. Failed experiment. The tests and sanitizers ran but
-their results did not come back (the call's files exceeded the device's 8-file return); no row.
+gemm v16 and group_gemm v34 in the same call. Failed experiment. No row. Checked again (H100, commit 975f031): tests, edges (both distributions), racecheck and synccheck pass.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

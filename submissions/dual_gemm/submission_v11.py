@@ -16,7 +16,7 @@ Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v9 / v1
 alternated in one process, every output checked on fresh inputs): v10 58.5 / 104.2 / 40.0 / 101.7,
 v11 55.2 / 97.5 / 38.3 / 95.5 µs: 1.060x / 1.069x / 1.044x / 1.065x over its parent. Against v9,
 with v10's loss inside: 1.009x / 1.020x / 0.969x / 1.017x, so v12 carries this change on v9.
-Tests and sanitizers: as v10 (results lost).
+Checked again (H100, commit 975f031): tests, edges (both distributions), racecheck and synccheck pass.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

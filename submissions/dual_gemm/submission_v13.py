@@ -15,7 +15,12 @@ Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels tile by 128-row MMA atoms)
 Prediction: 512x3072x7168 1.05-1.10x (7/8 of the tensor work per block, the decode unchanged);
 the other benchmark shapes unchanged (their launches are the same: host_tiling.py).
-Measured: not yet run.
+Measured (H100, commit 975f031, kernels alone, alternated with v12 in one process): 53.8 / 99.1
+/ 36.0 / 87.3 µs against v12's 53.3 / 94.6 / 35.7 / 91.3: 0.990x / 0.955x / 0.992x / 1.046x. The
+changed shape gains as predicted (1.046x); 512x4096x7168, whose launch is v12's (host_tiling.py on
+the GPU: 128 tiles of 128 rows, S = 1), lost 4.5%, more than this comparison's ~2-3% noise: the
+extra m64n112k16 instantiation in the one kernel is the only difference on that path. Tests,
+edges, racecheck, synccheck pass. Row (cold) 81.9 / 133.9 / 66.2 / 121.2.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

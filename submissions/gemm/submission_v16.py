@@ -22,8 +22,10 @@ Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v15 / v
 alternated in one process, every output checked on fresh inputs): v15 60.2 / 24.8 / 16.9, v16
 62.3 / 26.3 / 17.6 µs: 0.967x / 0.944x / 0.958x. SLOWER on every shape, by more (0.7-2.1 µs) than
 the time PDL could have hidden is worth; dual_gemm v10 and group_gemm v34 lost 3-11% the same way.
-Failed experiment. The tests, edges and sanitizers ran in that device call but their results did
-not come back (the call's files exceeded the device's 8-file return); no recorded row.
+Failed experiment; no recorded row. Checked again (H100, commit 975f031): tests, edges (both distributions), racecheck and synccheck pass.
+Without the early trigger (launch_dependents removed, so it fires when the prepass's blocks end;
+NVIDIA/cccl PR 5249's fix) it still loses, less: 0.989x / 0.961x / 0.978x vs v15 (v16 itself
+0.963x / 0.944x / 0.967x in the same process).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

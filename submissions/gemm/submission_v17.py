@@ -18,7 +18,7 @@ Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v15 / v
 alternated in one process, every output checked on fresh inputs): v16 62.3 / 26.3 / 17.6, v17
 63.7 / 27.9 / 18.1 µs: 0.978x / 0.943x / 0.972x. No gain: the third shape (S = 1) never runs the
 changed code and still moved 2.8%, so this comparison resolves ~3% at best; the batched loads did
-not show. Failed experiment (kept as v18's parent). Tests and sanitizers: as v16 (results lost).
+not show. Failed experiment (kept as v18's parent). Checked again (H100, commit 975f031): tests, edges (both distributions), racecheck and synccheck pass.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

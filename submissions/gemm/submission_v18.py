@@ -19,7 +19,7 @@ Measured: H100 80GB HBM3, commit bff11a3. Kernels alone (kernel_compare, v15 / v
 alternated in one process, every output checked on fresh inputs): v17 63.7 / 27.9 / 18.1, v18
 60.4 / 26.5 / 17.2 µs: 1.055x / 1.053x / 1.052x over its parent, as predicted. Against v15, with
 v16's and v17's losses inside: 0.997x / 0.937x / 0.982x, so v19 carries this change on v15.
-Tests and sanitizers: as v16 (results lost).
+Checked again (H100, commit 975f031): tests, edges (both distributions), racecheck and synccheck pass.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

@@ -17,7 +17,10 @@ Analogue: none in the writeup (its B200 kernels stage 256-K blocks for tcgen05)
 Prediction: 2-5% on every shape. Risks: the unrolled loop has 10 block bodies (v19: 8), ~17 KB of
 hot code against v19's ~14 (dual_gemm v8 lost 8% at ~25 KB); and a slot frees only after both its
 blocks, so the loads in flight run 8-10 blocks (v19: 7-8).
-Measured: not yet run.
+Measured (H100, commit 975f031, kernels alone, alternated with v19 and v21 in one process):
+58.7 / 23.9 / 16.6 µs against v19's 57.9 / 23.9 / 16.3: 0.987x / 1.000x / 0.981x. NOT FASTER:
+halving the handshakes bought nothing, so the ring's handshake is not what paces v19's K loop.
+Tests, edges, racecheck, synccheck pass. Row (cold, per call) 82.8 / 46.4 / 39.5.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

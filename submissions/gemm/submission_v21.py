@@ -21,7 +21,12 @@ Prediction: if the decode warps keep up: 1.05-1.10x on 128x7168x2048 and 128x409
 prepass and the gap gone), 1.02-1.05x on the long shape. If they slow the consumers (shared issue
 slots), the long shape loses first. gemm ablate_gemm's no_a_copy / half_a_copy on v19 (same next
 call) price the L2 side.
-Measured: not yet run.
+Measured (H100, commit 975f031, kernels alone, alternated with v19 and v20 in one process):
+107.4 / 37.4 / 22.1 µs against v19's 57.9 / 23.9 / 16.3: 0.539x / 0.639x / 0.736x, SLOWER. The
+long shape's loop runs ~0.8 µs per K block (v19: 0.354): three decode warps with 56 registers
+turn out ~8 K fp16 of A per ~1400 cycles, under half the consumers' pace, and every CTA of an M
+tile redoes it (112 decodes of each block on the long shape where the prepass does one). Correct:
+tests, edges, racecheck, synccheck pass.
 
 Exactness as v10, with a x sfa made in shared memory instead of by the prepass (the same two fp16
 multiplies). Rows of A past M decode from zero values (and whatever scale bytes pad the blocked

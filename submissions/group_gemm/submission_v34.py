@@ -19,8 +19,7 @@ in one process, every output checked on fresh inputs): v33 131.0 / 80.9 / 33.2 /
 85.8 / 34.9 / 18.1 µs: 0.947x / 0.943x / 0.951x / 0.890x. SLOWER on every shape, by up to 7.4 µs
 on A: more than the prologue and the launch gap PDL can hide, so the GEMM itself runs slower when
 launched this way (gemm v16 and dual_gemm v10 lost the same way in that call). Failed experiment;
-the escape question of v18 was not reached (no recorded run). The tests and sanitizers ran but
-their results did not come back (the call's files exceeded the device's 8-file return).
+the escape question of v18 was not reached (no recorded run). Checked again (H100, commit 975f031): tests, edges (both distributions), racecheck and synccheck pass.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
