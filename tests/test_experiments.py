@@ -224,6 +224,25 @@ def test_dual_gemm_v13_fills_the_wave_with_112_row_tiles_only_where_s_is_1():
     assert {32, 112} <= {r["m_tile_rows"] for r in v13.values()}
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_gemm_v22_runs_stream_k_on_every_sm_where_tiles_leave_sms_idle_and_v19s_launch_elsewhere():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("gemm")
+    def launches(version, clusters=None):
+        return {(r["m"], r["n"], r["k"]): r for r in host_tiling.choices(resolve("gemm", version).path, shapes, 132, clusters)}
+    v19, v22 = launches("v19", H100_LIKE_CLUSTERS), launches("v22")
+    for shape in ((128, 7168, 16384), (128, 4096, 7168)):
+        assert v22[shape]["ctas"] == 132 and v22[shape]["m_tile_rows"] == 128 and v22[shape]["splits"] > 1
+    assert v22[(128, 7168, 2048)]["ctas"] == 112 and v22[(128, 7168, 2048)]["splits"] == 1  # v19's 64-row launch
+    stream_k = [shape for shape, r in v22.items() if r["splits"] > 1]
+    for shape, r in v22.items():
+        assert r["splits"] <= 8 and r["ctas"] <= 132 or r["ctas"] == r["tiles"]
+        if shape not in stream_k:
+            assert r["ctas"] == r["tiles"] and (v19[shape]["splits"] > 1 or r["m_tile_rows"] == v19[shape]["m_tile_rows"])
+    # the tests and edges shapes cut tiles into as many pieces as the kernel sums, so `nvfp4 test` runs them
+    assert max(v22[shape]["splits"] for shape in stream_k) == 8 and len(stream_k) >= 4
+
+
 def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
     src = "int f() { int clusters = 0; cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel, &config); return clusters; }"
     patched = host_tiling.with_cluster_capacities(src, {2: 66})

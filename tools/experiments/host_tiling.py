@@ -1,6 +1,7 @@
 """What launch does a gemm, dual_gemm or group_gemm version's host code choose per shape? Its own C++, on the CPU.
 
-gemm v9 onward decide tiles, split count S and M tile height on the host (fill_chunk). This compiles a
+gemm v9 onward decide tiles, split count S and M tile height on the host (fill_chunk); gemm v22 onward
+stream-K: CTAs and the most pieces a tile is cut into, shown under S. This compiles a
 version's CUDA source with nvcc as it is, appends a main() that calls its fill_chunk for each shape
 (M, N, K; L = 1, 132 SMs unless told) with dummy 16-byte aligned pointers, and prints the choice:
 tiles, M tile rows, M tiles, S, CTAs. No GPU is needed as long as the version's fill_chunk makes
@@ -59,11 +60,20 @@ GEMM_DEFS = r'''
 #define HOST_TILING_DESC_WORDS 14
 #define HOST_TILING_PROBLEM Problem
 #define HOST_TILING_SPLITS(p) (p).splits
+#define HOST_TILING_CTAS(p) ((p).num_tiles * (p).splits)
+'''
+# gemm v22 onward: stream-K. No S; the most pieces a tile is cut into, and the CTAs the launch runs.
+GEMM_STREAM_K_DEFS = r'''
+#define HOST_TILING_DESC_WORDS 14
+#define HOST_TILING_PROBLEM Problem
+#define HOST_TILING_SPLITS(p) (p).max_pieces
+#define HOST_TILING_CTAS(p) (p).num_ctas
 '''
 DUAL_DEFS = r'''
 #define HOST_TILING_DESC_WORDS 18
 #define HOST_TILING_PROBLEM Problem<kMaxGroups>
 #define HOST_TILING_SPLITS(p) (p).split_k.splits
+#define HOST_TILING_CTAS(p) ((p).num_tiles * (p).split_k.splits)
 '''
 
 MAIN = DESC + r'''
@@ -86,8 +96,8 @@ int main(int argc, char** argv) {
         static HOST_TILING_PROBLEM problem;
         int decode_blocks = 0;
         const long long bytes = fill_chunk(desc, 1, 0, sms, problem, decode_blocks);
-        printf("%d %d %d %lld %d %d %d %d\n", m, n, k, bytes, problem.num_tiles, problem.groups[0].m_tile_rows,
-               problem.groups[0].m_tiles, HOST_TILING_SPLITS(problem));
+        printf("%d %d %d %lld %d %d %d %d %d\n", m, n, k, bytes, problem.num_tiles, problem.groups[0].m_tile_rows,
+               problem.groups[0].m_tiles, HOST_TILING_SPLITS(problem), HOST_TILING_CTAS(problem));
     }
     return 0;
 }
@@ -206,7 +216,8 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
     cuda_src = _cuda_src(source_path, "fill_chunk(")
     if clusters:
         cuda_src = with_cluster_capacities(cuda_src, clusters)
-    defs = {"gemm": GEMM_DEFS, "dual_gemm": DUAL_DEFS}[problem]
+    stream_k = problem == "gemm" and "int num_ctas;" in cuda_src
+    defs = GEMM_STREAM_K_DEFS if stream_k else {"gemm": GEMM_DEFS, "dual_gemm": DUAL_DEFS}[problem]
     defines = ["HOST_TILING_CAPACITY"] if "static int cluster_capacity(int S) {" in cuda_src else []
     stdout = _run_host(cuda_src, defs + MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape], defines)
     rows = []
@@ -214,9 +225,10 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
         if line.startswith("#"):
             print(f"cluster capacity (S:clusters resident at once):{line[1:]}")
         elif line.strip():
-            m, n, k, nbytes, tiles, rows_, m_tiles, splits = (int(v) for v in line.split())
+            m, n, k, nbytes, tiles, rows_, m_tiles, splits, ctas = (int(v) for v in line.split())
+            # NOTE: for stream-K versions `splits` is the most pieces a tile is cut into (1: none)
             rows.append({"m": m, "n": n, "k": k, "bytes": nbytes, "tiles": tiles, "m_tile_rows": rows_,
-                         "m_tiles": m_tiles, "splits": splits, "ctas": tiles * splits})
+                         "m_tiles": m_tiles, "splits": splits, "ctas": ctas, "stream_k": stream_k})
     return rows
 
 
@@ -245,7 +257,7 @@ def main() -> int:
               else shapes_of(args.problem))
     told = f", cluster capacities {args.clusters} (given)" if clusters else ""
     print(f"{args.problem} {args.version}, {args.sms} SMs{told}: the host's launch per shape")
-    print(f"{'M x N x K':>20} {'tiles':>6} {'rows':>5} {'M tiles':>8} {'S':>3} {'CTAs':>5}")
+    print(f"{'M x N x K':>20} {'tiles':>6} {'rows':>5} {'M tiles':>8} {'S':>3} {'CTAs':>5}   (stream-K versions: S = most pieces of a tile)")
     for r in choices(resolve(args.problem, args.version).path, shapes, args.sms, clusters, args.problem):
         print(f"{r['m']:>6} x {r['n']:>5} x {r['k']:>5} {r['tiles']:>6} {r['m_tile_rows']:>5} {r['m_tiles']:>8} "
               f"{r['splits']:>3} {r['ctas']:>5}")
