@@ -82,8 +82,8 @@ constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 1024;  // + s
 constexpr int kDecodeThreads = 256;     // prepass: one (row, K block, half) per thread, four 16-byte chunks out
 constexpr int kFullArrivals = 1;         // the producer's arrive.expect_tx: every copy of a stage counts bytes on it
 constexpr int kEmptyArrivals = kConsumerThreads;
-// NOTE: the finisher of a tile loads one float4 of every other piece before adding (sum_pieces);
-// the host keeps every tile within this many pieces.
+// NOTE: the finisher of a tile reads every piece back, one L2 round trip each (sum_pieces); the
+// host keeps every tile within this many pieces.
 constexpr int kMaxPieces = 8;
 constexpr int kPartialFloat4s = BLOCK_N * BLOCK_M_MAX / 4;  // one piece's fp32 partial tile: 64 KB
 // NOTE: hardware barrier 0 is __syncthreads'; the stream-K handshake needs one that counts only the
@@ -422,25 +422,33 @@ __device__ __forceinline__ void sum_pieces(const Problem& problem, const Segment
     consumer_sync();  // NOTE: all have read is_last before a later segment's count rewrites it
     if (!last) return;
     __threadfence();  // NOTE: acquire side: the other pieces' partials are read after their counts
+    float4 sum[kN / 8];
+    #pragma unroll
+    for (int j = 0; j < kN / 8; ++j) sum[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     #pragma unroll 1
+    for (int p = 0; p < sg.pieces; ++p) {
+        // NOTE: a whole piece's loads in flight before the first add: one L2 round trip per piece.
+        // Loaded latency under 132 SMs is long; a round trip per j (16) measured 0.84x / 0.75x
+        // of v19 on the stream-K shapes (first draft, H100).
+        float4 part[kN / 8];
+        #pragma unroll
+        for (int j = 0; j < kN / 8; ++j) part[j] = __ldcg(slots + p * kPartialFloat4s + j * kConsumerThreads);
+        #pragma unroll
+        for (int j = 0; j < kN / 8; ++j) {
+            sum[j].x += part[j].x; sum[j].y += part[j].y; sum[j].z += part[j].z; sum[j].w += part[j].w;
+        }
+    }
+    // sum[j]: rows (n) n_row and n_row + 8, columns (m) 8j + 2 tig and + 1, as acc[4j + ...]
+    #pragma unroll
     for (int j = 0; j < kN / 8; ++j) {
-        float4 part[kMaxPieces];
-        #pragma unroll
-        for (int s = 0; s < kMaxPieces; ++s)  // NOTE: all loads issued before the first add; L2 reads (ld.cg)
-            if (s < sg.pieces) part[s] = __ldcg(slots + s * kPartialFloat4s + j * kConsumerThreads);
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        #pragma unroll
-        for (int s = 0; s < kMaxPieces; ++s)
-            if (s < sg.pieces) { sum.x += part[s].x; sum.y += part[s].y; sum.z += part[s].z; sum.w += part[s].w; }
-        // sum: rows (n) n_row and n_row + 8, columns (m) 8j + 2 tig and + 1, as acc[4j + ...]
         const int m = sg.m0 + 8 * j + 2 * tig;
         if (m < d.m) {
-            d.c[m * d.c_row + n_row] = __float2half_rn(sum.x * 128.f);  // undo B's 2^-7
-            d.c[m * d.c_row + n_row + 8] = __float2half_rn(sum.z * 128.f);
+            d.c[m * d.c_row + n_row] = __float2half_rn(sum[j].x * 128.f);  // undo B's 2^-7
+            d.c[m * d.c_row + n_row + 8] = __float2half_rn(sum[j].z * 128.f);
         }
         if (m + 1 < d.m) {
-            d.c[(m + 1) * d.c_row + n_row] = __float2half_rn(sum.y * 128.f);
-            d.c[(m + 1) * d.c_row + n_row + 8] = __float2half_rn(sum.w * 128.f);
+            d.c[(m + 1) * d.c_row + n_row] = __float2half_rn(sum[j].y * 128.f);
+            d.c[(m + 1) * d.c_row + n_row + 8] = __float2half_rn(sum[j].w * 128.f);
         }
     }
 }
