@@ -25,7 +25,14 @@ Prediction: 128x7168x16384 1.05-1.10x (19 fewer K blocks a CTA at ~0.354 µs, mi
 64 KB writes and the finisher's up-to-three reads), 128x4096x7168 1.05-1.12x (10 fewer blocks, up
 to five pieces a tile), 128x7168x2048 1.00x (its launch is v19's). The host's cost constants
 (kFixupBlocks, kStreamKMargin) are guesses until a device run prices the fixup.
-Measured: not yet run.
+Measured (H100, commit cc486fc, kernels alone, alternated with v19 and the first draft in one
+process): 63.7 / 30.1 / 16.6 µs against v19's 57.5 / 23.8 / 16.3: 0.904x / 0.789x / 0.978x, SLOWER.
+The first draft (81c018e), whose finisher issued one L2 round trip per float4 position j (16)
+instead of one per piece, ran 68.8 / 32.3 / 17.1 (0.837x / 0.736x / 0.949x). Failed experiment:
+ablate_gemm on v19 in the same session found the K loop bound twice over at ~50 µs on the long
+shape, by the copies (copies_only 50.5 µs: A's fp16 tiles from L2) and by the consumers' work
+(compute_only 50.3), so 132 CTAs asking for A at the rate 112 did meet the L2's limit, and the
+fixup is pure cost (NOTES). Tests, edges (both distributions), racecheck, synccheck pass.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, a tile's pieces added in a fixed
