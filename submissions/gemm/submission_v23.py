@@ -23,7 +23,12 @@ Prediction: 128x7168x16384 1.03-1.06x at most: the consumers' own chain (50.3 µ
 becomes the limit; 128x4096x7168 (copies 17.3 under compute 19.0 µs) and 128x7168x2048 1.00-1.02x.
 The pairing also couples two CTAs' rings (a slot waits for the slower CTA) and adds a remote
 arrival per warp per K block: a loss on the shapes the copies do not limit would show that cost.
-Measured: not yet run.
+Measured (H100, commit 5738e84, kernels alone, alternated with v19 in one process): 157.4 / 53.0 /
+39.1 µs against v19's 57.7 / 24.0 / 16.2: 0.367x / 0.452x / 0.415x, far SLOWER, ~0.7 µs more per K
+block on every shape whatever its S: the ring behaves as if a block's turnaround were serialised
+on a ~µs event. Correct: tests, edges (both distributions), racecheck, synccheck pass. Failed
+experiment, cause not isolated (device time ran out); the two variants that separate the parts
+are in NOTES.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
