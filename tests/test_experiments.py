@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _tool(name: str):
     spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "experiments" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # NOTE: dataclasses look their module up there while the class is built
     spec.loader.exec_module(module)
     return module
 
@@ -330,3 +332,31 @@ def test_ablation_tool_finds_the_harness_without_an_installed_repo(tool, tmp_pat
                            "--emit", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-800:]
     assert list(tmp_path.glob("submission_v*_full.py"))
+
+
+sass_lint = _tool("sass_lint")
+
+
+def _sass(body: list[str]) -> list[str]:
+    lines = [".text._Z6kernelv:"]
+    for n, text in enumerate(body):
+        lines.append(f"        /*{16 * n:04x}*/                   {text} ;")
+    return lines
+
+
+def test_sass_lint_flags_a_fence_or_local_access_inside_a_wgmma_loop_only():
+    filler = ["IMAD R0, R1, R2, R3"] * 5
+    clean = _sass(["MEMBAR.ALL.GPU", *filler, "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", *filler,
+                   "HGMMA.64x128x16.F32 R24, gdesc[UR8], R24", "LDL R2, [R1+0x8]"])
+    loops = sass_lint.loops_of(clean)["_Z6kernelv"]
+    assert len(loops) == 1 and loops[0].hgmma == 2 and loops[0].flagged == []  # fence and spill outside
+    assert loops[0].bytes == 16 * 6 + 16
+    fenced = _sass(["HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", "@!P1 MEMBAR.ALL.GPU", "STL [R1], R2",
+                    "HGMMA.64x128x16.F32 R24, gdesc[UR8], R24"])
+    assert [f.split(" ", 1)[1] for f in sass_lint.loops_of(fenced)["_Z6kernelv"][0].flagged] == ["@!P1 MEMBAR.ALL.GPU", "STL [R1], R2"]
+
+
+def test_sass_lint_splits_loops_further_apart_than_its_gap():
+    far = _sass(["HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", *["NOP"] * (sass_lint.GAP + 1),
+                 "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"])
+    assert len(sass_lint.loops_of(far)["_Z6kernelv"]) == 2

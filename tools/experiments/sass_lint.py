@@ -1,0 +1,147 @@
+"""What ptxas made of a version's wgmma loops, read from its SASS: no GPU needed.
+
+gemm v23 lost 2.2-2.7x to one scope qualifier: `mbarrier.arrive.release.cluster` compiled to
+MEMBAR.ALL.CTA + MEMBAR.ALL.GPU before every remote arrive, a GPU-wide fence per consumer warp per
+K block, invisible in the CUDA source and in `-Xptxas -v`. This compiles a version's CUDA source
+to a cubin (nvcc, sm_90a), disassembles it (nvdisasm) and, per kernel, finds the wgmma loops
+(runs of HGMMA no more than GAP lines apart) and reports in each: its span in bytes, first HGMMA
+to last (dual_gemm v8 lost 8% to a ~25 KB hot loop), fences (MEMBAR), local-memory traffic (LDL/STL: spills), and
+the loop's HGMMA count. A fence or a local access inside a loop is flagged; the exit status is 1
+when any is found, so a script can gate on it.
+
+nvdisasm is not part of a plain CUDA toolkit install on every machine; it is found on PATH, in
+$NVDISASM, or next to nvcc. `pip download --no-deps nvidia-cuda-nvdisasm` brings a wheel whose
+nvidia/cu13/bin/nvdisasm works here (unzip it; point $NVDISASM at it).
+
+Usage (repo root, nvcc on PATH):
+    python3 tools/experiments/sass_lint.py gemm v19,v23 [dual_gemm v12 ...]
+    python3 tools/experiments/sass_lint.py --file path/to/variant.py
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+GAP = 200  # SASS lines between two HGMMA beyond which they belong to different loops
+FLAGGED = ("MEMBAR", "LDL", "STL")
+_ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
+_FUNCTION = re.compile(r"^\s*\.text\.(\S+):")
+
+
+@dataclass
+class Loop:
+    first: int            # byte address of the first HGMMA
+    last: int             # byte address of the last HGMMA
+    hgmma: int = 0
+    flagged: list[str] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return self.last - self.first + 16
+
+
+def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
+    """Per kernel (its mangled name), the wgmma loops of a disassembly (`nvdisasm -c` text) and the
+    flagged instructions inside each (address and text)."""
+    kernels: dict[str, list[tuple[int, int, str]]] = {}
+    name = None
+    for index, line in enumerate(sass_lines):
+        found = _FUNCTION.match(line)
+        if found:
+            name = found.group(1)
+            kernels.setdefault(name, [])
+            continue
+        address = _ADDRESS.search(line)
+        if name is not None and address:
+            text = line[address.end():].strip().rstrip(";").strip()
+            kernels[name].append((index, int(address.group(1), 16), text))
+    result = {}
+    for kernel, instructions in kernels.items():
+        hgmma = [i for i, (_, _, text) in enumerate(instructions) if "HGMMA" in text]
+        loops: list[Loop] = []
+        spans: list[tuple[int, int]] = []
+        for i in hgmma:
+            if spans and instructions[i][0] - instructions[spans[-1][1]][0] <= GAP:
+                spans[-1] = (spans[-1][0], i)
+            else:
+                spans.append((i, i))
+        for a, b in spans:
+            loop = Loop(first=instructions[a][1], last=instructions[b][1])
+            for _, address, text in instructions[a:b + 1]:
+                if "HGMMA" in text:
+                    loop.hgmma += 1
+                elif any(re.search(rf"\b{op}\b", text) for op in FLAGGED):
+                    loop.flagged.append(f"{address:#x} {text}")
+            loops.append(loop)
+        result[kernel] = loops
+    return result
+
+
+def find_nvdisasm() -> str | None:
+    for candidate in (os.environ.get("NVDISASM"), shutil.which("nvdisasm")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        beside = Path(nvcc).resolve().parent / "nvdisasm"
+        if beside.is_file():
+            return str(beside)
+    return None
+
+
+def disassemble(source: Path, nvdisasm: str) -> list[str]:
+    found = re.search(r'CUDA_SRC = r"""(.*?)"""', source.read_text(), re.S)
+    if not found:
+        raise SystemExit(f"{source}: no CUDA_SRC")
+    with tempfile.TemporaryDirectory() as tmp:
+        cu, cubin = Path(tmp) / "k.cu", Path(tmp) / "k.cubin"
+        cu.write_text(found.group(1))
+        build = subprocess.run(["nvcc", "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
+                                str(cu), "-o", str(cubin)], capture_output=True, text=True)
+        if build.returncode != 0:
+            raise SystemExit(f"{source}: nvcc failed:\n{build.stderr[-1500:]}")
+        return subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("pairs", nargs="*", help="PROBLEM VERSIONS pairs, versions comma-separated")
+    ap.add_argument("--file", action="append", default=[], help="a submission-like .py file (repeatable)")
+    args = ap.parse_args()
+    if len(args.pairs) % 2:
+        raise SystemExit("give PROBLEM VERSIONS pairs, e.g. gemm v19,v23")
+    nvdisasm = find_nvdisasm()
+    if nvdisasm is None:
+        raise SystemExit("nvdisasm not found (PATH, $NVDISASM, beside nvcc); see this tool's docstring")
+    from harness.submissions import resolve
+    sources = [Path(f) for f in args.file]
+    for problem, versions in zip(args.pairs[::2], args.pairs[1::2]):
+        sources += [resolve(problem, v).path for v in versions.split(",")]
+    bad = False
+    for source in sources:
+        for kernel, loops in loops_of(disassemble(source, nvdisasm)).items():
+            if not loops:
+                continue
+            print(f"{source.parent.name}/{source.name} {kernel[:60]}")
+            for n, loop in enumerate(loops):
+                mark = "  FLAGGED" if loop.flagged else ""
+                print(f"  loop {n}: {loop.bytes / 1024:6.1f} KB, {loop.hgmma:3d} HGMMA, {len(loop.flagged)} fence/local{mark}")
+                for text in sorted(set(t.split(" ", 1)[1] for t in loop.flagged)):
+                    print(f"      {text}")
+                bad = bad or bool(loop.flagged)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
