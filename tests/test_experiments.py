@@ -338,25 +338,34 @@ sass_lint = _tool("sass_lint")
 
 
 def _sass(body: list[str]) -> list[str]:
-    lines = [".text._Z6kernelv:"]
-    for n, text in enumerate(body):
+    """A kernel's nvdisasm text: "L:name" lines are labels, the rest instructions, 16 bytes apart."""
+    lines, n = [".text._Z6kernelv:"], 0
+    for text in body:
+        if text.startswith("L:"):
+            lines.append(f"{text[2:]}:")
+            continue
         lines.append(f"        /*{16 * n:04x}*/                   {text} ;")
+        n += 1
     return lines
 
 
+HGMMA = "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"
+
+
 def test_sass_lint_flags_a_fence_or_local_access_inside_a_wgmma_loop_only():
-    filler = ["IMAD R0, R1, R2, R3"] * 5
-    clean = _sass(["MEMBAR.ALL.GPU", *filler, "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", *filler,
-                   "HGMMA.64x128x16.F32 R24, gdesc[UR8], R24", "LDL R2, [R1+0x8]"])
+    spin = ["L:.L_x_1", "SYNCS.PHASECHK.TRANS64 P0, [UR4], R2", "@!P0 BRA `(.L_x_1)"]  # a wait loop, no HGMMA
+    clean = _sass(["MEMBAR.ALL.GPU", "L:.L_x_0", *spin, "IMAD R0, R1, R2, R3", HGMMA, HGMMA,
+                   "@P1 BRA `(.L_x_0)", "LDL R2, [R1+0x8]"])
     loops = sass_lint.loops_of(clean)["_Z6kernelv"]
     assert len(loops) == 1 and loops[0].hgmma == 2 and loops[0].flagged == []  # fence and spill outside
-    assert loops[0].bytes == 16 * 6 + 16
-    fenced = _sass(["HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", "@!P1 MEMBAR.ALL.GPU", "STL [R1], R2",
-                    "HGMMA.64x128x16.F32 R24, gdesc[UR8], R24"])
+    assert (loops[0].first, loops[0].last, loops[0].bytes) == (16, 16 * 6, 16 * 6)
+    fenced = _sass(["L:.L_x_0", HGMMA, "@!P1 MEMBAR.ALL.GPU", "STL [R1], R2", HGMMA, "@P1 BRA `(.L_x_0)"])
     assert [f.split(" ", 1)[1] for f in sass_lint.loops_of(fenced)["_Z6kernelv"][0].flagged] == ["@!P1 MEMBAR.ALL.GPU", "STL [R1], R2"]
 
 
-def test_sass_lint_splits_loops_further_apart_than_its_gap():
-    far = _sass(["HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", *["NOP"] * (sass_lint.GAP + 1),
-                 "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"])
-    assert len(sass_lint.loops_of(far)["_Z6kernelv"]) == 2
+def test_sass_lint_reports_the_innermost_loop_around_the_tensor_work():
+    # an out-of-line retry block after EXIT jumps back into the loop with a plain BRA: not a loop
+    nested = _sass(["L:.L_x_0", "IMAD R0, R1, R2, R3", "L:.L_x_1", HGMMA, "MEMBAR.ALL.CTA", "@P1 BRA `(.L_x_1)",
+                    "@P2 BRA `(.L_x_0)", "BRA `(.L_x_2)", "L:.L_x_2", "EXIT", "@!P0 BRA `(.L_x_2)", "BRA `(.L_x_1)"])
+    loops = sass_lint.loops_of(nested)["_Z6kernelv"]
+    assert [(loop.first, loop.last, loop.hgmma, len(loop.flagged)) for loop in loops] == [(16, 48, 1, 1)]

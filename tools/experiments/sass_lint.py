@@ -4,8 +4,8 @@ gemm v23 lost 2.2-2.7x to one scope qualifier: `mbarrier.arrive.release.cluster`
 MEMBAR.ALL.CTA + MEMBAR.ALL.GPU before every remote arrive, a GPU-wide fence per consumer warp per
 K block, invisible in the CUDA source and in `-Xptxas -v`. This compiles a version's CUDA source
 to a cubin (nvcc, sm_90a), disassembles it (nvdisasm) and, per kernel, finds the wgmma loops
-(runs of HGMMA no more than GAP lines apart) and reports in each: its span in bytes, first HGMMA
-to last (dual_gemm v8 lost 8% to a ~25 KB hot loop), fences (MEMBAR), local-memory traffic (LDL/STL: spills), and
+(the innermost backward-branch spans holding HGMMA) and reports in each: its size in bytes
+(dual_gemm v8 lost 8% to a ~25 KB hot loop), fences (MEMBAR), local-memory traffic (LDL/STL: spills), and
 the loop's HGMMA count. A fence or a local access inside a loop is flagged; the exit status is 1
 when any is found, so a script can gate on it.
 
@@ -33,16 +33,17 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-GAP = 200  # SASS lines between two HGMMA beyond which they belong to different loops
 FLAGGED = ("MEMBAR", "LDL", "STL")
 _ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
 _FUNCTION = re.compile(r"^\s*\.text\.(\S+):")
+_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+_BRANCH = re.compile(r"\bBRA\b.*`\((\.L_x_\d+)\)")
 
 
 @dataclass
 class Loop:
-    first: int            # byte address of the first HGMMA
-    last: int             # byte address of the last HGMMA
+    first: int            # byte address of the loop's first instruction (the branch target)
+    last: int             # byte address of its backward branch
     hgmma: int = 0
     flagged: list[str] = field(default_factory=list)
 
@@ -53,36 +54,55 @@ class Loop:
 
 def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
     """Per kernel (its mangled name), the wgmma loops of a disassembly (`nvdisasm -c` text) and the
-    flagged instructions inside each (address and text)."""
-    kernels: dict[str, list[tuple[int, int, str]]] = {}
-    name = None
-    for index, line in enumerate(sass_lines):
+    flagged instructions inside each (address and text). A loop is the span of a predicated
+    backward branch (from its target label to the branch) holding HGMMA and no smaller such span:
+    the innermost loop around the tensor work, whatever the decode between its HGMMA groups."""
+    kernels: dict[str, list[tuple[int, str]]] = {}
+    labels: dict[str, dict[str, int]] = {}
+    name, pending = None, []
+    for line in sass_lines:
         found = _FUNCTION.match(line)
         if found:
             name = found.group(1)
             kernels.setdefault(name, [])
+            labels.setdefault(name, {})
+            pending = []
+            continue
+        if name is None:
+            continue
+        label = _LABEL.match(line)
+        if label:
+            pending.append(label.group(1))
             continue
         address = _ADDRESS.search(line)
-        if name is not None and address:
-            text = line[address.end():].strip().rstrip(";").strip()
-            kernels[name].append((index, int(address.group(1), 16), text))
+        if address:
+            at = int(address.group(1), 16)
+            for waiting in pending:
+                labels[name][waiting] = at
+            pending = []
+            kernels[name].append((at, line[address.end():].strip().rstrip(";").strip()))
     result = {}
     for kernel, instructions in kernels.items():
-        hgmma = [i for i, (_, _, text) in enumerate(instructions) if "HGMMA" in text]
-        loops: list[Loop] = []
-        spans: list[tuple[int, int]] = []
-        for i in hgmma:
-            if spans and instructions[i][0] - instructions[spans[-1][1]][0] <= GAP:
-                spans[-1] = (spans[-1][0], i)
-            else:
-                spans.append((i, i))
-        for a, b in spans:
-            loop = Loop(first=instructions[a][1], last=instructions[b][1])
-            for _, address, text in instructions[a:b + 1]:
-                if "HGMMA" in text:
-                    loop.hgmma += 1
-                elif any(re.search(rf"\b{op}\b", text) for op in FLAGGED):
-                    loop.flagged.append(f"{address:#x} {text}")
+        hgmma_at = [at for at, text in instructions if "HGMMA" in text]
+        spans = set()
+        for at, text in instructions:
+            target = _BRANCH.search(text)
+            # NOTE: only predicated branches are back-edges: ptxas puts slow paths (an mbarrier
+            # wait's retry) after the function and returns into the loop with a plain BRA.
+            if target and text.startswith("@") and target.group(1) in labels[kernel]:
+                start = labels[kernel][target.group(1)]
+                if start <= at and any(start <= h <= at for h in hgmma_at):
+                    spans.add((start, at))
+        innermost = [a for a in spans if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in spans)]
+        loops = []
+        for start, end in sorted(innermost):
+            loop = Loop(first=start, last=end)
+            for at, text in instructions:
+                if start <= at <= end:
+                    if "HGMMA" in text:
+                        loop.hgmma += 1
+                    elif any(re.search(rf"\b{op}\b", text) for op in FLAGGED):
+                        loop.flagged.append(f"{at:#x} {text}")
             loops.append(loop)
         result[kernel] = loops
     return result
