@@ -245,6 +245,16 @@ def test_gemm_v22_runs_stream_k_on_every_sm_where_tiles_leave_sms_idle_and_v19s_
     assert max(v22[shape]["splits"] for shape in stream_k) == 8 and len(stream_k) >= 4
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_dual_gemm_v14_launches_exactly_what_v13_does():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("dual_gemm")
+    def launches(version):
+        rows = host_tiling.choices(resolve("dual_gemm", version).path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")
+        return {(r["m"], r["n"], r["k"]): r for r in rows}
+    assert launches("v14") == launches("v13")
+
+
 def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
     src = "int f() { int clusters = 0; cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel, &config); return clusters; }"
     patched = host_tiling.with_cluster_capacities(src, {2: 66})
