@@ -337,7 +337,6 @@ def test_ablation_tool_finds_the_harness_without_an_installed_repo(tool, tmp_pat
     # A bare device machine runs these as scripts with the repository uninstalled: `python -S` drops
     # site-packages (and the editable install), and the working directory is elsewhere.
     import subprocess
-    import sys
     done = subprocess.run([sys.executable, "-S", str(ROOT / "tools" / "experiments" / f"{tool}.py"),
                            "--emit", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-800:]

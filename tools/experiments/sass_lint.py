@@ -3,10 +3,10 @@
 gemm v23 lost 2.2-2.7x to one scope qualifier: `mbarrier.arrive.release.cluster` compiled to
 MEMBAR.ALL.CTA + MEMBAR.ALL.GPU before every remote arrive, a GPU-wide fence per consumer warp per
 K block, invisible in the CUDA source and in `-Xptxas -v`. This compiles a version's CUDA source
-to a cubin (nvcc, sm_90a), disassembles it (nvdisasm) and, per kernel, finds the wgmma loops
-(the innermost backward-branch spans holding HGMMA) and reports in each: its size in bytes
-(dual_gemm v8 lost 8% to a ~25 KB hot loop), fences (MEMBAR), local-memory traffic (LDL/STL: spills), and
-the loop's HGMMA count. A fence or a local access inside a loop is flagged; the exit status is 1
+to a cubin with its own CUDA_FLAGS (harness.contract reads both, as the build does), disassembles
+it (nvdisasm) and, per kernel, finds the wgmma loops (the innermost backward-branch spans holding
+HGMMA) and reports in each: its size in bytes (dual_gemm v8 lost 8% to a ~25 KB hot loop), its
+HGMMA count, fences (MEMBAR) and local-memory traffic (LDL/STL: spills). A fence or a local access inside a loop is flagged; the exit status is 1
 when any is found, so a script can gate on it.
 
 nvdisasm is not part of a plain CUDA toolkit install on every machine; it is found on PATH, in
@@ -121,14 +121,18 @@ def find_nvdisasm() -> str | None:
 
 
 def disassemble(source: Path, nvdisasm: str) -> list[str]:
-    found = re.search(r'CUDA_SRC = r"""(.*?)"""', source.read_text(), re.S)
-    if not found:
+    """The SASS of a submission's CUDA_SRC, compiled with its own CUDA_FLAGS (harness.contract reads
+    both, as the build does), for sm_90a unless the flags choose an arch."""
+    from harness import compile_only, contract
+    c = contract.read(source)
+    if not c.cuda_src:
         raise SystemExit(f"{source}: no CUDA_SRC")
+    gencode, _ = compile_only.arch_flags("sm_90a", c.cuda_flags)
     with tempfile.TemporaryDirectory() as tmp:
         cu, cubin = Path(tmp) / "k.cu", Path(tmp) / "k.cubin"
-        cu.write_text(found.group(1))
-        build = subprocess.run(["nvcc", "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
-                                str(cu), "-o", str(cubin)], capture_output=True, text=True)
+        cu.write_text(c.cuda_src)
+        build = subprocess.run(["nvcc", "-cubin", *gencode, *c.cuda_flags, str(cu), "-o", str(cubin)],
+                               capture_output=True, text=True)
         if build.returncode != 0:
             raise SystemExit(f"{source}: nvcc failed:\n{build.stderr[-1500:]}")
         return subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout.splitlines()
