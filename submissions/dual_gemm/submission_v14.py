@@ -18,7 +18,13 @@ Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 512x4096x7168 back to v12's (1.03-1.05x vs v13), 512x3072x7168 keeps v13's 1.046x over
 v12, the others 1.00-1.02x. If 512x4096x7168 does not move, v13's loss was not layout.
-Measured: not yet run (compile-only: 168 registers, no spills; .text 46-77 KB per instantiation).
+Measured: H100 80GB HBM3, commit fc1b13c. Kernels alone (kernel_compare, v13 / v14 / v12 alternated
+in one process, every output checked): v14 52.5 / 90.3 / 35.3 / 85.5 µs against v13's 54.0 / 98.4 /
+36.3 / 88.0 and v12's 54.2 / 93.8 / 36.1 / 92.0: 1.029x / 1.090x / 1.028x / 1.029x of v13 and 1.032x /
+1.039x / 1.023x / 1.076x of v12. Layout it was: 512x4096x7168 recovers v13's loss and more, and every
+shape gains, including v12's launches. Tests and edges shapes (both distributions), racecheck and
+synccheck pass. Recorded row (cold, per call, commit 8d16943, a noisier machine whose measured
+ceilings were 616 TFLOP/s and 2.84 TB/s): 85.8 / 125.0 / 70.2 / 135.3 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

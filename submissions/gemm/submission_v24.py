@@ -15,7 +15,17 @@ multicast"
 Prediction: v23's loss gone; against v19 the docstring of v23 holds: 1.03-1.06x at most on
 128x7168x16384 (the consumers' chain is the other ~50 µs limit), 1.00-1.02x elsewhere; a residual
 loss would price the coupling of two rings (v23's NOTES variants separate it).
-Measured: not yet run (compile-only: 168 registers, no spills; no MEMBAR in any wgmma loop).
+Measured: H100 80GB HBM3, commits fc1b13c and 8d16943. Kernels alone (kernel_compare, alternated
+with v19 in one process, every output checked): 60.0 / 25.0 / 17.8 µs against v19's 57.8 / 23.9 /
+16.2: 0.963x / 0.955x / 0.910x, SLOWER (v23: 0.365x / 0.450x / 0.415x in the same run). The fence was
+v23's loss; what is left is not the multicast. Second run, with two variants (8d16943): v24 0.960x /
+0.956x / 0.915x, "never paired" (v19's launch, v24's code: each warp arrives twice on its own
+barrier) 0.964x / 0.958x / 0.947x, "paired, no multicast" (coupled rings, each CTA copies its whole A
+tile) 0.968x / 0.960x / 0.911x. So most of the loss is the second arrival per consumer warp per K
+block (the consumers' release path is on the critical path), the coupling adds ~3% on 128x7168x2048
+only, and halving A's L2 reads by multicast buys nothing (v24 vs "paired, no multicast": 0.99-1.00x),
+as the ablation predicted while the consumers' chain stays at its ~50 µs. Tests, edges (both
+distributions), racecheck and synccheck pass. Failed experiment, kept for the record.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

@@ -16,7 +16,13 @@ Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 1.02-1.04x on every benchmark shape (dual_gemm v14's gain over v12; the benchmark
 launches are unchanged: 128-row tiles, or v11's 64-row tiles on 128x7168x2048).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 8d16943. Kernels alone (kernel_compare, alternated with v19 in one
+process, every output checked): v25 57.3 / 23.6 / 15.6 µs against v19's 57.2 / 23.8 / 16.3: 0.999x /
+1.006x / 1.042x. Only 128x7168x2048 gains, the shape whose launch runs 64-row tiles (v11's rule):
+v19's switch reached its 64-row loop through a branch while the 128-row loop, which the other
+shapes run, was the fall-through; dual_gemm v14's gain on every shape did not carry over whole.
+Tests and edges shapes (both distributions), racecheck and synccheck pass. Recorded row (cold, per
+call, a noisy machine: none of the three shapes converged, CV 11-40%): 89.2 / 65.9 / 48.7 µs.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
