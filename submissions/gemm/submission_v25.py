@@ -19,8 +19,8 @@ launches are unchanged: 128-row tiles, or v11's 64-row tiles on 128x7168x2048).
 Measured: H100 80GB HBM3, commit 8d16943. Kernels alone (kernel_compare, alternated with v19 in one
 process, every output checked): v25 57.3 / 23.6 / 15.6 µs against v19's 57.2 / 23.8 / 16.3: 0.999x /
 1.006x / 1.042x. Only 128x7168x2048 gains, the shape whose launch runs 64-row tiles (v11's rule):
-v19's switch reached its 64-row loop through a branch while the 128-row loop, which the other
-shapes run, was the fall-through; dual_gemm v14's gain on every shape did not carry over whole.
+the switch cost the loop it branched to for that launch, not the 128-row loop the other shapes run
+(why one and not the other is not measured); dual_gemm v14's gain on every shape did not carry over.
 Tests and edges shapes (both distributions), racecheck and synccheck pass. Recorded row (cold, per
 call, a noisy machine: none of the three shapes converged, CV 11-40%): 89.2 / 65.9 / 48.7 µs.
 
