@@ -985,6 +985,34 @@ def diff_cmd(problem, version_a, version_b, show_docstring, context):
         console.print("the code is identical (the docstring aside)")
 
 
+@main.command("ceilings")
+@click.option("--measure", "repeats", type=int, default=0, show_default=True,
+              help="measure this GPU's ceilings this many times now (about 4 s each) beside the figures runs use")
+@clean_errors
+def ceilings_cmd(repeats):
+    """The bf16 and copy ceilings this GPU's floors are computed from, and where they come from."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise click.ClickException("no GPU here: ceilings belong to a GPU model (the reference table is in harness/roofline.py)")
+    gpu = torch.cuda.get_device_name()
+    used = roofline.ceilings(torch, gpu, allow_measure=False)
+    table = Table(title=f"ceilings, {gpu}", title_justify="left")
+    for col in ("figures", "bf16 TFLOP/s", "copy TB/s", "vs used"):
+        table.add_column(col, justify="left" if col == "figures" else "right")
+    if used:
+        table.add_row(f"used by runs ({used['source']})", f"{used['bf16_tflops']:.1f}", f"{used['copy_tbps']:.3f}", "")
+    for i in range(repeats):
+        m = roofline.measure(torch)
+        vs = (f"{m['bf16_tflops'] / used['bf16_tflops']:.3f}x / {m['copy_tbps'] / used['copy_tbps']:.3f}x" if used else "")
+        table.add_row(f"measured now ({i + 1} of {repeats})", f"{m['bf16_tflops']:.1f}", f"{m['copy_tbps']:.3f}", vs)
+    console.print(table)
+    if used is None:
+        console.print("no figures for this model yet: the first run measures and caches them")
+    elif used["source"] != "reference":
+        console.print("not in roofline.REFERENCE: floors on this model follow whichever measurement was cached first")
+
+
 @main.command("doctor")
 @clean_errors
 def doctor_cmd():

@@ -146,8 +146,8 @@ def ncu_summary(kernels: list[NcuKernel], calls: int, flops: float, ceilings: di
 
 
 def ceilings_for(gpu_name: str) -> dict | None:
-    """The ceilings the harness measured on this GPU model, else the datasheet's."""
-    return roofline.cached(gpu_name) or roofline.datasheet_for(gpu_name)
+    """This GPU model's ceilings as runs use them (roofline.ceilings), never measuring here."""
+    return roofline.ceilings(None, gpu_name, allow_measure=False)
 
 
 # -------------------------------------------------------------------------------------- run
