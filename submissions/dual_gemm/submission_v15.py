@@ -11,7 +11,12 @@ Why: as a variant of gemm v25 (H100, one process) the same reordering gained 1.0
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's consumers release the previous stage after issuing the next
 Prediction: 1.01-1.02x on every shape.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 8ba4b08. Kernels alone (kernel_compare, alternated with v14 in one
+process, every output checked): v15 53.2 / 91.4 / 35.6 / 85.8 µs against v14's 53.0 / 90.6 / 35.5 /
+85.4: 0.995x / 0.991x / 0.999x / 0.996x, no gain (gemm v26 gained 1.013-1.017x in the same call).
+Here a K block issues eight wgmma (gate and up): twice gemm's tensor time per handshake, so the
+arrive between a wait and the next issue was already hidden. Tests and edges shapes (both
+distributions), racecheck and synccheck pass. Failed experiment, kept for the record.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

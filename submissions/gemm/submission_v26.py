@@ -16,7 +16,11 @@ Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's consumers release the previous stage after issuing the next
 (the pipeline's "consumer_release" trailing the MMA by one stage)
 Prediction: the variant's 1.01-1.02x on every shape.
-Measured: not yet run as a version (the variant's figures above).
+Measured: H100 80GB HBM3, commit 8ba4b08. Kernels alone (kernel_compare, alternated with v25 in one
+process, every output checked): v26 57.5 / 23.6 / 15.5 µs against v25's 58.3 / 24.0 / 15.8: 1.013x /
+1.017x / 1.017x, as the variant measured. Tests and edges shapes (both distributions), racecheck and
+synccheck pass. Recorded row (cold, per call; none of the shapes converged on this host, CV 8-27%):
+85.6 / 49.9 / 41.5 µs.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

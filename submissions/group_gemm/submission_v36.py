@@ -15,7 +15,14 @@ Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 1.01-1.04x on every shape, if where the loops sit is what costs; 1.00x or a loss if the
 call's boundary costs more (compile-only: each loop grew from 15.8 to 17.6 KB, 10.6 to 11.8 KB).
-Measured: not yet run (compile-only: 168 registers, no spills in both instantiations).
+Measured: H100 80GB HBM3, commit fbd0e3e. Kernels alone (kernel_compare, alternated with v33 in one
+process, every output checked): v36 158.4 / 106.3 / 42.2 / 21.0 µs against v33's 131.6 / 80.0 / 33.1
+/ 16.1: 0.831x / 0.753x / 0.785x / 0.767x, far SLOWER on every shape. The call boundary costs far
+more than placement could return: each loop grew 10% (15.8 -> 17.6 KB), and a called function keeps
+its arguments (the group's descriptor through a generic pointer, the ring's addresses) in
+registers it cannot fold into the loop. Tests and edges shapes (both distributions), racecheck and
+synccheck pass. Failed experiment, kept for the record: a __noinline__ hot loop is not a way to
+give a loop its own code.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
