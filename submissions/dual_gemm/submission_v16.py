@@ -12,7 +12,11 @@ Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 256x4096x7168 and 256x3072x4096 (S = 2) 1.03-1.06x; the M = 512 shapes (S = 1, no sum)
 1.00x.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 9a564fd. Kernels alone (kernel_compare, alternated with v14 in one
+process, every output checked): v16 52.7 / 89.0 / 35.5 / 84.0 µs against v14's 52.4 / 89.7 / 35.2 /
+84.7: 0.994x / 1.008x / 0.992x / 1.009x: no change on the S = 2 shapes it targeted (gemm v27 lost
+3-6% with the same change). The DSMEM sum is bandwidth-bound, not round-trip bound. Tests and edges
+shapes (both distributions), racecheck and synccheck pass. Failed experiment, kept for the record.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

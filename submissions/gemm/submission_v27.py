@@ -13,7 +13,13 @@ Arch: sm_90a
 Analogue: none in the writeup
 Prediction: the sum phase to under 1 µs: 1.02-1.03x on 128x7168x16384, 1.03-1.05x on
 128x4096x7168, 1.00x on 128x7168x2048 (S = 1, no sum).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 9a564fd. Kernels alone (kernel_compare, alternated with v26 in one
+process, every output checked): v27 59.2 / 25.0 / 15.5 µs against v26's 57.4 / 23.5 / 15.3: 0.969x /
+0.940x / 0.989x, SLOWER, most on the split shapes. The sum was not round-trip bound: each CTA reads
+the whole partial tile (64 KB at 128 rows) across the cluster, so DSMEM's bandwidth sets its time,
+and four positions' reads at once from 256 threads of every CTA only queue deeper (the S = 1 shape,
+which never sums, moved 1%: the size of this comparison's noise). Tests and edges shapes (both
+distributions), racecheck and synccheck pass. Failed experiment, kept for the record.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
