@@ -15,7 +15,15 @@ Arch: sm_90a
 Analogue: the writeup's V17 (TMA multicast of the shared operand)
 Prediction: against v26 0.98-1.03x: a gain on 128x7168x16384 only if the copy path is now the
 longer one; a loss of under 2% if the pairing's coupling is all that is left.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit f8cbc22. Kernels alone (kernel_compare, v26 / v28 / v24 alternated
+in one process, every output checked): v28 60.3 / 24.8 / 16.9 µs against v26's 57.6 / 23.3 / 15.3 and
+v24's 60.1 / 24.9 / 17.6: 0.956x / 0.938x / 0.902x of v26, SLOWER, about v24's loss: moving the
+arrivals off the wait-to-issue path, which gave v26 its 1.5%, gave the paired version nothing. An
+ablation of v26 in the same call (long shape, GEMM kernel alone): full 53.0, compute_only 49.8,
+copies_only 49.8, half_a_copy 52.8, mma_only 42.4 µs: the two ~50 µs paths are still equal, so
+halving A's L2 reads could not gain, and the pairing's coupling (a slot frees only when both
+CTAs' warps are done, clusters of 2 x S) costs 4-10%. Tests and edges shapes (both distributions),
+racecheck and synccheck pass. Failed experiment, kept for the record.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
