@@ -56,8 +56,11 @@ MARKS = {
         ("peers arrived", 128, "    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n"),
         ("sum stored", 128, "    cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it\n",
          "before"),
+        # NOTE: v10-v24 switch over wgmma N (the default case's close ends the consumers); v25 on
+        # launch one instantiation per tile height, with one call.
         ("end", 128, tuple(f"        default: consume<{n}>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, "
-                           f"empty); break;\n    }}\n" for n in (128, 256))),
+                           f"empty); break;\n    }}\n" for n in (128, 256))
+         + ("    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n",)),
     ],
 }
 
