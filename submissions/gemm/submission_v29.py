@@ -19,7 +19,16 @@ Analogue: the writeup's larger-N tiles (its B200 kernels' 256-wide MMA)
 Prediction: 128x7168x16384 1.02-1.06x (S = 4 now, 112 CTAs; the DSMEM sum moves a 128 KB partial,
 ~2 µs more than v26's); 128x4096x7168 S = 6, 96 CTAs of ~19 blocks, 0.97-1.05x; 128x7168x2048 S = 4,
 112 CTAs of 8 blocks plus a sum v26 did not have: 0.85-0.95x.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 7ba9755. Kernels alone (kernel_compare, alternated with v26 in one
+process, every output checked): v29 59.5 / 25.9 / 18.2 µs against v26's 57.5 / 23.3 / 15.3: 0.965x /
+0.899x / 0.840x, SLOWER on every shape. Timeline (commit d43e85a, 20 calls, medians within a CTA;
+v26 in brackets), 128x7168x16384: first stage 2.27 (1.54), K loop 43.30 (45.50), partial to peers
+0.90 (0.67), DSMEM sum 3.30 (2.62), to end 0.93 (0.70) µs; but the slowest CTA's loop is 49.47
+(46.82) and the kernel ends at 58.9 µs at most (53.9). The median loop is 4.8% faster, as the
+halved A traffic predicted; the bigger stage (first load +0.7 µs), the 128 KB partial tile (sum
++0.7 µs) and a long tail of slow CTAs (clusters of 4; not explained) cost more. 128x4096x7168: loop
+13.02 (13.47), sum 3.26 (1.92). Tests and edges shapes (both distributions), racecheck and synccheck
+pass. Failed experiment, kept for the record.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
