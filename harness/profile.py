@@ -145,11 +145,6 @@ def ncu_summary(kernels: list[NcuKernel], calls: int, flops: float, ceilings: di
     return summary
 
 
-def ceilings_for(gpu_name: str) -> dict | None:
-    """This GPU model's ceilings as runs use them (roofline.ceilings), never measuring here."""
-    return roofline.ceilings(None, gpu_name, allow_measure=False)
-
-
 # -------------------------------------------------------------------------------------- run
 def _child_args(sub: Submission, params: dict, dist: str, mode: str, warmup: int, calls: int) -> list[str]:
     return [sys.executable, "-m", "harness.profile", sub.problem, str(sub.path), sub.label, sub.source_hash,
@@ -226,7 +221,7 @@ def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float
         kernels = parse_ncu_csv(imported.stdout)
     except ValueError as exc:
         raise UserError(f"{exc} (report: {report}, log: {log})") from None
-    ceilings = ceilings_for(result["device"]["gpu"])
+    ceilings = roofline.ceilings(None, result["device"]["gpu"], allow_measure=False)  # as runs use them; never measures here
     return {"kernels": kernels, "summary": ncu_summary(kernels, calls, flops, ceilings), "report": str(report),
             "check": result["check"], "device": result["device"], "log": log}
 
