@@ -22,7 +22,12 @@ Prediction (H100, kernels alone against v26): 128x4096x7168 1.06-1.12x (loop 13.
 exchange about as long as v26's DSMEM sum); 128x7168x16384 0.98-1.02x (S = 2 either way; L2 at ~40
 GB/s per SM against DSMEM's slower network, but a write and a read instead of one read);
 128x7168x2048 1.00x (S = 1, unchanged).
-Measured: not yet (compile-only: see NOTES).
+Measured: H100 80GB HBM3, commit fa3b1ff. Kernels alone (kernel_compare, alternated with v26 in one
+process, every output checked): v30 57.9 / 21.9 / 15.6 µs against v26's 57.6 / 23.6 / 15.5: 0.995x /
+1.075x / 0.996x, at the low end of the prediction on 128x4096x7168, even elsewhere. Tests and edges
+shapes (both distributions; also 32x256x16384 with S = 8 and empty shares, 160x512x7168 L2 and
+96x256x8192), racecheck and synccheck on the smallest tests shape (S = 1) and racecheck, synccheck
+and memcheck on 128x768x4352 (S = 2, the exchange) clean.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
