@@ -282,7 +282,7 @@ def test_group_gemm_v33_takes_the_deep_ring_only_where_every_tile_fits_it():
 timeline = _tool("timeline")
 
 
-@pytest.mark.parametrize("version", ["v10", "v14", "v15", "v19", "v26", "v29"])
+@pytest.mark.parametrize("version", ["v10", "v14", "v15", "v19", "v26", "v29", "v30", "v31"])
 def test_timeline_marks_every_phase_of_gemm_kernels_and_exports_its_readers(version):
     from harness.submissions import resolve
     text = timeline.patched(resolve("gemm", version).path.read_text(), "gemm")

@@ -48,19 +48,24 @@ MARKS = {
         ("first stage", 128, ("    decode_slot(0, 0, frag[0]);\n", "    decode_stage(0, frag[0]);\n")),
         # NOTE: before the branch, not inside it: S = 1 launches never take it (v15's first timeline
         # had no K-loop stamp on 128x7168x2048 for that reason).
-        ("K loop", 128, "    if (problem.splits > 1) {\n", "before"),
-        # split-K launches only (S > 1): the partial in shared memory, the cluster's barrier passed
-        # (every peer's partial stored), this CTA's share of C summed and stored
-        ("partial stored", 128, "    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n",
-         "before"),
-        ("peers arrived", 128, "    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n"),
-        ("sum stored", 128, "    cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it\n",
+        # v30+ hold the same text in the host's workspace_layout too: the branch with its call.
+        ("K loop", 128, ("    if (problem.splits > 1) {\n        reduce_through_l2<kN>", "    if (problem.splits > 1) {\n"), "before"),
+        # split-K launches only (S > 1): the partial in shared memory, the peers' partials there
+        # (v10-v29: the cluster's barrier passed; v30+: their parts of this CTA's share gathered
+        # through L2), this CTA's share of C summed and stored
+        ("partial stored", 128, ("    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n",
+                                 '    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n'), "before"),
+        ("peers arrived", 128, ("    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n",
+                                "    mbar_wait(gather, 0);\n")),
+        ("sum stored", 128, ("    cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it\n",
+                             "        return;\n    }\n\n    // acc[4j + {0,1,2,3}]"),
          "before"),
         # NOTE: v10-v24 switch over wgmma N (the default case's close ends the consumers); v25 on
         # launch one instantiation per tile height, with one call.
         ("end", 128, tuple(f"        default: consume<{n}>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, "
                            f"empty); break;\n    }}\n" for n in (128, 256))
-         + ("    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n",)),
+         + ("    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n",
+            "    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);\n")),
     ],
 }
 
