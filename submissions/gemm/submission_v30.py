@@ -27,7 +27,8 @@ process, every output checked): v30 57.9 / 21.9 / 15.6 µs against v26's 57.6 / 
 1.075x / 0.996x, at the low end of the prediction on 128x4096x7168, even elsewhere. Tests and edges
 shapes (both distributions; also 32x256x16384 with S = 8 and empty shares, 160x512x7168 L2 and
 96x256x8192), racecheck and synccheck on the smallest tests shape (S = 1) and racecheck, synccheck
-and memcheck on 128x768x4352 (S = 2, the exchange) clean.
+and memcheck on 128x768x4352 (S = 2, the exchange) clean. Recorded row (cold, per call, commit e2dc711;
+none converged on this host, CV 9-16%): 83.6 / 56.8 / 54.8 µs.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

@@ -21,7 +21,17 @@ Analogue: a persistent kernel's grid barrier (cooperative groups' grid.sync), ha
 Prediction (H100, kernels alone against v30): 1.02-1.04x / 1.04-1.07x / 1.05-1.10x: the prepass's time
 minus ~0.5-1 µs later first stages. If the GEMM kernel grows by more than the prepass took, the
 decode's round trip does not hide under B's first loads (timeline's first stage says).
-Measured: not yet (compile-only: see NOTES).
+Measured: H100 80GB HBM3, commits 9feb1d7 and e2dc711: SLOWER (failed experiment). Kernels alone
+(kernel_compare with v30 in one process, twice): 69.1 / 25.8 / 18.2 µs against 58.0 / 22.0 / 15.5:
+0.84x / 0.85x / 0.85x. Correct (tests, edges and four custom shapes in both distributions; racecheck
+and synccheck on a fused S = 1 and a fused S = 2 shape clean; `run --graph` passes, its capture
+stream taking the prepass path). timeline (v31 / v30, medians within a CTA): the decode phase 5.82 /
+0.64 µs (long shape) and 3.26 / 0.64 (128x7168x2048), slower than the whole prepass kernel (3.6 / 1.9);
+the first stage 3.10 / 1.50 and 2.18 / 1.47; and the K loop itself 54.66 / 45.98 and 10.56 / 8.61.
+Variants in one process (NOTES): the same code with the fused path never taken loses 8-13%, and
+with the producer's new branches folded away still 4-8%: code compiled into the kernel's prologue
+slows the consumers' loop without running; spreading the N tiles' K walks (against lockstep A
+reads) costs 2-3% on v30 and more on v31.
 
 Exactness as v10: a x sfa exact in fp16 (the same decode, in the GEMM kernel), B x 2^-7 exact in
 fp16 (one HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials
