@@ -368,6 +368,10 @@ def test_sass_lint_flags_a_fence_or_local_access_inside_a_wgmma_loop_only():
     loops = sass_lint.loops_of(clean)["_Z6kernelv"]
     assert len(loops) == 1 and loops[0].hgmma == 2 and loops[0].flagged == []  # fence and spill outside
     assert (loops[0].first, loops[0].last, loops[0].bytes) == (16, 16 * 6, 16 * 6)
+    assert (loops[0].instructions, loops[0].uniform) == (6, 0)
+    uniform = sass_lint.loops_of(_sass(["L:.L_x_0", "UMOV UR4, 0x400", "@P0 UIADD3 UR5, UR4, 0x20, URZ", HGMMA,
+                                        "@P1 BRA `(.L_x_0)"]))["_Z6kernelv"][0]
+    assert (uniform.instructions, uniform.uniform) == (4, 2)
     fenced = _sass(["L:.L_x_0", HGMMA, "@!P1 MEMBAR.ALL.GPU", "STL [R1], R2", HGMMA, "@P1 BRA `(.L_x_0)"])
     assert [f.split(" ", 1)[1] for f in sass_lint.loops_of(fenced)["_Z6kernelv"][0].flagged] == ["@!P1 MEMBAR.ALL.GPU", "STL [R1], R2"]
 

@@ -6,7 +6,10 @@ K block, invisible in the CUDA source and in `-Xptxas -v`. This compiles a versi
 to a cubin with its own CUDA_FLAGS (harness.contract reads both, as the build does), disassembles
 it (nvdisasm) and, per kernel, finds the wgmma loops (the innermost backward-branch spans holding
 HGMMA) and reports in each: its size in bytes (dual_gemm v8 lost 8% to a ~25 KB hot loop), its
-HGMMA count, fences (MEMBAR) and local-memory traffic (LDL/STL: spills). A fence or a local access inside a loop is flagged; the exit status is 1
+HGMMA count, its instruction count and how many run on the uniform datapath (U-prefixed opcodes:
+gemm v31's loop carried 29 more UMOV and 16 more UIADD3 than v30's, from code compiled in before
+the loop, and lost 4-8% with nothing else changed), fences (MEMBAR) and local-memory traffic
+(LDL/STL: spills). A fence or a local access inside a loop is flagged; the exit status is 1
 when any is found, so a script can gate on it.
 
 nvdisasm is not part of a plain CUDA toolkit install on every machine; it is found on PATH, in
@@ -45,6 +48,8 @@ class Loop:
     first: int            # byte address of the loop's first instruction (the branch target)
     last: int             # byte address of its backward branch
     hgmma: int = 0
+    instructions: int = 0
+    uniform: int = 0      # uniform-datapath instructions (opcode starting with U: UMOV, UIADD3, ...)
     flagged: list[str] = field(default_factory=list)
 
     @property
@@ -99,6 +104,11 @@ def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
             loop = Loop(first=start, last=end)
             for at, text in instructions:
                 if start <= at <= end:
+                    loop.instructions += 1
+                    words = text.split()
+                    opcode = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+                    if opcode.startswith("U"):
+                        loop.uniform += 1
                     if "HGMMA" in text:
                         loop.hgmma += 1
                     elif any(re.search(rf"\b{op}\b", text) for op in FLAGGED):
@@ -160,7 +170,8 @@ def main() -> int:
             print(f"{source.parent.name}/{source.name} {kernel[:60]}")
             for n, loop in enumerate(loops):
                 mark = "  FLAGGED" if loop.flagged else ""
-                print(f"  loop {n}: {loop.bytes / 1024:6.1f} KB, {loop.hgmma:3d} HGMMA, {len(loop.flagged)} fence/local{mark}")
+                print(f"  loop {n}: {loop.bytes / 1024:6.1f} KB, {loop.instructions:5d} instructions ({loop.uniform} uniform), "
+                      f"{loop.hgmma:3d} HGMMA, {len(loop.flagged)} fence/local{mark}")
                 for text in sorted(set(t.split(" ", 1)[1] for t in loop.flagged)):
                     print(f"      {text}")
                 bad = bad or bool(loop.flagged)
