@@ -900,7 +900,7 @@ def _sig(x: float) -> str:
 def _print_ncu(problem, sub, shape, res, escape) -> None:
     s = res["summary"]
     table = Table(title=f"{problem} {sub.label} on {shape.label}: Nsight Compute (--clock-control none)", title_justify="left")
-    for col in ("kernel", "grid", "block", "regs", "µs", "DRAM GB/s", "occupancy (achieved/theor.)"):
+    for col in ("kernel", "grid", "block", "regs", "µs", "DRAM GB/s", "occupancy (achieved/theor.)", "L2 / shared / tensor %"):
         table.add_column(col, justify="left" if col in ("kernel", "grid", "block") else "right")
     for k in res["kernels"]:
         m = k.metrics
@@ -909,8 +909,10 @@ def _print_ncu(problem, sub, shape, res, escape) -> None:
                if "sm__warps_active.avg.pct_of_peak_sustained_active" in m else "-")
         gbps = k.dram_bytes / (k.duration_us * 1e-6) / 1e9 if k.duration_us else 0.0
         regs = m.get("launch__registers_per_thread")
+        from harness import profile
+        units = " / ".join(f"{v:.0f}" if v is not None else "-" for v in profile.unit_pcts(m).values())
         table.add_row(escape(k.name[:80]), k.grid, k.block, f"{regs:.0f}" if regs is not None else "-",
-                      _us(k.duration_us), f"{gbps:,.0f}", occ)
+                      _us(k.duration_us), f"{gbps:,.0f}", occ, units)
     console.print(table)
     ceil = s.get("ceilings")
     line = f"per custom_kernel call: {_us(s['duration_us'])} µs"
@@ -921,6 +923,9 @@ def _print_ncu(problem, sub, shape, res, escape) -> None:
     if s["achieved_occupancy_pct"] is not None:
         console.print(f"occupancy (time-weighted): {s['achieved_occupancy_pct']:.1f}% achieved"
                       + (f", {s['theoretical_occupancy_pct']:.1f}% theoretical" if s["theoretical_occupancy_pct"] is not None else ""))
+    if any(v is not None for v in s["units_pct"].values()):
+        console.print("units busy (time-weighted, % of peak): " + ", ".join(
+            f"{label} {v:.0f}%" for label, v in s["units_pct"].items() if v is not None))
     if s["top_stalls"]:
         console.print("top stall reasons (warps stalled per issue cycle, share of all stalls): " + ", ".join(
             f"{t['reason']} {t['warps_per_issue']:.2f}" + (f" ({100 * t['share']:.0f}%)" if t["share"] else "")

@@ -45,6 +45,14 @@ NCU_METRICS = (
 # Per stall reason: warps stalled on it per issue cycle (ncu's Warp State section). A regex, not a
 # list: the reasons differ between GPUs (gmma exists on Hopper only) and ncu refuses unknown names.
 NCU_STALL_REGEX = "regex:^smsp__average_warps_issue_stalled_.*_per_issue_active"
+# Units' throughput, % of peak: where a kernel is bound (gemm's K loop: A's copies from L2 against
+# the tensor pipe). One regex, since a GPU without one of these names must not fail the run: the L2
+# name exists on every GPU ncu profiles, so it always matches something.
+NCU_UNIT_REGEX = ("regex:^(lts__t_sectors|l1tex__data_pipe_lsu_wavefronts_mem_shared|sm__pipe_tensor_op_(gmma|hmma)_cycles_active)"
+                  "\\.avg\\.pct_of_peak_sustained_(elapsed|active)$")
+# (label, metric prefix) in the order shown; the first name present of each wins, elapsed before active.
+UNITS = (("L2", "lts__t_sectors"), ("shared", "l1tex__data_pipe_lsu_wavefronts_mem_shared"),
+         ("tensor", "sm__pipe_tensor_op_gmma_cycles_active"), ("tensor", "sm__pipe_tensor_op_hmma_cycles_active"))
 _STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active(\.ratio)?$")
 NOT_STALLS = ("selected",)  # the warp issued: a state, not a stall
 
@@ -109,6 +117,17 @@ def parse_ncu_csv(text: str) -> list[NcuKernel]:
     return kernels
 
 
+def unit_pcts(metrics: dict) -> dict:
+    """{label: % of peak or None} of one kernel's metrics, per UNITS (the first name present)."""
+    units = {label: None for label, _ in UNITS}
+    for label, prefix in UNITS:
+        for scope in ("elapsed", "active"):
+            name = f"{prefix}.avg.pct_of_peak_sustained_{scope}"
+            if units[label] is None and name in metrics:
+                units[label] = metrics[name]
+    return units
+
+
 def ncu_summary(kernels: list[NcuKernel], calls: int, flops: float, ceilings: dict | None) -> dict:
     """Per custom_kernel call: duration, TFLOP/s, DRAM GB/s (and % of the ceilings), occupancy
     weighted by kernel time, the stall reasons ranked by warps stalled per issue cycle."""
@@ -134,11 +153,17 @@ def ncu_summary(kernels: list[NcuKernel], calls: int, flops: float, ceilings: di
     stall_total = sum(stalls.values())
     top = [{"reason": r, "warps_per_issue": v, "share": v / stall_total if stall_total else None}
            for r, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:5]]
+    per_kernel = [(unit_pcts(k.metrics), k.duration_us) for k in kernels]
+    units = {}
+    for label in unit_pcts({}):
+        pairs = [(u[label], w) for u, w in per_kernel if u[label] is not None]
+        weight = sum(w for _, w in pairs)
+        units[label] = sum(v * w for v, w in pairs) / weight if weight else None
     summary = {"duration_us": per_call_us, "kernels_per_call": len(kernels) / max(calls, 1),
                "tflops": tflops, "dram_gbps": gbps, "dram_bytes": dram,
                "achieved_occupancy_pct": weighted("sm__warps_active.avg.pct_of_peak_sustained_active"),
                "theoretical_occupancy_pct": weighted("sm__maximum_warps_per_active_cycle_pct"),
-               "top_stalls": top, "ceilings": ceilings}
+               "top_stalls": top, "units_pct": units, "ceilings": ceilings}
     if ceilings and tflops is not None:
         summary["pct_of_bf16"] = 100 * tflops / ceilings["bf16_tflops"]
         summary["pct_of_copy"] = 100 * gbps / (ceilings["copy_tbps"] * 1e3)
@@ -204,7 +229,7 @@ def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float
     report = build_cache.root() / "profiles" / f"{name}.ncu-rep"
     report.parent.mkdir(parents=True, exist_ok=True)
     cmd = [ncu, "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--clock-control", "none",
-           "--metrics", ",".join((*NCU_METRICS, NCU_STALL_REGEX)), "--export", str(report), "--force-overwrite",
+           "--metrics", ",".join((*NCU_METRICS, NCU_STALL_REGEX, NCU_UNIT_REGEX)), "--export", str(report), "--force-overwrite",
            *_child_args(sub, params, dist, "nvtx", warmup, calls)]
     code, text, log = _run_child(cmd, timeout_s, f"ncu-{name}")
     result = child_result(text)

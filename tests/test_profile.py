@@ -64,6 +64,21 @@ def test_units_are_converted():
     assert s["tflops"] == pytest.approx(1e9 / 1e-6 / 1e12) and "pct_of_bf16" not in s
 
 
+def test_unit_throughputs_per_kernel_and_time_weighted():
+    header = HEADER + (',"lts__t_sectors.avg.pct_of_peak_sustained_elapsed"'
+                       ',"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"')
+    text = "\n".join([header, '"","","","","usecond","byte","byte","%","%"',
+                      '"0","prepass","(256, 1, 1)","(64, 1, 1)","1","0","0","20","0"',
+                      '"1","gemm","(384, 1, 1)","(112, 1, 1)","3","0","0","80","60"'])
+    prepass, gemm = profile.parse_ncu_csv(text)
+    assert profile.unit_pcts(gemm.metrics) == {"L2": 80.0, "shared": None, "tensor": 60.0}
+    s = profile.ncu_summary([prepass, gemm], calls=1, flops=1e9, ceilings=None)
+    assert s["units_pct"]["L2"] == pytest.approx((20 * 1 + 80 * 3) / 4)  # weighted by each kernel's time
+    assert s["units_pct"]["tensor"] == pytest.approx(45.0) and s["units_pct"]["shared"] is None
+    # the whole set travels as one regex, so a GPU lacking one of the names cannot fail the run
+    assert profile.NCU_UNIT_REGEX.startswith("regex:") and "lts__t_sectors" in profile.NCU_UNIT_REGEX
+
+
 @pytest.mark.parametrize("text, needle", [
     ("", "no CSV table"),
     ("==ERROR== ERR_NVGPUCTRPERM", "no CSV table"),
