@@ -13,7 +13,12 @@ Analogue: CUTLASS and DeepGEMM compile the split-K / stream-K epilogue only into
 use it (a template parameter of the kernel or its tile scheduler)
 Prediction (H100, kernels alone against v30): 1.00-1.03x on every shape; no change if the loss v31
 showed comes only from code before the loop.
-Measured: not yet (compile-only: see NOTES).
+Measured: H100 80GB HBM3, commit f5af18c. Kernels alone (kernel_compare, alternated with v30 in one
+process, every output checked): 58.1 / 21.9 / 15.3 µs against v30's 58.1 / 22.0 / 15.6: 1.000x /
+1.006x / 1.022x. Only the unsplit launch (128x7168x2048, 64-row tiles) gains, as gemm v25's change
+did; sass_lint shows the same wgmma loop as v30's (871 instructions, 66 uniform) in both the split
+and the unsplit 128-row kernels. Tests and edges shapes (both distributions), racecheck and
+synccheck pass. Recorded row (cold, commit f4a6bf0; not converged, CV 10-15%): 84.8 / 49.8 / 40.8 µs.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

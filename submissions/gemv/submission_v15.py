@@ -18,7 +18,12 @@ Analogue: none (the writeup's kernels are matrix-matrix); CUTLASS's GEMV splits 
 Prediction (H100, kernels alone against v11): 7168x16384 1.05-1.15x, 4096x7168 L8 1.00-1.03x,
 7168x2048 L4 1.03-1.10x. If 7168x16384 does not move, SMs holding three CTAs drew as many bytes per
 second as SMs holding four (the HBM shared by request count), and the gap is elsewhere.
-Measured: not yet (compile-only: see NOTES).
+Measured: H100 80GB HBM3, commit f4a6bf0. Kernels alone (kernel_compare, alternated with v11 in one
+process, every output checked): 29.9 / 54.6 / 18.3 µs against v11's 30.3 / 55.1 / 18.2: 1.013x /
+1.009x / 0.996x: no gain (failed experiment). Refuted: v11's uneven shares per SM were not a tail;
+SMs holding four CTAs drew about a third more bytes per second than SMs holding three (requests in
+flight share the HBM), so all finished together. Tests and edges (both distributions, also 1x64,
+5x2048 L3, 130x16384 L2) pass. Recorded row (cold): 46.6 / 68.5 / 30.6 µs.
 
 Exactness as v8: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,
