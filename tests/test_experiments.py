@@ -282,7 +282,7 @@ def test_group_gemm_v33_takes_the_deep_ring_only_where_every_tile_fits_it():
 timeline = _tool("timeline")
 
 
-@pytest.mark.parametrize("version", ["v10", "v14", "v15", "v19", "v26", "v29", "v30", "v31"])
+@pytest.mark.parametrize("version", ["v10", "v14", "v15", "v19", "v26", "v29", "v30", "v31", "v32"])
 def test_timeline_marks_every_phase_of_gemm_kernels_and_exports_its_readers(version):
     from harness.submissions import resolve
     text = timeline.patched(resolve("gemm", version).path.read_text(), "gemm")
@@ -290,7 +290,8 @@ def test_timeline_marks_every_phase_of_gemm_kernels_and_exports_its_readers(vers
         assert text.count(f"TIMELINE_MARK({i}, {thread});") == 1
     # the end of the K loop is stamped on every launch, split or not: before the split branch
     k_loop = next(i for i, mark in enumerate(timeline.MARKS["gemm"]) if mark[0] == "K loop")
-    assert f"TIMELINE_MARK({k_loop}, 128);\n    if (problem.splits > 1) {{" in text
+    assert (f"TIMELINE_MARK({k_loop}, 128);\n    if (problem.splits > 1) {{" in text
+            or f"TIMELINE_MARK({k_loop}, 128);\n    if constexpr (kSplit) {{" in text)
     assert 'FUNCTIONS = ["gemm", "timeline", "timeline_clear"]' in text
     assert f'EXTENSION_NAME = "nvfp4_gemm_{version}_ablate_timeline"' in text
     assert "torch::Tensor timeline()" in text and "int timeline_zero()" in text

@@ -49,7 +49,8 @@ MARKS = {
         # NOTE: before the branch, not inside it: S = 1 launches never take it (v15's first timeline
         # had no K-loop stamp on 128x7168x2048 for that reason).
         # v30+ hold the same text in the host's workspace_layout too: the branch with its call.
-        ("K loop", 128, ("    if (problem.splits > 1) {\n        reduce_through_l2<kN>", "    if (problem.splits > 1) {\n"), "before"),
+        ("K loop", 128, ("    if constexpr (kSplit) {\n        reduce_through_l2<kN>",
+                         "    if (problem.splits > 1) {\n        reduce_through_l2<kN>", "    if (problem.splits > 1) {\n"), "before"),
         # split-K launches only (S > 1): the partial in shared memory, the peers' partials there
         # (v10-v29: the cluster's barrier passed; v30+: their parts of this CTA's share gathered
         # through L2), this CTA's share of C summed and stored
@@ -65,7 +66,8 @@ MARKS = {
         ("end", 128, tuple(f"        default: consume<{n}>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, "
                            f"empty); break;\n    }}\n" for n in (128, 256))
          + ("    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n",
-            "    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);\n")),
+            "    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);\n",
+            "    consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);\n")),
     ],
 }
 
