@@ -17,7 +17,13 @@ Analogue: any epilogue that software-pipelines its shared-memory reads (CUTLASS'
 collective loads a fragment ahead)
 Prediction (H100, kernels alone against v32): the sum 1.79 → ~0.6 µs and 0.93 → ~0.4 µs: 1.015-1.025x on
 128x7168x16384 and 128x4096x7168; 1.00x on 128x7168x2048 (S = 1, unchanged).
-Measured: not yet (compile-only: see NOTES).
+Measured: H100 80GB HBM3, commit 71708c6. Kernels alone (kernel_compare, alternated with v32 in one
+process, every output checked): 57.3 / 22.0 / 15.3 µs against v32's 57.9 / 22.0 / 15.2: 1.011x /
+0.999x / 0.996x. timeline: the sum 1.79 → 1.34 µs at S = 2 (8 positions), 0.93 → 0.90 at S = 4 (4
+positions, one batch either way): the reads were part of the cost at S = 2; what remains is the
+2-byte C stores (~0.2 µs a position). Tests and edges (both distributions; also 32x256x16384 S = 8,
+128x1536x8192 S = 5, 96x256x8192 L3, 128x5120x7168 S = 3), racecheck and synccheck on the smallest
+tests shape and on 128x768x4352 (S = 2) clean. Recorded row (cold, not converged): 87.0 / 53.4 / 42.1.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
