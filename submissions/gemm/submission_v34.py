@@ -442,7 +442,7 @@ __device__ __forceinline__ void sum_share(int S, int split, int cthread, int row
 // there to `partials` (its own [tile][split] slot, same layout), and its flag is raised; the
 // exchanging thread (cthread 0) then waits for each peer's flag and copies the peer's part of this
 // CTA's range into the ring after the partial, all on `gather`. Every thread then sums its own
-// positions in split order and stores them to C.
+// positions in split order into the staged C tile, and the CTA stores the tile's rows of its range.
 // NOTE: deadlock-free only because the launch is cooperative (every CTA of the grid resident).
 template <int kN>
 __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const GroupDesc& d, int tile, int split, int cthread,
