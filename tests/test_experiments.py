@@ -260,6 +260,8 @@ def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
     patched = host_tiling.with_cluster_capacities(src, {2: 66})
     assert "host_tiling_clusters(&clusters, config.gridDim.x)" in patched and "cudaOccupancyMaxActiveClusters" not in patched
     assert "{0, 0, 66, 0" in patched
+    called = "if (cudaOccupancyMaxActiveClusters(&clusters, kernel_for(BLOCK_M_MAX), &config) != cudaSuccess) {}"
+    assert "host_tiling_clusters(&clusters, config.gridDim.x)" in host_tiling.with_cluster_capacities(called, {2: 66})
     with pytest.raises(SystemExit):
         host_tiling.with_cluster_capacities("int f() { return 0; }", {2: 66})
 
@@ -383,3 +385,22 @@ def test_sass_lint_reports_the_innermost_loop_around_the_tensor_work():
                     "@P2 BRA `(.L_x_0)", "BRA `(.L_x_2)", "L:.L_x_2", "EXIT", "@!P0 BRA `(.L_x_2)", "BRA `(.L_x_1)"])
     loops = sass_lint.loops_of(nested)["_Z6kernelv"]
     assert [(loop.first, loop.last, loop.hgmma, len(loop.flagged)) for loop in loops] == [(16, 48, 1, 1)]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_gemm_v30_splits_free_of_cluster_capacity_and_v32_to_v34_launch_as_v30():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("gemm")
+    def launches(version, clusters=None):
+        return {(r["m"], r["n"], r["k"]): r for r in host_tiling.choices(resolve("gemm", version).path, shapes, 132, clusters)}
+    # the lent H100 of stops 24-26: 30 clusters of 4 resident, fewer than 128x4096x7168's 32 tiles
+    lent_h100 = {1: 132, 2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}
+    v26, v30 = launches("v26", lent_h100), launches("v30")  # NOTE: v30 asks no cluster query
+    assert v26[(128, 4096, 7168)]["splits"] == 3 and v30[(128, 4096, 7168)]["splits"] == 4
+    assert v30[(128, 4096, 7168)]["ctas"] == 128
+    for shape, r in v30.items():
+        assert r["ctas"] <= 132 or r["splits"] == 1  # a split launch is one wave: its CTAs wait on each other
+        if shape != (128, 4096, 7168) and v26[shape]["splits"] == r["splits"]:
+            assert r == v26[shape]
+    for version in ("v32", "v33", "v34"):
+        assert launches(version) == v30

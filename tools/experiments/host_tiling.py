@@ -192,7 +192,8 @@ def shapes_of(problem: str) -> list[tuple[int, int, int]]:
     return _distinct_shapes(problem, lambda p: (int(p["m"]), int(p["n"]), int(p["k"])))
 
 
-CLUSTER_QUERY = re.compile(r"cudaOccupancyMaxActiveClusters\(([^,()]+),[^,()]+,\s*&(\w+)\)")
+# NOTE: the kernel argument may be a call (gemm v25+: kernel_for(BLOCK_M_MAX)), one level deep.
+CLUSTER_QUERY = re.compile(r"cudaOccupancyMaxActiveClusters\(([^,()]+),\s*[^,()]+(?:\([^()]*\))?,\s*&(\w+)\)")
 
 
 def with_cluster_capacities(cuda_src: str, capacities: dict[int, int]) -> str:
