@@ -31,7 +31,10 @@ def clean_errors(fn):
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            from rich.markup import escape
+            # NOTE: soft_wrap: one line whatever the terminal's width (a lineage's list of versions
+            # outgrew 80 columns); escape: a message may hold brackets rich would read as markup.
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
             sys.exit(2)
     return wrapper
 
