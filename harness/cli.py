@@ -901,6 +901,7 @@ def _sig(x: float) -> str:
 
 
 def _print_ncu(problem, sub, shape, res, escape) -> None:
+    from harness import profile
     s = res["summary"]
     table = Table(title=f"{problem} {sub.label} on {shape.label}: Nsight Compute (--clock-control none)", title_justify="left")
     for col in ("kernel", "grid", "block", "regs", "µs", "DRAM GB/s", "occupancy (achieved/theor.)", "L2 / shared / tensor %"):
@@ -912,7 +913,6 @@ def _print_ncu(problem, sub, shape, res, escape) -> None:
                if "sm__warps_active.avg.pct_of_peak_sustained_active" in m else "-")
         gbps = k.dram_bytes / (k.duration_us * 1e-6) / 1e9 if k.duration_us else 0.0
         regs = m.get("launch__registers_per_thread")
-        from harness import profile
         units = " / ".join(f"{v:.0f}" if v is not None else "-" for v in profile.unit_pcts(m).values())
         table.add_row(escape(k.name[:80]), k.grid, k.block, f"{regs:.0f}" if regs is not None else "-",
                       _us(k.duration_us), f"{gbps:,.0f}", occ, units)

@@ -129,8 +129,9 @@ def unit_pcts(metrics: dict) -> dict:
 
 
 def ncu_summary(kernels: list[NcuKernel], calls: int, flops: float, ceilings: dict | None) -> dict:
-    """Per custom_kernel call: duration, TFLOP/s, DRAM GB/s (and % of the ceilings), occupancy
-    weighted by kernel time, the stall reasons ranked by warps stalled per issue cycle."""
+    """Per custom_kernel call: duration, TFLOP/s, DRAM GB/s (and % of the ceilings), occupancy and
+    units busy (unit_pcts) weighted by kernel time, the stall reasons ranked by warps stalled per
+    issue cycle."""
     total_us = sum(k.duration_us for k in kernels)
     per_call_us = total_us / max(calls, 1)
     dram = sum(k.dram_bytes for k in kernels) / max(calls, 1)
