@@ -404,3 +404,76 @@ def test_gemm_v30_splits_free_of_cluster_capacity_and_v32_to_v34_launch_as_v30()
             assert r == v26[shape]
     for version in ("v32", "v33", "v34"):
         assert launches(version) == v30
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_gemm_v35_takes_stream_k_only_where_it_shortens_the_longest_cta_and_launches_the_rest_as_v34():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("gemm")
+    def launches(version):
+        return {(r["m"], r["n"], r["k"]): r for r in host_tiling.choices(resolve("gemm", version).path, shapes, 132)}
+    v34, v35 = launches("v34"), launches("v35")
+    stream = {shape for shape, r in v35.items() if r["ctas"] != r["tiles"] * r["splits"]}
+    # 56 tiles x 256 blocks: 109 blocks a CTA on 132 SMs against S = 2's 128 on 112; 512x1536x7168 is
+    # a tests shape that takes it too (41 blocks against S = 2's 56)
+    assert stream == {(128, 7168, 16384), (512, 1536, 7168)}
+    assert v35[(128, 7168, 16384)]["ctas"] == 132 and 2 <= v35[(128, 7168, 16384)]["splits"] <= 4
+    for shape in set(v35) - stream:
+        assert {**v35[shape], "stream_k": False} == v34[shape]
+
+
+# The stream-K arithmetic exactly as v35's kernel runs it (its own range_begin, cta_of_unit and
+# pieces_of, compiled from its source): per CTA its segments, per tile its pieces.
+STREAM_K_MAIN = r'''
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {
+    for (int i = 1; i + 2 < argc; i += 3) {
+        const int tiles = atoi(argv[i]), blocks = atoi(argv[i + 1]), ctas = atoi(argv[i + 2]), units = tiles * blocks;
+        for (int c = 0; c < ctas; ++c) {
+            const int u_begin = range_begin(c, units, ctas), u_end = range_begin(c + 1, units, ctas);
+            const int tile1 = u_begin / blocks, n1 = (u_end < (tile1 + 1) * blocks ? u_end : (tile1 + 1) * blocks) - u_begin;
+            printf("cta %d %d %d %d %d %d\n", i, c, tile1, u_begin % blocks, n1, u_end - u_begin - n1);
+        }
+        for (int t = 0; t < tiles; ++t) {
+            const TilePieces p = pieces_of(t, blocks, units, ctas);
+            printf("tile %d %d %d %d %d\n", i, t, p.first_cta, p.pieces, p.sharers);
+        }
+    }
+    return 0;
+}
+'''
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_gemm_v35_stream_k_segments_cover_every_tile_once_in_k_order():
+    from harness.submissions import resolve
+    configs = [(56, 256, 132), (48, 112, 132), (28, 256, 132), (7, 50, 129), (1, 100, 9), (3, 4, 5), (13, 31, 100),
+               (2, 9, 3)]
+    cuda_src = host_tiling._cuda_src(resolve("gemm", "v35").path, "pieces_of(")
+    out = host_tiling._run_host(cuda_src, STREAM_K_MAIN, [str(v) for c in configs for v in c])
+    ctas, tiles = {}, {}
+    for line in out.split("\n"):
+        if line.startswith("cta"):
+            i, c, tile1, kb1, n1, n2 = map(int, line.split()[1:])
+            ctas[(i, c)] = (tile1, kb1, n1, n2)
+        elif line.startswith("tile"):
+            i, t, first, pieces, sharers = map(int, line.split()[1:])
+            tiles[(i, t)] = (first, pieces, sharers)
+    for index, (n_tiles, blocks, n_ctas) in enumerate(configs):
+        i = 1 + 3 * index
+        covered = {t: [] for t in range(n_tiles)}  # (K block, blocks, cta, early) per segment
+        for c in range(n_ctas):
+            tile1, kb1, n1, n2 = ctas[(i, c)]
+            assert n1 >= 1 and n2 >= 0
+            covered[tile1].append((kb1, n1, c, n2 > 0))
+            if n2:
+                assert kb1 + n1 == blocks and tile1 + 1 < n_tiles
+                covered[tile1 + 1].append((0, n2, c, False))
+        for t, segments in covered.items():
+            first, pieces, sharers = tiles[(i, t)]
+            assert [s[2] for s in segments] == list(range(first, first + pieces))  # its CTAs, consecutive
+            assert [s[0] for s in segments] == [sum(s[1] for s in segments[:p]) for p in range(pieces)]
+            assert sum(s[1] for s in segments) == blocks  # K order, no gap, no overlap
+            early = [p for p, s in enumerate(segments) if s[3]]
+            assert early in ([], [pieces - 1]) and sharers == pieces - len(early)  # only the last piece goes on

@@ -9,6 +9,7 @@ first version named, and its fraction of this GPU's floor (harness.roofline.floo
 
 Usage on a GPU machine, repo root (builds run first, in parallel child processes):
     python3 tools/experiments/kernel_compare.py gemm v7,v8 [--shapes 0,1,2] [--rounds 5] [--calls 10]
+        [--shape m=128,n=8448,k=16384,l=1 ...]
 A version may also be a path to a .py file (a variant made for the experiment, e.g. by sed).
 """
 from __future__ import annotations
@@ -55,7 +56,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("problem")
     ap.add_argument("versions", help="comma-separated; ratios are against the first")
-    ap.add_argument("--shapes", default=None, help="benchmark shape indices, comma-separated (default: all)")
+    ap.add_argument("--shapes", default=None, help="benchmark shape indices, comma-separated (default: all, "
+                    "none when --shape is given)")
+    ap.add_argument("--shape", dest="custom", action="append", default=[],
+                    help="a custom shape as for `nvfp4 test --shape` (repeatable), timed after the benchmarks")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=10, help="calls per version per round")
     ap.add_argument("--dist", default="competition", choices=("competition", "general"))
@@ -79,35 +83,40 @@ def main() -> int:
     device = torch.cuda.get_device_name()
     figures = roofline.ceilings(torch, device)
     benchmarks = config.load()[args.problem].benchmarks
-    shapes = range(len(benchmarks)) if args.shapes is None else [int(s) for s in args.shapes.split(",")]
+    if args.shapes is None:
+        picked = [] if args.custom else list(range(len(benchmarks)))
+    else:
+        picked = [int(s) for s in args.shapes.split(",")]
+    shapes = [benchmarks[i] for i in picked]
+    shapes += [config.parse_shape_option(args.problem, text, i) for i, text in enumerate(args.custom)]
     # NOTE: every kernel of a call counts (a split-K reduction or a prepass is part of the
     # version), so the flush's kernel is named by profiling the flush alone, not guessed
     flush_names = {row["name"] for row in profiled_rows(torch, lambda: None, 3)}
     failed = False
     lines = []
     for shape in shapes:
-        params = dict(benchmarks[shape].params)
-        seed = params.pop("seed")
+        params = dict(shape.params)
+        seed = params.pop("seed", 1111)
         # NOTE: a fresh seed, not the benchmark's: nothing here may have seen these inputs
         data = mod.generate_input(**params, seed=seed + 7, dist=args.dist)
         for v in versions:
             ok, msg = mod.check(data, kernels[v](data))
             if not ok:
                 failed = True
-                print(f"shape {shape}: {v} FAILED: {msg}", flush=True)
+                print(f"shape {shape.label}: {v} FAILED: {msg}", flush=True)
         torch.cuda.synchronize()
         samples = {v: [] for v in versions}
         for _ in range(args.rounds):
             for v in versions:
                 rows = profiled_rows(torch, lambda: kernels[v](data), args.calls)
                 samples[v].append(call_us(rows, args.calls, flush_names))
-        floor = roofline.floor_us(args.problem, benchmarks[shape].params, figures)
+        floor = roofline.floor_us(args.problem, shape.params, figures)
         name = ",".join(f"{k}={val}" for k, val in params.items())
         for v, mean, lo, ratio in ratio_rows(samples, versions[0]):
             of_floor = f"{floor / mean:8.0%}" if floor else "       -"
             label = Path(v).stem if v.endswith(".py") else v
             lines.append(f"{name[:34]:<34} {label:<12} {mean:9.1f} {lo:8.1f} {ratio:7.3f}x {of_floor}")
-        print(f"shape {shape} done", flush=True)
+        print(f"shape {shape.label} done", flush=True)
     print(f"\n{args.problem} kernels, {device}, torch.profiler device time per call (all kernels), "
           f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls, {args.dist} inputs")
     print(f"{'shape':<34} {'version':<12} {'mean µs':>9} {'best rnd':>8} {'vs first':>9} {'of floor':>8}")
