@@ -477,3 +477,13 @@ def test_gemm_v35_stream_k_segments_cover_every_tile_once_in_k_order():
             assert sum(s[1] for s in segments) == blocks  # K order, no gap, no overlap
             early = [p for p, s in enumerate(segments) if s[3]]
             assert early in ([], [pieces - 1]) and sharers == pieces - len(early)  # only the last piece goes on
+
+
+def test_timeline_marks_gemm_v35s_stream_k_kernel_with_its_own_phases():
+    from harness.submissions import resolve
+    text = resolve("gemm", "v35").path.read_text()
+    assert timeline.marks_of(text, "gemm") is timeline.STREAM_K_MARKS
+    patched = timeline.patched(text, "gemm")
+    for i, (_, thread, *_) in enumerate(timeline.STREAM_K_MARKS):
+        assert patched.count(f"TIMELINE_MARK({i}, {thread});") == 1
+    assert timeline.marks_of(resolve("gemm", "v34").path.read_text(), "gemm") is timeline.MARKS["gemm"]

@@ -71,6 +71,32 @@ MARKS = {
     ],
 }
 
+# gemm v35+ with a stream-K kernel (consume_stream): its segments and the exchange. The split and
+# unsplit kernels of the same file are not stamped (their prologue text repeats the stream one's).
+# A CTA whose range stays in one tile has no 'flushed' and no 'segment 2' stamp.
+STREAM_K_MARKS = [
+    ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
+    ("prologue", 0, "        __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below, "
+                    "thread 0 after its copies\n"),
+    ("segment 1", 128, "    mma_blocks<kN, false>(acc, 0, n1, row, tig, ring, ring_generic, full, empty);\n"),
+    ("flushed", 128, "        flush_partial<kN>(problem, tile1, piece, cthread, acc);  // NOTE: the tile's last piece (K order)\n"),
+    ("segment 2", 128, "        mma_blocks<kN, true>(acc, n1, n1 + n2, row, tig, ring, ring_generic, full, empty);\n"),
+    ("partial stored", 128, '    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n', "before"),
+    ("peers arrived", 128, "    mbar_wait(gather, 0);\n"),
+    ("sum stored", 128, "    consumer_sync();  // NOTE: every thread's sums are in the C rows before any of them is stored\n"),
+    ("end", 128, "        consume_stream<kN>(problem, tile1, n1, n2, ring, ring_generic, full, empty, gather);\n"),
+]
+
+
+def marks_of(text: str, problem: str):
+    """The mark set for a version's source: gemm's stream-K kernel has its own."""
+    if problem == "gemm" and "consume_stream<kN>(problem, tile1" in text:
+        return STREAM_K_MARKS
+    marks = MARKS.get(problem)
+    if marks is None:
+        raise SystemExit(f"no marks defined for {problem} (MARKS in {Path(__file__).name})")
+    return marks
+
 # NOTE: @CTAS@ and @MARKS@ are filled in by patched() (str.format would trip on the C++ braces).
 PRELUDE = r"""
 #include <cuda_runtime.h>
@@ -112,9 +138,7 @@ void timeline_clear() {
 def patched(text: str, problem: str) -> str:
     """The version's source with the stamps, the marks and the two host functions; its extension
     renamed `<name>_ablate_timeline` (ablation.patched does the anchored edits and the rename)."""
-    marks = MARKS.get(problem)
-    if marks is None:
-        raise SystemExit(f"no marks defined for {problem} (MARKS in {Path(__file__).name})")
+    marks = marks_of(text, problem)
     patches = []
     for i, (name, thread, anchors, *placement) in enumerate(marks):
         anchors = (anchors,) if isinstance(anchors, str) else anchors
@@ -178,6 +202,8 @@ def main() -> int:
     ap.add_argument("problem")
     ap.add_argument("version", help="vN, or a path to a .py variant")
     ap.add_argument("--shapes", default=None, help="benchmark shape indices, comma-separated (default: all)")
+    ap.add_argument("--shape", dest="custom", action="append", default=[],
+                    help="a custom shape as for `nvfp4 test --shape` (repeatable), after the benchmarks")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--emit", action="store_true", help="write the patched file and print its path (no GPU needed)")
     args = ap.parse_args()
@@ -201,19 +227,24 @@ def main() -> int:
     timing.bind(torch)
     kernel = load(path)
     module = sys.modules[kernel.__module__]._module
-    names = [m[0] for m in MARKS[args.problem]]
+    names = [m[0] for m in marks_of(src.read_text(), args.problem)]
     mod = problem_module(args.problem)
     benchmarks = config.load()[args.problem].benchmarks
-    shapes = range(len(benchmarks)) if args.shapes is None else [int(s) for s in args.shapes.split(",")]
+    if args.shapes is None:
+        picked = [] if args.custom else list(range(len(benchmarks)))
+    else:
+        picked = [int(s) for s in args.shapes.split(",")]
+    shapes = [benchmarks[i] for i in picked]
+    shapes += [config.parse_shape_option(args.problem, text, i) for i, text in enumerate(args.custom)]
     failed = False
     for shape in shapes:
-        params = dict(benchmarks[shape].params)
-        seed = params.pop("seed")
+        params = dict(shape.params)
+        seed = params.pop("seed", 1111)
         data = mod.generate_input(**params, seed=seed + 11, dist="competition")
         ok, msg = mod.check(data, kernel(data))
         if not ok:
             failed = True
-            print(f"shape {shape}: WRONG output ({msg}): the timeline is of a broken kernel")
+            print(f"shape {shape.label}: WRONG output ({msg}): the timeline is of a broken kernel")
         stamps = []
         for _ in range(args.calls):
             module.timeline_clear()
