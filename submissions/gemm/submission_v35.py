@@ -1,4 +1,4 @@
-"""NVFP4 GEMM v35: stream-K over every SM, partials exchanged through L2 as v30's split-K.
+"""NVFP4 GEMM v35 (failed experiment): stream-K over every SM, partials exchanged through L2 as v30's split-K.
 
 Version: v35
 Parent: v34
@@ -26,7 +26,21 @@ fixup replaced by a shared sum among the pieces' CTAs
 Prediction (H100, kernels alone against v34): the long shape's K loop 46.1 µs x 109 / 128 = ~39.3
 µs, less 2-3% for scattered A reads, plus ~0.5-1 µs of exchange among up to 4 parts: 1.06-1.12x;
 1.00x on the other two shapes (v34's launches and kernels).
-Measured: (pending)
+Measured: H100 80GB HBM3, FAILED EXPERIMENT (kernels alone, kernel_compare with v34 in one process,
+every output checked). Commit a0ed533 (the early piece's flag raised right after its flush, behind
+a __threadfence): 56.8 → 61.2 / 21.7 → 21.6 / 14.8 → 14.7 µs (0.928x / 1.001x / 1.006x). Commit
+5415844 (this file: the flag raised at the CTA's own exchange): 56.5 → 59.7 µs on the long shape
+(0.946x), 64x7168x16384 47.7 → 51.4 (0.929x), 128x1792x16384 L = 2 37.0 → 41.1 (0.900x).
+timeline (medians / max within a CTA, µs): single-segment CTAs' K loops 42.8 / 47.3 for 109
+blocks (0.393 µs a block; v34 at 112 CTAs 0.358, v34 on 128x8448x16384 at 132 CTAs 0.373), the
+wait for a tile's slowest piece (partial stored -> peers arrived) 4.4 / 11.2 (v34 2.7 / 4.0),
+last CTA ends 58.4 against v34's 53.1. Three costs, each larger than the gain: scattered K
+positions slow every CTA's blocks by ~5% against data-parallel CTAs at the same count; 132 busy SMs
+run each block ~4% slower than 112 (the 8448 control, same kernel); and the tile's sum waits for its
+slowest of 3-4 pieces, whose CTAs' K-loop times spread over 4.4 µs (v34: 1.3). Correct on every
+tests and edges shape, the stream shapes 128x2560x3072 (8 pieces), 32x2560x4096, 64x7168x16384,
+256x1280x4096, 128x1792x16384 L = 2 (tiles crossing batches), and the S = 7 shape 128x2304x16384
+(also on v34), both distributions.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
