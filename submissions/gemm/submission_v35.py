@@ -40,7 +40,8 @@ run each block ~4% slower than 112 (the 8448 control, same kernel); and the tile
 slowest of 3-4 pieces, whose CTAs' K-loop times spread over 4.4 µs (v34: 1.3). Correct on every
 tests and edges shape, the stream shapes 128x2560x3072 (8 pieces), 32x2560x4096, 64x7168x16384,
 256x1280x4096, 128x1792x16384 L = 2 (tiles crossing batches), and the S = 7 shape 128x2304x16384
-(also on v34), both distributions.
+(also on v34), both distributions; racecheck and synccheck clean on the smallest tests shape and
+on the stream shape 32x2432x3072 (19 tiles, 8 pieces).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
