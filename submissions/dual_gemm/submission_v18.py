@@ -21,7 +21,8 @@ process, every output checked): 51.9 / 89.3 / 34.6 / 86.4 µs against v17's 52.5
 unsplit kernel's loop also lost 22 instructions (sass_lint: 882, 108 uniform, against v17's 904,
 124: the epilogue changed the allocation around it). Tests and edges shapes (both
 distributions), racecheck and synccheck pass. Recorded row (cold, not converged): 79.3 / 118.5 /
-57.5 / 109.3 µs.
+57.5 / 109.3 µs. A second call (8 rounds, commit 18b676c): 1.012x / 1.010x / 1.012x / 0.990x: the
+same split, three shapes ~1% faster and 512x3072x7168 (112-row tiles, S = 1) ~1% slower.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
