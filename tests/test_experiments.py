@@ -147,6 +147,17 @@ def test_kernel_compare_refuses_a_version_that_launches_the_flushs_kernel():
         kernel_compare.call_us(rows, 10, {"fill_flush"})
 
 
+def test_kernel_compare_spans_run_from_a_calls_first_kernel_start_to_its_last_kernel_end():
+    # two calls: prepass then a GEMM starting inside it (a programmatic dependent launch), then one
+    # with a gap between the two kernels; each call follows the flush's kernel
+    session = [(0.0, 5.0, "fill_flush"), (10.0, 12.0, "decode"), (11.0, 20.0, "gemm"),
+               (30.0, 35.0, "fill_flush"), (40.0, 42.0, "decode"), (43.0, 50.0, "gemm")]
+    # the sums of durations would be 11 (the overlap counted twice) and 9 (the gap left out)
+    assert kernel_compare.spans_per_call(session, {"fill_flush"}, 2) == [10.0, 10.0]
+    with pytest.raises(SystemExit):
+        kernel_compare.spans_per_call(session, {"fill_flush"}, 3)
+
+
 def test_kernel_compare_ratios_are_against_the_first_version_named():
     rows = kernel_compare.ratio_rows({"v7": [100.0, 100.0], "v8": [80.0, 90.0]}, "v7")
     assert [r[0] for r in rows] == ["v7", "v8"]

@@ -80,6 +80,12 @@ def load_all(torch, paths: dict[str, Path]) -> dict:
 def profiled_rows(torch, fn, calls: int) -> list[dict]:
     """harness.profile.kernel_rows of `calls` calls of fn() in one torch.profiler session, L2
     flushed (harness.timing.flush) before each."""
+    return profiled(torch, fn, calls)[0]
+
+
+def profiled(torch, fn, calls: int) -> tuple[list[dict], list[tuple[float, float, str]]]:
+    """As profiled_rows, and every device kernel of the session as (start µs, end µs, name) in
+    start order: the flush's kernels included, so a caller can cut the session into calls."""
     from torch.profiler import ProfilerActivity, profile
 
     from harness import timing
@@ -89,7 +95,9 @@ def profiled_rows(torch, fn, calls: int) -> list[dict]:
             timing.flush()
             fn()
         torch.cuda.synchronize()
-    return kernel_rows(torch, prof, True)
+    kernels = sorted((float(e.time_range.start), float(e.time_range.end), e.key) for e in prof.events()
+                     if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
+    return kernel_rows(torch, prof, True), kernels
 
 
 def kernel_us(torch, fn, data, calls: int, kernels: dict[str, str]) -> dict[str, list[float]]:
