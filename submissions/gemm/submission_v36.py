@@ -1,4 +1,4 @@
-"""NVFP4 GEMM v36: the GEMM kernel as a programmatic dependent of the prepass, judged by span.
+"""NVFP4 GEMM v36 (failed experiment): the GEMM kernel as a programmatic dependent of the prepass, judged by span.
 
 Version: v36
 Parent: v34
@@ -15,7 +15,16 @@ Analogue: CUTLASS's and DeepGEMM's kernels launched with PDL (cudaGridDependency
 Prediction (H100, span against v34): the GEMM launch, its prologue (~0.7 µs) and B's first loads
 (~1.5 µs) under the prepass (1.9-3.6 µs): 1.02-1.05x / 1.05-1.10x / 1.08-1.15x; the sum of
 durations grows by the overlap.
-Measured: (pending)
+Measured: H100 80GB HBM3, commit 5ac9091, FAILED EXPERIMENT. kernel_compare with v34 in one process,
+span per call (first kernel start to last kernel end; every output checked): 59.5 → 61.0 / 25.6 →
+27.3 / 18.1 → 18.9 µs (0.976x / 0.938x / 0.957x); summed durations 56.6 → 58.2 / 21.5 → 23.0 / 14.7
+→ 15.4. A variant raising the trigger after each prepass thread's stores (so no GEMM CTA can take
+an SM a prepass block still needs): 0.972x / 0.950x / 0.926x by span. `nvfp4 compare` (cold calls,
+host path included): 128x7168x16384 0.979x [0.959, 0.999] SLOWER, 128x4096x7168 0.976x [0.865,
+1.101] (the call ran out of time on the third shape). So v16's verdict stands under the right
+measure: the dependent launch makes the device time a caller waits for longer, not shorter (v34's
+span carries ~3-4 µs between its prepass's start and its GEMM's end beyond the two kernels'
+durations, and PDL does not recover it). Not checked further (tests, sanitizers): not a candidate.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
