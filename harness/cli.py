@@ -447,10 +447,12 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
     cfg = config.load()
     pc = cfg[problem]
     if published:
+        if plot_path:
+            raise UserError("--plot draws measured (or, with --recorded, recorded) figures; --published measures nothing")
         _print_published(pc)
         return
     if recorded:
-        _print_recorded(problem, pc, plan.mode)
+        _print_recorded(problem, pc, plan.mode, plot_path)
         return
     subs = ([submissions.resolve(problem, v) for v in versions.split(",")] if versions
             else submissions.versions(problem))
@@ -513,7 +515,7 @@ def _note_recorded_gpus(problem, outcomes) -> None:
                           + (f" as well as {here}" if here in gpus else f", not this {here}") + ": compare within one GPU")
 
 
-def _print_recorded(problem, pc, mode="cold") -> None:
+def _print_recorded(problem, pc, mode="cold", plot_path=None) -> None:
     rows = leaderboard.best(leaderboard.read(), problem, mode)
     if not rows:
         console.print(f"no recorded {mode}-mode results for {problem} (use --record)")
@@ -547,6 +549,9 @@ def _print_recorded(problem, pc, mode="cold") -> None:
     console.print(f"recorded on: {', '.join(gpus)}" + (f"; this machine: {here}" if here else ""))
     if here and any(g != here for g in gpus):
         console.print(f"[yellow]note:[/yellow] results from a GPU other than this {here} are not comparable with a run here")
+    if plot_path:
+        _plot_recorded(problem, pc, by_version, order, gpus, plot_path)
+        console.print(f"plot written to {plot_path}")
 
 
 def _mean(outcome, i):
@@ -625,32 +630,75 @@ def _print_published(pc) -> None:
 
 
 def _plot(problem, pc, shapes, outcomes, on_benchmarks, path) -> None:
+    labels = pc.benchmark_labels if on_benchmarks else [s.label for s in shapes]
+    ran = [o for o in outcomes if not o.refused]
+    xs = [o.submissions[0].label for o in ran]
+    lines = [(f"{lab} (here)", i, [_mean(o, i) for o in ran]) for i, lab in enumerate(labels)]
+    analogues = {o.submissions[0].label: o.submissions[0].analogue for o in ran} if on_benchmarks else {}
+    _draw_ladder(problem, pc, xs, lines, analogues, path)
+
+
+def _draw_ladder(problem, pc, xs, lines, analogues, path) -> None:
+    """The ladder plot: `lines` as (legend label, benchmark index, µs per x or None); where
+    `analogues` maps an x to its writeup version, that benchmark's published figures dashed beside
+    it in the same colour (once per benchmark)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         raise UserError("--plot needs matplotlib (pip install matplotlib)") from None
-    labels = pc.benchmark_labels if on_benchmarks else [s.label for s in shapes]
-    fig, ax = plt.subplots(figsize=(10, 5))
-    ran = [o for o in outcomes if not o.refused]
-    xs = [o.submissions[0].label for o in ran]
-    for i, lab in enumerate(labels):
-        ys = [_mean(o, i) for o in ran]
-        line, = ax.plot(xs, [y if y is not None else float("nan") for y in ys], marker="o", label=f"{lab} (here)")
-        if on_benchmarks and pc.writeup:
-            pub = [(o.submissions[0].label, pc.writeup.version(o.submissions[0].analogue or ""))
-                   for o in ran]
-            pts = [(x, v["us"][i]) for x, v in pub if v and v["us"][i] is not None]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="--", marker="x", color=line.get_color(), alpha=0.6,
-                        label=f"{lab} (writeup {pc.writeup.gpu})")
+    fig, ax = plt.subplots(figsize=(max(10, 0.3 * len(xs)), 5))
+    # NOTE: numeric positions, ticks labelled: a line skips the versions it has no figure for and
+    # joins its neighbours (categorical x would order the versions by first appearance)
+    at = {x: n for n, x in enumerate(xs)}
+    ax.set_xticks(range(len(xs)), xs, rotation=90 if len(xs) > 30 else 0, fontsize=8)
+    colours: dict[int, str] = {}
+    for label, i, ys in lines:
+        pts = [(n, y) for n, y in enumerate(ys) if y is not None]
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4, label=label,
+                        color=colours.get(i), linestyle="-" if i not in colours else ":")
+        if i in colours or not (analogues and pc.writeup):
+            colours.setdefault(i, line.get_color())
+            continue
+        colours[i] = line.get_color()
+        pub = [(x, pc.writeup.version(analogues.get(x) or "")) for x in xs]
+        pts = [(x, v["us"][i]) for x, v in pub if v and v["us"][i] is not None]
+        if pts:
+            ax.plot([at[p[0]] for p in pts], [p[1] for p in pts], linestyle="--", marker="x", color=line.get_color(), alpha=0.6,
+                    label=f"{pc.benchmark_labels[i]} (writeup {pc.writeup.gpu})")
     ax.set_yscale("log")
     ax.set_ylabel("µs (log)")
     ax.set_title(f"{problem}: the version ladder")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def _plot_recorded(problem, pc, by_version, order, gpus, path) -> None:
+    """The ladder plot of the best recorded rows (_recorded_lines)."""
+    analogues = {}
+    for v in order:
+        try:
+            analogues[v] = submissions.resolve(problem, v).analogue
+        except UserError:
+            analogues[v] = None  # NOTE: a recorded version whose file is gone still plots, without its analogue
+    _draw_ladder(problem, pc, order, _recorded_lines(pc, by_version, order, gpus), analogues, path)
+
+
+def _recorded_lines(pc, by_version, order, gpus) -> list:
+    """One line per benchmark and GPU, the best recorded mean per version (None where none):
+    figures from different GPUs are never joined into one line."""
+    lines = []
+    for i, lab in enumerate(pc.benchmark_labels):
+        for gpu in gpus:
+            ys = []
+            for v in order:
+                found = [float(r["mean_us"]) for r in by_version[v].get(lab, []) if r["gpu"] == gpu]
+                ys.append(min(found) if found else None)
+            if any(y is not None for y in ys):
+                lines.append((f"{lab} ({gpu})" if len(gpus) > 1 else lab, i, ys))
+    return lines
 
 
 # ----------------------------------------------------------------------------------- leaderboard

@@ -66,6 +66,51 @@ def test_gemm_ablation_full_keeps_v19s_decode_and_wgmma_and_counts_every_copied_
     assert "mbar_arrive_expect_tx(full + 8 * s, copied_a + copied_b);" in text
 
 
+GEMM_V34 = (ROOT / "submissions" / "gemm" / "submission_v34.py").read_text()
+
+
+@pytest.mark.parametrize("variant", sorted(ablate_gemm.VARIANTS))
+def test_every_gemm_ablation_variant_patches_v34_once(variant):
+    text = ablate_gemm.patched_source(GEMM_V34, variant)
+    assert f'EXTENSION_NAME = "nvfp4_gemm_v34_ablate_{variant}"' in text
+
+
+def test_gemm_ablation_skips_v34s_epilogue_in_the_consumer_not_in_host_code():
+    # v32 on, `problem.splits > 1` occurs only in host code: v19's anchor patched the workspace
+    # layout there (a build error in a variant nobody compiled)
+    text = ablate_gemm.patched_source(GEMM_V34, "no_epilogue")
+    skip = text.index("if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;")
+    assert text.index("__device__ __forceinline__ void consume(") < skip < text.index("gemm_kernel(const __grid_constant__")
+    assert text[skip:].split("\n", 2)[1].startswith("    if constexpr (kSplit) {")
+
+
+def test_gemm_ablation_without_an_epilogue_anchor_says_so():
+    with pytest.raises(SystemExit, match="epilogue anchor"):
+        ablate_gemm.epilogue_patch("no such code")
+
+
+peers = _tool("peers")
+
+
+@pytest.mark.parametrize("problem,params", [
+    ("gemm", dict(m=32, n=64, k=256, l=2)),
+    ("gemv", dict(m=64, k=256, l=2)),
+    ("dual_gemm", dict(m=32, n=64, k=256, l=1)),
+    ("group_gemm", dict(m=[8, 24], n=[128, 128], k=[256, 512], g=2)),
+])
+def test_cublas_peer_computes_the_problems_products_and_its_check_catches_a_wrong_one(problem, params):
+    from reference import problem_module
+    data = problem_module(problem).generate_input(**params, seed=5, dist="general", device="cpu")
+    call, check = peers.cublas_peer(problem, data)
+    outs = call()
+    assert all(o.dtype == peers.torch.bfloat16 for o in outs)
+    assert check(outs) == (True, "ok")
+    wrong = [o.clone() for o in outs]
+    wrong[-1] = wrong[-1].flip(0)  # rows out of place: what a transposed or mismatched operand gives
+    ok, msg = check(wrong)
+    assert not ok and "peer GEMM" in msg
+
+
 def test_wgmma_rate_program_has_a_launch_per_shape():
     rate = _tool("wgmma_rate")
     src = rate.program(10)

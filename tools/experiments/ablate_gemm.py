@@ -101,15 +101,27 @@ PATCHES = [
                     wgmma_m64k16<kN>(acc, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));
 #endif""",
     ),
-    ("    if (problem.splits > 1) {\n",
-     "    if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;  // NOTE: acc stays live: the K loop is kept\n"
-     "    if (problem.splits > 1) {\n"),
 ]
+# The epilogue's entry: v19-v31 branch on problem.splits inside the consumer; v32 on, the kernel is
+# instantiated per split-or-not and `problem.splits > 1` occurs only in host code, which the v19
+# anchor would patch (once, wrongly). The first anchor found in the consumer is used.
+EPILOGUE_ANCHORS = (
+    "    if constexpr (kSplit) {\n        reduce_through_l2",
+    "    if (problem.splits > 1) {\n        reduce",
+)
+EPILOGUE_SKIP = "    if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;  // NOTE: acc stays live: the K loop is kept\n"
+
+
+def epilogue_patch(text: str) -> tuple[str, str]:
+    for anchor in EPILOGUE_ANCHORS:
+        if anchor in text:
+            return anchor, EPILOGUE_SKIP + anchor
+    raise SystemExit("no epilogue anchor in this version: ablate_gemm.EPILOGUE_ANCHORS needs its form")
 
 
 def patched_source(text: str, variant: str) -> str:
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
-    return patched(text, PATCHES, defines, variant)
+    return patched(text, PATCHES + [epilogue_patch(text)], defines, variant)
 
 
 def main() -> int:

@@ -18,7 +18,9 @@ ratios use.
 Usage on a GPU machine, repo root (builds run first, in parallel child processes):
     python3 tools/experiments/kernel_compare.py gemm v7,v8 [--shapes 0,1,2] [--rounds 5] [--calls 10]
         [--shape m=128,n=8448,k=16384,l=1 ...] [--metric sum|span]
-A version may also be a path to a .py file (a variant made for the experiment, e.g. by sed).
+A version may also be a path to a .py file (a variant made for the experiment, e.g. by sed), or
+`cublas`: the issues' peer, cuBLAS on operands dequantised to bf16 beforehand (peers.py), timed the
+same way (its check is a loose one: bf16 outputs).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
 from ablation import load_all, prepare, profiled, profiled_rows  # noqa: E402
+from peers import PEER_NAME, cublas_peer  # noqa: E402
 
 
 def call_us(rows: list[dict], calls: int, flush_names: set[str]) -> float:
@@ -102,9 +105,9 @@ def main() -> int:
     from reference import problem_module
 
     versions = args.versions.split(",")
-    paths = {v: version_path(args.problem, v, resolve) for v in versions}
+    paths = {v: version_path(args.problem, v, resolve) for v in versions if v != PEER_NAME}
     done = prepare(paths, emit=False, build_only=args.build_only,
-                   child_args=lambda v: [__file__, args.problem, v, "--build-only"])
+                   child_args=lambda v: [__file__, args.problem, v, "--build-only"]) if paths else None
     if done is not None:
         return done
 
@@ -130,8 +133,12 @@ def main() -> int:
         seed = params.pop("seed", 1111)
         # NOTE: a fresh seed, not the benchmark's: nothing here may have seen these inputs
         data = mod.generate_input(**params, seed=seed + 7, dist=args.dist)
+        calls = {v: (lambda v=v: kernels[v](data)) for v in kernels}
+        checks = {v: (lambda out: mod.check(data, out)) for v in kernels}
+        if PEER_NAME in versions:
+            calls[PEER_NAME], checks[PEER_NAME] = cublas_peer(args.problem, data)
         for v in versions:
-            ok, msg = mod.check(data, kernels[v](data))
+            ok, msg = checks[v](calls[v]())
             if not ok:
                 failed = True
                 print(f"shape {shape.label}: {v} FAILED: {msg}", flush=True)
@@ -140,7 +147,7 @@ def main() -> int:
         spans = {v: [] for v in versions}
         for _ in range(args.rounds):
             for v in versions:
-                rows, session = profiled(torch, lambda: kernels[v](data), args.calls)
+                rows, session = profiled(torch, calls[v], args.calls)
                 sums[v].append(call_us(rows, args.calls, flush_names))
                 spans[v].append(statistics.fmean(spans_per_call(session, flush_names, args.calls)))
         floor = roofline.floor_us(args.problem, shape.params, figures)
