@@ -203,6 +203,13 @@ def test_kernel_compare_spans_run_from_a_calls_first_kernel_start_to_its_last_ke
         kernel_compare.spans_per_call(session, {"fill_flush"}, 3)
 
 
+def test_kernel_compare_spans_skip_the_ahead_sleep_after_each_flush():
+    # --ahead: flush, then the sleep, then the call; both are cut out, neither starts a call
+    session = [(0.0, 5.0, "fill_flush"), (5.0, 60.0, "sleep"), (61.0, 62.0, "decode"), (63.0, 70.0, "gemm"),
+               (80.0, 85.0, "fill_flush"), (85.0, 140.0, "sleep"), (141.0, 142.0, "decode"), (142.5, 150.0, "gemm")]
+    assert kernel_compare.spans_per_call(session, {"fill_flush", "sleep"}, 2) == [9.0, 9.0]
+
+
 def test_kernel_compare_ratios_are_against_the_first_version_named():
     rows = kernel_compare.ratio_rows({"v7": [100.0, 100.0], "v8": [80.0, 90.0]}, "v7")
     assert [r[0] for r in rows] == ["v7", "v8"]

@@ -83,9 +83,11 @@ def profiled_rows(torch, fn, calls: int) -> list[dict]:
     return profiled(torch, fn, calls)[0]
 
 
-def profiled(torch, fn, calls: int) -> tuple[list[dict], list[tuple[float, float, str]]]:
+def profiled(torch, fn, calls: int, before=None) -> tuple[list[dict], list[tuple[float, float, str]]]:
     """As profiled_rows, and every device kernel of the session as (start µs, end µs, name) in
-    start order: the flush's kernels included, so a caller can cut the session into calls."""
+    start order: the flush's kernels included, so a caller can cut the session into calls.
+    `before()`, if given, is enqueued after each flush (kernel_compare's --ahead: a sleep that keeps
+    the device busy while the host enqueues the call)."""
     from torch.profiler import ProfilerActivity, profile
 
     from harness import timing
@@ -93,6 +95,8 @@ def profiled(torch, fn, calls: int) -> tuple[list[dict], list[tuple[float, float
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             timing.flush()
+            if before is not None:
+                before()
             fn()
         torch.cuda.synchronize()
     kernels = sorted((float(e.time_range.start), float(e.time_range.end), e.key) for e in prof.events()

@@ -15,6 +15,13 @@ dependent grid starts early and waits inside, so its duration counts the overlap
 (gemm v16, dual_gemm v10 and group_gemm v34 were judged on `sum`). --metric picks the one the
 ratios use.
 
+The span waits on the host where the device outruns it: a call's second kernel cannot start before
+the host's launch of it returns (~5 µs of CPU per launch on the lent hosts), so a short first kernel
+leaves the device idle in between. --ahead US enqueues a sleep of about US µs after each flush, so
+the whole call is queued before the device reaches it: the span then measures the device alone
+(the sleep, like the flush, is cut out). Without it the span is closer to what GPU MODE's timing
+sees (its host path overlaps the flush, not the call's own launches).
+
 Usage on a GPU machine, repo root (builds run first, in parallel child processes):
     python3 tools/experiments/kernel_compare.py gemm v7,v8 [--shapes 0,1,2] [--rounds 5] [--calls 10]
         [--shape m=128,n=8448,k=16384,l=1 ...] [--metric sum|span]
@@ -32,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import load_all, prepare, profiled, profiled_rows  # noqa: E402
+from ablation import load_all, prepare, profiled  # noqa: E402
 from peers import PEER_NAME, cublas_peer  # noqa: E402
 
 
@@ -97,6 +104,9 @@ def main() -> int:
     ap.add_argument("--dist", default="competition", choices=("competition", "general"))
     ap.add_argument("--metric", default="sum", choices=("sum", "span"),
                     help="what the ratios compare: the kernels' summed durations or the span per call")
+    ap.add_argument("--ahead", type=float, default=0.0, metavar="US",
+                    help="a device sleep of about US µs after each flush, so the call is queued before the device "
+                    "reaches it (the span without the host's launch latency)")
     ap.add_argument("--build-only", action="store_true", help="(a child's job) build the one version")
     args = ap.parse_args()
 
@@ -125,7 +135,11 @@ def main() -> int:
     shapes += [config.parse_shape_option(args.problem, text, i) for i, text in enumerate(args.custom)]
     # NOTE: every kernel of a call counts (a split-K reduction or a prepass is part of the
     # version), so the flush's kernel is named by profiling the flush alone, not guessed
-    flush_names = {row["name"] for row in profiled_rows(torch, lambda: None, 3)}
+    before = None
+    if args.ahead > 0:
+        # NOTE: torch.cuda._sleep spins a number of cycles; 2000 a µs is about an H100/H200's SM clock
+        before = lambda: torch.cuda._sleep(int(args.ahead * 2000))  # noqa: E731
+    flush_names = {row["name"] for row in profiled(torch, lambda: None, 3, before)[0]}
     failed = False
     lines = []
     for shape in shapes:
@@ -147,7 +161,7 @@ def main() -> int:
         spans = {v: [] for v in versions}
         for _ in range(args.rounds):
             for v in versions:
-                rows, session = profiled(torch, calls[v], args.calls)
+                rows, session = profiled(torch, calls[v], args.calls, before)
                 sums[v].append(call_us(rows, args.calls, flush_names))
                 spans[v].append(statistics.fmean(spans_per_call(session, flush_names, args.calls)))
         floor = roofline.floor_us(args.problem, shape.params, figures)
@@ -161,7 +175,8 @@ def main() -> int:
         print(f"shape {shape.label} done", flush=True)
     measure = {"sum": "the kernels' durations summed", "span": "first kernel start to last kernel end"}
     print(f"\n{args.problem} kernels, {device}, torch.profiler device time per call ({measure[args.metric]}), "
-          f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls, {args.dist} inputs")
+          f"L2 flushed before each call, {args.rounds} rounds x {args.calls} calls, {args.dist} inputs"
+          + (f", each call queued behind a ~{args.ahead:g} µs device sleep" if args.ahead > 0 else ""))
     other_name = "span µs" if args.metric == "sum" else "sum µs"
     print(f"{'shape':<34} {'version':<12} {'mean µs':>9} {'best rnd':>8} {'vs first':>9} {'of floor':>8} {other_name:>9}")
     print("\n".join(lines))
