@@ -318,6 +318,27 @@ def test_dual_gemm_v14_launches_exactly_what_v13_does():
     assert launches("v14") == launches("v13")
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_dual_gemm_v19_takes_104_row_tiles_where_they_fill_the_wave_and_v18s_launch_elsewhere():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("dual_gemm") + [(208, 1024, 7168), (200, 2048, 4096), (500, 3072, 7168)]
+    def launches(version):
+        rows = host_tiling.choices(resolve("dual_gemm", version).path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")
+        return {(r["m"], r["n"], r["k"]): r for r in rows}
+    v18, v19 = launches("v18"), launches("v19")
+    bench = v19[(512, 3072, 7168)]
+    assert (bench["m_tile_rows"], bench["m_tiles"], bench["splits"], bench["ctas"]) == (104, 5, 1, 120)
+    assert v18[(512, 3072, 7168)]["m_tile_rows"] == 112
+    # the shapes `nvfp4 test --shape` runs for v19's new instantiations: split (S = 4, S = 2 with a
+    # partial last tile) and unsplit with a partial last tile
+    assert [v19[s]["m_tile_rows"] for s in ((208, 1024, 7168), (200, 2048, 4096), (500, 3072, 7168))] == [104] * 3
+    assert v19[(208, 1024, 7168)]["splits"] == 4 and v19[(200, 2048, 4096)]["splits"] == 2
+    assert v19[(500, 3072, 7168)]["splits"] == 1
+    for shape, r in v19.items():
+        if r["m_tile_rows"] != 104:
+            assert r == v18[shape]
+
+
 def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
     src = "int f() { int clusters = 0; cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel, &config); return clusters; }"
     patched = host_tiling.with_cluster_capacities(src, {2: 66})
