@@ -16,7 +16,14 @@ Analogue: the writeup's tile-shape choice per problem size; CUTLASS's tile-shape
 Prediction (H100, kernels alone against v18): 512x3072x7168 1.02-1.04x (7% less tensor work per
 block, the B decode unchanged), the other shapes 1.00x (same launches, one instantiation more in
 the binary: v13 showed code layout can cost up to 4.5%, v14's one-kernel-per-height since removed that).
-Measured: pending.
+Measured: H100 80GB HBM3, commit 821b794. Kernels alone (kernel_compare, alternated with v18 in one
+process, every output checked): 50.9 / 87.6 / 34.3 / 81.9 µs against v18's 50.9 / 88.0 / 34.3 / 85.0:
+0.999x / 1.003x / 1.000x / 1.038x, as predicted: only the changed launch moves. A second process,
+by span with each call queued behind a device sleep (--ahead 100): 512x3072x7168 90.2 → 86.8 µs
+(1.039x), 512x4096x7168 1.001x. Tests and edges shapes (both distributions), racecheck and
+synccheck pass, and the new instantiations on 208x1024x7168 (S = 4), 200x2048x4096 (S = 2, a
+partial last tile) and 500x3072x7168 (S = 1, partial), both distributions. Recorded row (cold):
+79.9 / 113.9 / 56.8 / 111.3 µs. The cuBLAS peer stays ahead on this shape (67.7 µs, call R2).
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
