@@ -18,7 +18,14 @@ MMAs as the accumulators allow; FlashAttention-3 splits its warpgroups by role
 Prediction (H100, kernels alone against v19): 1.03-1.06x / 1.05-1.10x / 1.02-1.05x / 0.95-1.06x
 (512x3072x7168 falls from 120 CTAs of 104 rows to 96 of 256); the shallower ring and the
 epilogue's exchange are the risks.
-Measured: pending.
+Measured: H100 80GB HBM3, commit 5db1e7c. Kernels alone (kernel_compare, alternated with v19 in one
+process, every output checked), summed: 48.4 / 84.7 / 32.7 / 81.4 µs against v19's 51.6 / 89.1 /
+34.4 / 82.3: 1.066x / 1.052x / 1.053x / 1.011x; an earlier process by span with calls queued
+1.060x / 1.044x / 1.052x / 1.010x. Inside the prediction on every shape (512x4096x7168 at its low
+end). Tests and edges shapes (both distributions), racecheck and synccheck pass, and every tile
+height on custom shapes (160, 192, 256 split at S = 4 with rows past M, 128 split, 256 unsplit with
+rows past M, 96, 64; both distributions). Recorded row (cold; this host's cold rows spread ±20%
+between processes): 81.7 / 133.9 / 68.4 / 115.5 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
