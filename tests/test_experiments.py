@@ -339,6 +339,29 @@ def test_dual_gemm_v19_takes_104_row_tiles_where_they_fill_the_wave_and_v18s_lau
             assert r == v18[shape]
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_dual_gemm_v20_launches_64_row_n_tiles_over_a_tiles_of_up_to_256_rows():
+    from harness.submissions import resolve
+    custom = [(300, 8192, 256), (380, 8192, 256), (200, 1024, 7168), (100, 2048, 4096), (500, 4096, 1024),
+              (90, 16384, 256), (60, 16384, 256)]
+    shapes = host_tiling.shapes_of("dual_gemm") + custom
+    rows = host_tiling.choices(resolve("dual_gemm", "v20").path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")
+    v20 = {(r["m"], r["n"], r["k"]): r for r in rows}
+    def launch(shape):
+        r = v20[shape]
+        return r["m_tile_rows"], r["m_tiles"], r["splits"], r["ctas"]
+    # the benchmarks: N / 64 columns of 256-row tiles
+    assert [launch(s) for s in ((256, 4096, 7168), (512, 4096, 7168), (256, 3072, 4096), (512, 3072, 7168))] == \
+        [(256, 1, 2, 128), (256, 2, 1, 128), (256, 1, 2, 96), (256, 2, 1, 96)]
+    for (m, n, k), r in v20.items():
+        assert r["tiles"] == r["m_tiles"] * (n // 64) and r["m_tiles"] * r["m_tile_rows"] >= m
+        assert r["m_tile_rows"] in (32, 64, 96, 128, 160, 192, 256)
+    # the custom shapes R8 tested reach every height but 32's (the tests shapes have it)
+    assert {v20[s]["m_tile_rows"] for s in custom} == {64, 96, 128, 160, 192, 256}
+    assert 32 in {r["m_tile_rows"] for r in v20.values()}
+    assert v20[(200, 1024, 7168)]["splits"] == 4 and v20[(100, 2048, 4096)]["splits"] == 2
+
+
 def test_host_tiling_answers_the_cluster_query_only_where_the_source_asks_it():
     src = "int f() { int clusters = 0; cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel, &config); return clusters; }"
     patched = host_tiling.with_cluster_capacities(src, {2: 66})
