@@ -550,7 +550,7 @@ def _print_recorded(problem, pc, mode="cold", plot_path=None) -> None:
     if here and any(g != here for g in gpus):
         console.print(f"[yellow]note:[/yellow] results from a GPU other than this {here} are not comparable with a run here")
     if plot_path:
-        _plot_recorded(problem, pc, by_version, order, gpus, plot_path)
+        _plot_recorded(problem, pc, by_version, order, gpus, plot_path, mode)
         console.print(f"plot written to {plot_path}")
 
 
@@ -638,7 +638,7 @@ def _plot(problem, pc, shapes, outcomes, on_benchmarks, path) -> None:
     _draw_ladder(problem, pc, xs, lines, analogues, path)
 
 
-def _draw_ladder(problem, pc, xs, lines, analogues, path) -> None:
+def _draw_ladder(problem, pc, xs, lines, analogues, path, what: str = "") -> None:
     """The ladder plot: `lines` as (legend label, benchmark index, µs per x or None); where
     `analogues` maps an x to its writeup version, that benchmark's published figures dashed beside
     it in the same colour (once per benchmark)."""
@@ -669,13 +669,13 @@ def _draw_ladder(problem, pc, xs, lines, analogues, path) -> None:
                     label=f"{pc.benchmark_labels[i]} (writeup {pc.writeup.gpu})")
     ax.set_yscale("log")
     ax.set_ylabel("µs (log)")
-    ax.set_title(f"{problem}: the version ladder")
+    ax.set_title(f"{problem}: the version ladder" + (f" ({what})" if what else ""))
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
 
-def _plot_recorded(problem, pc, by_version, order, gpus, path) -> None:
+def _plot_recorded(problem, pc, by_version, order, gpus, path, mode: str = "cold") -> None:
     """The ladder plot of the best recorded rows (_recorded_lines)."""
     analogues = {}
     for v in order:
@@ -683,7 +683,8 @@ def _plot_recorded(problem, pc, by_version, order, gpus, path) -> None:
             analogues[v] = submissions.resolve(problem, v).analogue
         except UserError:
             analogues[v] = None  # NOTE: a recorded version whose file is gone still plots, without its analogue
-    _draw_ladder(problem, pc, order, _recorded_lines(pc, by_version, order, gpus), analogues, path)
+    _draw_ladder(problem, pc, order, _recorded_lines(pc, by_version, order, gpus), analogues, path,
+                 f"best recorded, {MODE_TITLES.get(mode, mode)}")
 
 
 def _recorded_lines(pc, by_version, order, gpus) -> list:
