@@ -75,8 +75,21 @@ DUAL_DEFS = r'''
 #define HOST_TILING_SPLITS(p) (p).split_k.splits
 #define HOST_TILING_CTAS(p) ((p).num_tiles * (p).split_k.splits)
 '''
+# dual_gemm v21 onward: helper CTAs run the tiles' tails where S = 1 leaves SMs idle.
+DUAL_TAILS_DEFS = r'''
+#define HOST_TILING_DESC_WORDS 18
+#define HOST_TILING_PROBLEM Problem<kMaxGroups>
+#define HOST_TILING_SPLITS(p) (p).split_k.splits
+#define HOST_TILING_CTAS(p) ((p).num_tiles * (p).split_k.splits + (p).tails.helpers)
+#define HOST_TILING_HELPERS(p) (p).tails.helpers
+#define HOST_TILING_PER_HELPER(p) (p).tails.per_helper
+'''
 
 MAIN = DESC + r'''
+#ifndef HOST_TILING_HELPERS
+#define HOST_TILING_HELPERS(p) 0
+#define HOST_TILING_PER_HELPER(p) 0
+#endif
 int main(int argc, char** argv) {
     const int sms = atoi(argv[1]);
     // NOTE: as the version's own launcher does first: on a GPU machine the shared-memory opt-in must
@@ -96,8 +109,9 @@ int main(int argc, char** argv) {
         static HOST_TILING_PROBLEM problem;
         int decode_blocks = 0;
         const long long bytes = fill_chunk(desc, 1, 0, sms, problem, decode_blocks);
-        printf("%d %d %d %lld %d %d %d %d %d\n", m, n, k, bytes, problem.num_tiles, problem.groups[0].m_tile_rows,
-               problem.groups[0].m_tiles, HOST_TILING_SPLITS(problem), HOST_TILING_CTAS(problem));
+        printf("%d %d %d %lld %d %d %d %d %d %d %d\n", m, n, k, bytes, problem.num_tiles, problem.groups[0].m_tile_rows,
+               problem.groups[0].m_tiles, HOST_TILING_SPLITS(problem), HOST_TILING_CTAS(problem),
+               HOST_TILING_HELPERS(problem), HOST_TILING_PER_HELPER(problem));
     }
     return 0;
 }
@@ -218,7 +232,9 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
     if clusters:
         cuda_src = with_cluster_capacities(cuda_src, clusters)
     stream_k = problem == "gemm" and "int num_ctas;" in cuda_src
-    defs = GEMM_STREAM_K_DEFS if stream_k else {"gemm": GEMM_DEFS, "dual_gemm": DUAL_DEFS}[problem]
+    tails = problem == "dual_gemm" and "struct Tails {" in cuda_src
+    defs = (GEMM_STREAM_K_DEFS if stream_k else DUAL_TAILS_DEFS if tails
+            else {"gemm": GEMM_DEFS, "dual_gemm": DUAL_DEFS}[problem])
     defines = ["HOST_TILING_CAPACITY"] if "static int cluster_capacity(int S) {" in cuda_src else []
     stdout = _run_host(cuda_src, defs + MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape], defines)
     rows = []
@@ -226,10 +242,12 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
         if line.startswith("#"):
             print(f"cluster capacity (S:clusters resident at once):{line[1:]}")
         elif line.strip():
-            m, n, k, nbytes, tiles, rows_, m_tiles, splits, ctas = (int(v) for v in line.split())
-            # NOTE: for stream-K versions `splits` is the most pieces a tile is cut into (1: none)
+            m, n, k, nbytes, tiles, rows_, m_tiles, splits, ctas, helpers, per_helper = (int(v) for v in line.split())
+            # NOTE: for stream-K versions `splits` is the most pieces a tile is cut into (1: none);
+            # helpers (dual_gemm v21+) run per_helper tiles' tails each
             rows.append({"m": m, "n": n, "k": k, "bytes": nbytes, "tiles": tiles, "m_tile_rows": rows_,
-                         "m_tiles": m_tiles, "splits": splits, "ctas": ctas, "stream_k": stream_k})
+                         "m_tiles": m_tiles, "splits": splits, "ctas": ctas, "stream_k": stream_k,
+                         "helpers": helpers, "per_helper": per_helper})
     return rows
 
 
@@ -258,10 +276,12 @@ def main() -> int:
               else shapes_of(args.problem))
     told = f", cluster capacities {args.clusters} (given)" if clusters else ""
     print(f"{args.problem} {args.version}, {args.sms} SMs{told}: the host's launch per shape")
-    print(f"{'M x N x K':>20} {'tiles':>6} {'rows':>5} {'M tiles':>8} {'S':>3} {'CTAs':>5}   (stream-K versions: S = most pieces of a tile)")
+    print(f"{'M x N x K':>20} {'tiles':>6} {'rows':>5} {'M tiles':>8} {'S':>3} {'CTAs':>5} {'helpers':>8}"
+          "   (stream-K versions: S = most pieces of a tile; helpers x tails each)")
     for r in choices(resolve(args.problem, args.version).path, shapes, args.sms, clusters, args.problem):
+        helpers = f"{r['helpers']} x {r['per_helper']}" if r["helpers"] else "-"
         print(f"{r['m']:>6} x {r['n']:>5} x {r['k']:>5} {r['tiles']:>6} {r['m_tile_rows']:>5} {r['m_tiles']:>8} "
-              f"{r['splits']:>3} {r['ctas']:>5}")
+              f"{r['splits']:>3} {r['ctas']:>5} {helpers:>8}")
     return 0
 
 
