@@ -88,10 +88,29 @@ STREAM_K_MARKS = [
 ]
 
 
+# dual_gemm v20 (one consume per CTA) and v21+ (tails: a tile CTA's K loop, its wait for the
+# helper's partial, its epilogue; a helper CTA's last tail announced). A helper stamps only 'start'
+# and 'helpers done'; an S = 1 launch without tails skips 'tail added'.
+DUAL_MARKS = [
+    ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
+    ("K loop", 128, ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
+                     "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>"), "before"),
+    ("end", 128, "    consume<kN, kSplit>(sk, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n"),
+]
+DUAL_TAILS_MARKS = [
+    DUAL_MARKS[0], DUAL_MARKS[1],
+    ("tail added", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n", "before"),
+    ("end", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n"),
+    ("helper done", 128, "            consume_tails<kGroups, kN>(problem, helper, ring, ring_generic, full, empty);\n"),
+]
+
+
 def marks_of(text: str, problem: str):
-    """The mark set for a version's source: gemm's stream-K kernel has its own."""
+    """The mark set for a version's source: gemm's stream-K kernel and dual_gemm have their own."""
     if problem == "gemm" and "consume_stream<kN>(problem, tile1" in text:
         return STREAM_K_MARKS
+    if problem == "dual_gemm":
+        return DUAL_TAILS_MARKS if "consume_tails<kGroups, kN>(problem" in text else DUAL_MARKS
     marks = MARKS.get(problem)
     if marks is None:
         raise SystemExit(f"no marks defined for {problem} (MARKS in {Path(__file__).name})")
