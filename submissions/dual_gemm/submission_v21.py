@@ -113,9 +113,14 @@ constexpr int kFullArrivals = 1;         // the producer's arrive.expect_tx: eve
 constexpr int kEmptyArrivals = kConsumerThreads;  // every consumer thread, once its wgmma has read the slot
 constexpr int kMaxSplits = 8;           // a tile's splits form one cluster: 8 is the portable cluster size
 constexpr int kMinBlocksPerSplit = 4;   // K blocks: below this the pipeline's fill and the partial tile dominate
-// NOTE: a tail shorter than this leaves too little of the tile's time to move for the partial's
-// round trip through L2 (128 KB out and back for a 256-row tile) and the helper's pipeline fill.
-constexpr int kMinTailBlocks = 16;
+// NOTE: a tail shorter than this moves too little of the tile's time to pay for the partial's
+// round trip through L2 (128 KB out and back for a 256-row tile: ~3 us of the tile CTA's, timeline).
+constexpr int kMinTailBlocks = 12;
+// NOTE: what a tail costs a helper beyond its blocks, in K blocks: storing the 128 KB partial from
+// registers and raising the flag took ~3.3 us a tail on 512x3072x7168 (H100 timeline, call S2:
+// helpers ended 62.1 us after the start for 84 blocks in three tails, the tile CTAs' 84 blocks 52.3),
+// about five blocks of its ~0.62 us. Balancing with it puts the helpers' end at the tile CTAs'.
+constexpr int kTailCostBlocks = 5;
 // NOTE: hardware barrier 0 is __syncthreads'; the split-K handshake needs one that counts only the
 // 256 consumer threads, the producer warps having left by then.
 constexpr int kConsumerBarrier = 1;
@@ -147,9 +152,11 @@ struct Tails {
     float* partials;         // [tile][operand][j][thread of the warpgroup] float4: the tail's sums, fragment order
 };
 // K blocks of a tile's tail: an even number (a helper's ring position stays even from tail to tail,
-// as the consumer's two-slot passes need) near 1 / (c + 1) of the tile's, so c tails take a helper
-// about as long as the rest takes the tile's CTA.
-__host__ __device__ constexpr int tail_blocks_of(int blocks, int per_helper) { return (blocks / (per_helper + 1)) & ~1; }
+// as the consumer's two-slot passes need) such that c tails and their costs take a helper about as
+// long as the rest takes the tile's CTA: c (t + cost) = blocks - t.
+__host__ __device__ constexpr int tail_blocks_of(int blocks, int per_helper) {
+    return ((blocks - per_helper * kTailCostBlocks) / (per_helper + 1)) & ~1;
+}
 
 enum Mode { kUnsplit = 0, kSplit = 1, kTails = 2 };  // the GEMM kernel's instantiations
 

@@ -91,15 +91,25 @@ STREAM_K_MARKS = [
 # dual_gemm v20 (one consume per CTA) and v21+ (tails: a tile CTA's K loop, its wait for the
 # helper's partial, its epilogue; a helper CTA's last tail announced). A helper stamps only 'start'
 # and 'helpers done'; an S = 1 launch without tails skips 'tail added'.
+_DUAL_LOOP_ANCHORS = ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
+                      "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>")
+# The unsplit epilogue's steps: the up warpgroup's sums in shared memory, silu x up staged as C.
+_DUAL_EPILOGUE_MARKS = [
+    ("exchanged", 128, "    consumer_sync();  // NOTE: the up sums are in shared memory before the gate's warpgroup reads them\n"),
+    ("silu staged", 128, "    consumer_sync();  // NOTE: the whole C tile is staged before any row of it is stored (rows past M are not)\n"),
+]
+# NOTE: 'K loop' is the gate warpgroup's (thread 128), 'K loop up' the up warpgroup's (thread 256).
 DUAL_MARKS = [
     ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
-    ("K loop", 128, ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
-                     "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>"), "before"),
+    ("K loop", 128, _DUAL_LOOP_ANCHORS, "before"),
+    ("K loop up", 256, _DUAL_LOOP_ANCHORS, "before"),
+    *_DUAL_EPILOGUE_MARKS,
     ("end", 128, "    consume<kN, kSplit>(sk, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n"),
 ]
 DUAL_TAILS_MARKS = [
-    DUAL_MARKS[0], DUAL_MARKS[1],
+    *DUAL_MARKS[:3],
     ("tail added", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n", "before"),
+    *_DUAL_EPILOGUE_MARKS,
     ("end", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n"),
     ("helper done", 128, "            consume_tails<kGroups, kN>(problem, helper, ring, ring_generic, full, empty);\n"),
 ]
