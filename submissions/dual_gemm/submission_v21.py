@@ -23,15 +23,15 @@ less the partial's round trip, the flag wait and a lower clock with 128 busy SMs
 1.00x (the same launches; the consumer loop now starts at a ring position).
 Measured: not yet.
 
-Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2
-by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
+Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by
+scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
 partials added in a fixed order (0 + split 0 + split 1 + ...: the same sums as v6; with tails, the
-tile CTA's first blocks + the helper's tail), x 2^7 before
-silu; silu (x / (1 + exp(-x)), expf, as torch's) and the product in fp32, then one rounding to
-fp16. Rows past M are zero (the prepass writes them) and not stored. Any M >= 1, N multiple of
-128, K multiple of 64, any L; B1's and B2's bases and row strides 16-byte aligned (the tensor
-maps' rule), the blocked scales 16-byte aligned (bulk copies), C 16-byte aligned with row and
-batch strides multiples of 8 elements (the staged stores).
+tile CTA's first blocks + the helper's tail), x 2^7 before silu; silu (x / (1 + exp(-x)), expf, as
+torch's) and the product in fp32, then one rounding to fp16. Rows past M are zero (the prepass
+writes them) and not stored. Any M >= 1, N multiple of 128, K multiple of 64, any L; B1's and B2's
+bases and row strides 16-byte aligned (the tensor maps' rule), the blocked scales 16-byte aligned
+(bulk copies), C 16-byte aligned with row and batch strides multiples of 8 elements (the staged
+stores).
 """
 
 import torch

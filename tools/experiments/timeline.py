@@ -95,7 +95,8 @@ _DUAL_LOOP_ANCHORS = ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN
                       "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>")
 # The unsplit epilogue's steps: the up warpgroup's sums in shared memory, silu x up staged as C.
 _DUAL_EPILOGUE_MARKS = [
-    ("exchanged", 128, "    consumer_sync();  // NOTE: the up sums are in shared memory before the gate's warpgroup reads them\n"),
+    ("exchanged", 128, ("    consumer_sync();  // NOTE: the up sums are in shared memory before the gate's warpgroup reads them\n",
+                        "    consumer_sync();  // NOTE: both halves' sums are in shared memory before either warpgroup reads them\n")),
     ("silu staged", 128, "    consumer_sync();  // NOTE: the whole C tile is staged before any row of it is stored (rows past M are not)\n"),
 ]
 # NOTE: 'K loop' is the gate warpgroup's (thread 128), 'K loop up' the up warpgroup's (thread 256).
