@@ -594,3 +594,47 @@ def test_timeline_marks_gemm_v35s_stream_k_kernel_with_its_own_phases():
     for i, (_, thread, *_) in enumerate(timeline.STREAM_K_MARKS):
         assert patched.count(f"TIMELINE_MARK({i}, {thread});") == 1
     assert timeline.marks_of(resolve("gemm", "v34").path.read_text(), "gemm") is timeline.MARKS["gemm"]
+
+
+@pytest.mark.parametrize("version", ["v20", "v21", "v22"])
+def test_timeline_marks_dual_gemm_kernels_split_unsplit_and_tails(version):
+    from harness.submissions import resolve
+    text = resolve("dual_gemm", version).path.read_text()
+    marks = timeline.marks_of(text, "dual_gemm")
+    assert marks is (timeline.DUAL_MARKS if version == "v20" else timeline.DUAL_TAILS_MARKS)
+    patched = timeline.patched(text, "dual_gemm")
+    for i, (_, thread, *_) in enumerate(marks):
+        assert patched.count(f"TIMELINE_MARK({i}, {thread});") == 1
+    names = [m[0] for m in marks]
+    # both warpgroups' loop ends are stamped, before the split branch, by their first threads
+    loop, loop_up = names.index("K loop"), names.index("K loop up")
+    assert f"TIMELINE_MARK({loop}, 128);\n    TIMELINE_MARK({loop_up}, 256);\n    if constexpr (k" in patched
+    assert f'EXTENSION_NAME = "nvfp4_dual_gemm_{version}_ablate_timeline"' in patched
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_dual_gemm_v21_adds_helpers_only_where_s_is_1_and_sms_idle_and_v22_launches_as_v21():
+    from harness.submissions import resolve
+    custom = [(200, 3072, 7168), (128, 6144, 4096), (128, 128, 2048), (128, 3072, 2048), (4608, 384, 2048)]
+    shapes = host_tiling.shapes_of("dual_gemm") + custom
+    rows = {v: {(r["m"], r["n"], r["k"]): r for r in
+                host_tiling.choices(resolve("dual_gemm", v).path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")}
+            for v in ("v20", "v21", "v22")}
+    v20, v21 = rows["v20"], rows["v21"]
+    assert rows["v22"] == v21
+    for shape, r in v21.items():
+        # the tiles and splits are v20's; helpers come only on top of an S = 1 launch with idle SMs
+        assert {k: r[k] for k in ("tiles", "m_tile_rows", "m_tiles", "splits")} == \
+            {k: v20[shape][k] for k in ("tiles", "m_tile_rows", "m_tiles", "splits")}
+        assert r["ctas"] == r["tiles"] * r["splits"] + r["helpers"]
+        if r["helpers"]:  # one wave: every CTA resident, c the fewest tails the idle SMs allow
+            c = r["per_helper"]
+            assert r["splits"] == 1 and r["ctas"] <= 132 and r["helpers"] == -(-r["tiles"] // c)
+            assert (c - 1) * (132 - r["tiles"]) < r["tiles"] <= c * (132 - r["tiles"])
+    # 512x3072x7168: 96 tiles of 256 rows, 32 helpers of 3 tails (of 24 of its 112 K blocks)
+    assert (v21[(512, 3072, 7168)]["helpers"], v21[(512, 3072, 7168)]["per_helper"]) == (32, 3)
+    assert (v21[(4608, 384, 7168)]["helpers"], v21[(4608, 384, 7168)]["per_helper"]) == (22, 5)
+    assert v21[(128, 128, 2048)]["helpers"] == 8 and v21[(128, 6144, 4096)]["m_tile_rows"] == 128
+    # no helpers where the tail would be under 12 blocks, nor on the other benchmarks
+    assert v21[(4608, 384, 2048)]["helpers"] == 0 and v21[(128, 3072, 2048)]["helpers"] == 0
+    assert [v21[s]["helpers"] for s in ((256, 4096, 7168), (512, 4096, 7168), (256, 3072, 4096))] == [0, 0, 0]

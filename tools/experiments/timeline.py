@@ -99,16 +99,25 @@ _DUAL_EPILOGUE_MARKS = [
                         "    consumer_sync();  // NOTE: both halves' sums are in shared memory before either warpgroup reads them\n")),
     ("silu staged", 128, "    consumer_sync();  // NOTE: the whole C tile is staged before any row of it is stored (rows past M are not)\n"),
 ]
+# The split-K sum's steps (S > 1 launches): every split's partials in shared memory (the cluster
+# barrier passed), this CTA's share summed and staged as C, its rows stored.
+_DUAL_SPLIT_MARKS = [
+    ("partials shared", 128, "    cluster_sync();  // NOTE: every split's partials are in its CTA's shared memory before any is read\n"),
+    ("sum staged", 128, "    consumer_sync();  // NOTE: every thread's results are in the C rows before any of them is stored\n"),
+    ("share stored", 128, "    cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it\n",
+     "before"),
+]
 # NOTE: 'K loop' is the gate warpgroup's (thread 128), 'K loop up' the up warpgroup's (thread 256).
 DUAL_MARKS = [
     ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
     ("K loop", 128, _DUAL_LOOP_ANCHORS, "before"),
     ("K loop up", 256, _DUAL_LOOP_ANCHORS, "before"),
+    *_DUAL_SPLIT_MARKS,
     *_DUAL_EPILOGUE_MARKS,
     ("end", 128, "    consume<kN, kSplit>(sk, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n"),
 ]
 DUAL_TAILS_MARKS = [
-    *DUAL_MARKS[:3],
+    *DUAL_MARKS[:6],
     ("tail added", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n", "before"),
     *_DUAL_EPILOGUE_MARKS,
     ("end", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n"),
