@@ -3,14 +3,15 @@
 Version: v21
 Parent: v20
 Change: an unsplit launch (S = 1) with fewer tiles than SMs adds helper CTAs. With c = the fewest
-tails a helper must take (tiles / idle SMs, rounded up), each tile's CTA runs the first ~c / (c + 1)
-of its K blocks and helper t % helpers its last ~1 / (c + 1) (an even number of blocks, at least
-16); a helper runs its c tails in turn through one ring, stores each tail's sums from registers
-to an fp32 partial in the workspace (L2) and raises the tile's flag (release); the tile's CTA
-waits on the flag (acquire), adds the partial to its accumulators and runs v20's epilogue. One
-cooperative launch (every CTA resident). 512x3072x7168: 96 tiles + 32 helpers x 3 tails of 28 of
-112 blocks, so the longest CTA runs 84 blocks instead of 112. The other benchmark shapes launch as
-in v20 (S = 2, or 128 tiles: 4 idle SMs would make tails of 3 blocks).
+tails a helper must take (tiles / idle SMs, rounded up), each tile's CTA runs all but the last t
+of its K blocks and helper t % helpers those t, with c (t + 5) = blocks - t (5 blocks: what a tail
+costs a helper beyond its blocks, measured; t even and at least 12); a helper runs its c tails in
+turn through one ring, stores each tail's sums from registers to an fp32 partial in the workspace
+(L2) and raises the tile's flag (release); the tile's CTA waits on the flag (acquire), adds the
+partial to its accumulators and runs v20's epilogue. One cooperative launch (every CTA
+resident). 512x3072x7168: 96 tiles + 32 helpers x 3 tails of 24 of 112 blocks, so the longest CTA
+runs 88 blocks instead of 112. The other benchmark shapes launch as in v20 (S = 2, or 128 tiles,
+where 4 idle SMs would make tails of 2 blocks).
 Why: v20 on 512x3072x7168 runs 96 CTAs of 256 x 64 tiles on 132 SMs (NOTES: the decode ratio that
 gained 1.05x elsewhere was eaten by the idle 36), and no tile height fills the wave (three M tiles
 a column make 144 CTAs). Split-K would need every tile split; tails move just the excess.
@@ -18,10 +19,23 @@ Arch: sm_90a
 Analogue: stream-K's "data-parallel + stream-K" hybrid (Osama et al., CUTLASS's stream-K
 scheduler): full tiles for most of the work, the remainder spread over the idle SMs, partials
 through global memory with a flag per tile.
-Prediction (H100, kernels alone against v20): 512x3072x7168 1.15-1.25x (84 / 112 of the K loop,
-less the partial's round trip, the flag wait and a lower clock with 128 busy SMs); the other three
-1.00x (the same launches; the consumer loop now starts at a ring position).
-Measured: not yet.
+Prediction (H100, kernels alone against v20): 512x3072x7168 1.15-1.25x (the K loop's longest CTA
+84 / 112 of v20's with tails of 1 / (c + 1), less the partial's round trip, the flag wait and a
+lower clock with 128 busy SMs); the other three 1.00x (the same launches).
+Measured: H100 80GB HBM3. First form (commit 1dc51c1, tails of 1 / (c + 1) = 28 blocks): 1.034x
+by span queued on 512x3072x7168, the rest 1.00x; its timeline (call S2) had the tile CTAs' K loops
+end at 52.3 µs and the helpers' at 62.1 (three tails cost 9.8 µs beyond their blocks: the
+partial's 128 KB stores and the flag), so the tile CTAs waited. Balanced against that cost (this
+file, commit e6c619b): kernels alone against v20 in one process (call S3), 512x3072x7168 83.1 ->
+75.8 µs (1.096x; the first form 1.039x), two custom shapes 4608x384x7168 1.024x (first form 0.946x)
+and 128x6144x4096 1.077x (1.000x); the helpers now end 0.9 µs after the tile CTAs' loops. In a
+second process (S4, span queued / summed kernels against v20): 1.001x / 1.000x / 0.998x / 1.095x
+and 1.000x / 1.000x / 0.997x / 1.099x; kernels 48.6 / 86.7 / 33.0 / 75.5 µs. Tests and edges
+shapes (both distributions), racecheck and synccheck (the smallest tests shape and 128x128x2048,
+which has helpers), and tails on custom shapes (200x3072x7168 L = 2 with rows past M,
+100x6144x4096 and 128x6144x4096 with 128-row tiles, 128x128x2048 with one tail a helper,
+512x3072x7168) pass in both distributions. Recorded row (cold; this host's cold rows spread ±20%
+between processes): 75.4 / 123.3 / 73.7 / 116.1 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

@@ -15,7 +15,15 @@ Arch: sm_90a
 Prediction (H100, kernels alone against v21): the epilogue step from ~8 µs to 2-3 µs, so about
 1.06x / 1.07x on 512x4096x7168 / 512x3072x7168; the split shapes (256x4096x7168, 256x3072x4096) sum
 their positions over all 256 consumer threads already and gain only the division's cost, 1.00-1.03x.
-Measured: not yet.
+Measured: H100 80GB HBM3, commit a16f5a6. Timeline (call S4): the exchange-to-staged-C step 7.8 ->
+2.4 µs on 512x3072x7168 and 8.3 -> 3.1 µs on 512x4096x7168. Kernels alone, one process against
+v21 (span with calls queued / summed kernels): 1.000x / 1.061x / 1.003x / 1.094x and 1.004x / 1.064x
+/ 1.003x / 1.099x; kernels 48.4 / 81.5 / 32.9 / 68.7 µs = 1.28 / 1.08 / 2.02 / 1.21x the floor.
+Inside the prediction on the unsplit shapes (512x3072x7168 above it: its tails end sooner too);
+the split shapes unchanged, as predicted. The cuBLAS peer in the same process (span): v22 runs at
+1.38x / 1.03x / 1.09x / 0.99x its speed. Tests and edges shapes (both distributions), racecheck,
+synccheck and the custom shapes (tails with L = 2, 128-row tiles, one tail a helper; split at S =
+4) pass. Recorded row (cold): 75.5 / 108.7 / 56.8 / 104.5 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
