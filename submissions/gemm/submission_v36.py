@@ -24,7 +24,8 @@ host path included): 128x7168x16384 0.979x [0.959, 0.999] SLOWER, 128x4096x7168 
 1.101] (the call ran out of time on the third shape). So v16's verdict stands under the right
 measure: the dependent launch makes the device time a caller waits for longer, not shorter (v34's
 span carries ~3-4 µs between its prepass's start and its GEMM's end beyond the two kernels'
-durations, and PDL does not recover it). Not checked further (tests, sanitizers): not a candidate.
+durations, and PDL does not recover it). Checked later (call S1, H100, commit 1dc51c1): tests and edges
+shapes (both distributions), racecheck and synccheck pass. Not a candidate: it is slower.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
