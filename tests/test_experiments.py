@@ -638,3 +638,12 @@ def test_dual_gemm_v21_adds_helpers_only_where_s_is_1_and_sms_idle_and_v22_launc
     # no helpers where the tail would be under 12 blocks, nor on the other benchmarks
     assert v21[(4608, 384, 2048)]["helpers"] == 0 and v21[(128, 3072, 2048)]["helpers"] == 0
     assert [v21[s]["helpers"] for s in ((256, 4096, 7168), (512, 4096, 7168), (256, 3072, 4096))] == [0, 0, 0]
+
+
+def test_kernel_compare_per_kernel_leaves_out_the_flush_and_lists_the_longest_first():
+    rows = [{"name": "decode_a_kernel", "total_us": 35.0, "calls": 10},
+            {"name": "fill_flush", "total_us": 900.0, "calls": 10},
+            {"name": "dual_gemm_kernel", "total_us": 440.0, "calls": 10}]
+    parts = kernel_compare.per_kernel_us(rows, 10, {"fill_flush"})
+    assert parts == [("dual_gemm_kernel", 44.0), ("decode_a_kernel", 3.5)]
+    assert sum(us for _, us in parts) == pytest.approx(kernel_compare.call_us(rows, 10, {"fill_flush"}))

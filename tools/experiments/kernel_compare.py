@@ -24,7 +24,7 @@ sees (its host path overlaps the flush, not the call's own launches).
 
 Usage on a GPU machine, repo root (builds run first, in parallel child processes):
     python3 tools/experiments/kernel_compare.py gemm v7,v8 [--shapes 0,1,2] [--rounds 5] [--calls 10]
-        [--shape m=128,n=8448,k=16384,l=1 ...] [--metric sum|span]
+        [--shape m=128,n=8448,k=16384,l=1 ...] [--metric sum|span] [--ahead US] [--per-kernel]
 A version may also be a path to a .py file (a variant made for the experiment, e.g. by sed), or
 `cublas`: the issues' peer, cuBLAS on operands dequantised to bf16 beforehand (peers.py), timed the
 same way (its check is a loose one: bf16 outputs).
@@ -55,6 +55,13 @@ def call_us(rows: list[dict], calls: int, flush_names: set[str]) -> float:
             continue
         total += row["total_us"]
     return total / calls
+
+
+def per_kernel_us(rows: list[dict], calls: int, flush_names: set[str]) -> list[tuple[str, float]]:
+    """Each kernel of a call (the flush's left out) with its device µs per call, longest first: what
+    the summed measure adds up (a prepass and its GEMM, say)."""
+    parts = [(row["name"], row["total_us"] / calls) for row in rows if row["name"] not in flush_names]
+    return sorted(parts, key=lambda part: -part[1])
 
 
 def version_path(problem: str, version: str, resolve) -> Path:
@@ -107,6 +114,8 @@ def main() -> int:
     ap.add_argument("--ahead", type=float, default=0.0, metavar="US",
                     help="a device sleep of about US µs after each flush, so the call is queued before the device "
                     "reaches it (the span without the host's launch latency)")
+    ap.add_argument("--per-kernel", action="store_true",
+                    help="also print each kernel's µs per call (mean over the rounds) per shape and version")
     ap.add_argument("--build-only", action="store_true", help="(a child's job) build the one version")
     args = ap.parse_args()
 
@@ -141,7 +150,7 @@ def main() -> int:
         before = lambda: torch.cuda._sleep(int(args.ahead * 2000))  # noqa: E731
     flush_names = {row["name"] for row in profiled(torch, lambda: None, 3, before)[0]}
     failed = False
-    lines = []
+    lines, kernel_lines = [], []
     for shape in shapes:
         params = dict(shape.params)
         seed = params.pop("seed", 1111)
@@ -159,11 +168,14 @@ def main() -> int:
         torch.cuda.synchronize()
         sums = {v: [] for v in versions}
         spans = {v: [] for v in versions}
+        kernel_parts = {v: {} for v in versions}
         for _ in range(args.rounds):
             for v in versions:
                 rows, session = profiled(torch, calls[v], args.calls, before)
                 sums[v].append(call_us(rows, args.calls, flush_names))
                 spans[v].append(statistics.fmean(spans_per_call(session, flush_names, args.calls)))
+                for kernel, us in per_kernel_us(rows, args.calls, flush_names):
+                    kernel_parts[v].setdefault(kernel, []).append(us)
         floor = roofline.floor_us(args.problem, shape.params, figures)
         name = ",".join(f"{k}={val}" for k, val in params.items())
         other = spans if args.metric == "sum" else sums
@@ -172,6 +184,11 @@ def main() -> int:
             label = Path(v).stem if v.endswith(".py") else v
             lines.append(f"{name[:34]:<34} {label:<12} {mean:9.1f} {lo:8.1f} {ratio:7.3f}x {of_floor} "
                          f"{statistics.fmean(other[v]):9.1f}")
+        if args.per_kernel:
+            for v in versions:
+                label = Path(v).stem if v.endswith(".py") else v
+                for kernel, values in kernel_parts[v].items():
+                    kernel_lines.append(f"{name[:34]:<34} {label:<12} {statistics.fmean(values):9.2f}  {kernel[:90]}")
         print(f"shape {shape.label} done", flush=True)
     measure = {"sum": "the kernels' durations summed", "span": "first kernel start to last kernel end"}
     print(f"\n{args.problem} kernels, {device}, torch.profiler device time per call ({measure[args.metric]}), "
@@ -180,6 +197,9 @@ def main() -> int:
     other_name = "span µs" if args.metric == "sum" else "sum µs"
     print(f"{'shape':<34} {'version':<12} {'mean µs':>9} {'best rnd':>8} {'vs first':>9} {'of floor':>8} {other_name:>9}")
     print("\n".join(lines))
+    if kernel_lines:
+        print(f"\nper kernel (µs per call, mean over the rounds)\n{'shape':<34} {'version':<12} {'µs':>9}  kernel")
+        print("\n".join(kernel_lines))
     if failed:
         print("some outputs were WRONG (above): their times mean nothing")
     return 1 if failed else 0
