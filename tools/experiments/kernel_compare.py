@@ -174,8 +174,9 @@ def main() -> int:
                 rows, session = profiled(torch, calls[v], args.calls, before)
                 sums[v].append(call_us(rows, args.calls, flush_names))
                 spans[v].append(statistics.fmean(spans_per_call(session, flush_names, args.calls)))
-                for kernel, us in per_kernel_us(rows, args.calls, flush_names):
-                    kernel_parts[v].setdefault(kernel, []).append(us)
+                if args.per_kernel:
+                    for kernel, us in per_kernel_us(rows, args.calls, flush_names):
+                        kernel_parts[v].setdefault(kernel, []).append(us)
         floor = roofline.floor_us(args.problem, shape.params, figures)
         name = ",".join(f"{k}={val}" for k, val in params.items())
         other = spans if args.metric == "sum" else sums

@@ -88,9 +88,6 @@ STREAM_K_MARKS = [
 ]
 
 
-# dual_gemm v20 (one consume per CTA) and v21+ (tails: a tile CTA's K loop, its wait for the
-# helper's partial, its epilogue; a helper CTA's last tail announced). A helper stamps only 'start'
-# and 'helpers done'; an S = 1 launch without tails skips 'tail added'.
 _DUAL_LOOP_ANCHORS = ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
                       "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>")
 # The unsplit epilogue's steps: the up warpgroup's sums in shared memory, silu x up staged as C.
@@ -108,16 +105,24 @@ _DUAL_SPLIT_MARKS = [
      "before"),
 ]
 # NOTE: 'K loop' is the gate warpgroup's (thread 128), 'K loop up' the up warpgroup's (thread 256).
-DUAL_MARKS = [
+_DUAL_LOOP_MARKS = [
     ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
     ("K loop", 128, _DUAL_LOOP_ANCHORS, "before"),
     ("K loop up", 256, _DUAL_LOOP_ANCHORS, "before"),
+]
+# dual_gemm v20: one tile (and split) per CTA. A launch stamps either the split marks or the
+# epilogue's.
+DUAL_MARKS = [
+    *_DUAL_LOOP_MARKS,
     *_DUAL_SPLIT_MARKS,
     *_DUAL_EPILOGUE_MARKS,
     ("end", 128, "    consume<kN, kSplit>(sk, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n"),
 ]
+# dual_gemm v21+: with tails, a tile CTA also stamps its wait for the helper's partial; a helper CTA
+# stamps only 'start' and 'helper done' (its last tail announced).
 DUAL_TAILS_MARKS = [
-    *DUAL_MARKS[:6],
+    *_DUAL_LOOP_MARKS,
+    *_DUAL_SPLIT_MARKS,
     ("tail added", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n", "before"),
     *_DUAL_EPILOGUE_MARKS,
     ("end", 128, "    store_tile<kN>(d, p.m0, p.n0, ring, acc);\n"),
