@@ -391,7 +391,7 @@ def test_group_gemm_v33_takes_the_deep_ring_only_where_every_tile_fits_it():
 timeline = _tool("timeline")
 
 
-@pytest.mark.parametrize("version", ["v10", "v14", "v15", "v19", "v26", "v29", "v30", "v31", "v32"])
+@pytest.mark.parametrize("version", ["v10", "v14", "v15", "v19", "v26", "v29", "v30", "v31", "v32", "v37"])
 def test_timeline_marks_every_phase_of_gemm_kernels_and_exports_its_readers(version):
     from harness.submissions import resolve
     text = timeline.patched(resolve("gemm", version).path.read_text(), "gemm")
@@ -426,6 +426,18 @@ def test_timeline_summary_measures_from_the_calls_first_start():
     assert "start" in lines and "mid -> end" in lines
     row = next(line for line in lines.splitlines() if line.startswith("end "))
     assert row.split()[1:3] == ["7.00", "8.00"]  # median of 6 and 8 µs after the first start, max 8
+
+
+def test_timeline_peers_measures_how_far_apart_a_groups_ctas_reach_a_mark():
+    # groups of 2 CTAs: (5, 7) µs apart by 2; the second group has one stamped CTA and no spread
+    stamps = [[[1000, 5000], [1000, 7000], [1000, 0], [1000, 6000]]]
+    lines = timeline.summarise_peers(stamps, ["start", "K loop"], "K loop", 2)
+    spread = next(line for line in lines if "spread" in line).split()
+    wait = next(line for line in lines if "latest" in line and "spread" not in line).split()
+    assert spread[-2:] == ["2.00", "2.00"]
+    assert wait[-2:] == ["1.00", "2.00"]  # CTA 0 waits 2 µs for CTA 1, CTA 1 none: median 1
+    unstamped = [[[1000, 0], [1000, 0]]]
+    assert "no group" in timeline.summarise_peers(unstamped, ["start", "K loop"], "K loop", 2)[0]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")

@@ -18,7 +18,7 @@ flushed; printed per mark, over CTAs and calls: the median and the max of (stamp
 earliest start), and per phase (mark to next mark within a CTA) the median and max.
 
 Usage on a GPU machine, repo root:
-    python3 tools/experiments/timeline.py gemm v15 [--shapes 0,1,2] [--calls 20]
+    python3 tools/experiments/timeline.py gemm v15 [--shapes 0,1,2] [--calls 20] [--peers "K loop:4"]
 Marks are defined per problem family below (MARKS); a version whose anchors drifted is an error.
 """
 from __future__ import annotations
@@ -55,9 +55,14 @@ MARKS = {
         # (v10-v29: the cluster's barrier passed; v30+: their parts of this CTA's share gathered
         # through L2), this CTA's share of C summed and stored
         ("partial stored", 128, ("    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n",
-                                 '    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n'), "before"),
+                                 '    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n',
+                                 # v37+: the peers' shares stored from registers, the consumer barrier passed
+                                 "    #pragma unroll\n    for (int j = 0; j < kPositions; ++j)\n        if (j >= j_begin && j < j_end)\n"),
+         "before"),
         ("peers arrived", 128, ("    cluster_sync();  // NOTE: every split's partial is in its CTA's shared memory before any is read\n",
-                                "    mbar_wait(gather, 0);\n")),
+                                "    mbar_wait(gather, 0);\n",
+                                "    // NOTE: passes thread 0's acquires on to every consumer thread before its loads of the peers' parts.\n"
+                                "    consumer_sync();\n")),
         ("sum stored", 128, ("    cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it\n",
                              "        return;\n    }\n\n    // acc[4j + {0,1,2,3}]"),
          "before"),
@@ -67,7 +72,8 @@ MARKS = {
                            f"empty); break;\n    }}\n" for n in (128, 256))
          + ("    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n",
             "    consume<kN>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);\n",
-            "    consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);\n")),
+            "    consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);\n",
+            "    consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty);\n")),
     ],
 }
 
@@ -241,6 +247,26 @@ def summarise(stamps: list[list[list[int]]], names: list[str]) -> list[str]:
     return out
 
 
+def summarise_peers(stamps: list[list[list[int]]], names: list[str], mark: str, group: int) -> list[str]:
+    """How far apart the CTAs of one group (consecutive blockIdx, e.g. a split tile's S CTAs) reach
+    `mark`: per group and call the spread (latest - earliest), and per CTA how long after it the
+    group's latest arrives (what a CTA that must wait for all of its peers waits at least), µs."""
+    i = names.index(mark)
+    spreads, waits = [], []
+    for call in stamps:
+        for first in range(0, len(call), group):
+            ts = [row[i] for row in call[first:first + group] if row[i]]
+            if len(ts) < 2:
+                continue
+            spreads.append((max(ts) - min(ts)) / 1e3)
+            waits += [(max(ts) - t) / 1e3 for t in ts]
+    if not spreads:
+        return [f"peers: no group of {group} CTAs stamped {mark!r}"]
+    return [f"{'peers (groups of ' + str(group) + ' CTAs) at ' + repr(mark):<44} {'median':>8} {'max':>8}",
+            f"{'  spread in a group (latest - earliest)':<44} {statistics.median(spreads):8.2f} {max(spreads):8.2f}",
+            f"{'  a CTA to its group latest':<44} {statistics.median(waits):8.2f} {max(waits):8.2f}"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("problem")
@@ -249,6 +275,8 @@ def main() -> int:
     ap.add_argument("--shape", dest="custom", action="append", default=[],
                     help="a custom shape as for `nvfp4 test --shape` (repeatable), after the benchmarks")
     ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--peers", default=None, metavar="MARK:N",
+                    help="also the spread of MARK over consecutive groups of N CTAs (a split tile's S CTAs)")
     ap.add_argument("--emit", action="store_true", help="write the patched file and print its path (no GPU needed)")
     args = ap.parse_args()
 
@@ -300,6 +328,9 @@ def main() -> int:
         label = ",".join(f"{k}={v}" for k, v in params.items())
         print(f"\n{args.problem} {args.version} {label}, {torch.cuda.get_device_name()}, {args.calls} calls, L2 flushed")
         print("\n".join(summarise(stamps, names)))
+        if args.peers:
+            mark, _, group = args.peers.rpartition(":")
+            print("\n".join(summarise_peers(stamps, names, mark, int(group))))
     return 1 if failed else 0
 
 
