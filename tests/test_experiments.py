@@ -652,6 +652,34 @@ def test_dual_gemm_v21_adds_helpers_only_where_s_is_1_and_sms_idle_and_v22_launc
     assert [v21[s]["helpers"] for s in ((256, 4096, 7168), (512, 4096, 7168), (256, 3072, 4096))] == [0, 0, 0]
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_dual_gemm_v24_trades_a_split_for_shorter_tiles_with_tails_only_where_its_cost_model_says_so():
+    from harness.submissions import resolve
+    custom = [(200, 3072, 7168), (128, 6144, 4096), (256, 1536, 4096), (256, 3072, 16384), (1536, 512, 7168)]
+    shapes = host_tiling.shapes_of("dual_gemm") + custom
+    rows = {v: {(r["m"], r["n"], r["k"]): r for r in
+                host_tiling.choices(resolve("dual_gemm", v).path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")}
+            for v in ("v23", "v24")}
+    v23, v24 = rows["v23"], rows["v24"]
+    changed = {shape for shape in v23 if v23[shape] != v24[shape]}
+    # only launches that v23 split while leaving SMs idle are candidates, and each becomes S = 1
+    for shape in changed:
+        assert v23[shape]["splits"] > 1 and v23[shape]["ctas"] < 132
+        assert v24[shape]["splits"] == 1 and v24[shape]["ctas"] <= 132
+    # 256x3072x4096: 48 tiles x S = 2 on 96 SMs -> 96 tiles of 128 rows and 32 helpers of 3 tails
+    r = v24[(256, 3072, 4096)]
+    assert (r["tiles"], r["m_tile_rows"], r["splits"], r["helpers"], r["per_helper"]) == (96, 128, 1, 32, 3)
+    # the split stays where it fills the SMs (256x4096x7168: 128 CTAs) and where shorter tiles would
+    # cost more with SMs idle: 1536x512x7168 (96 CTAs; 96-row tiles would run all 112 blocks at 0.62
+    # of the cost each) and 512x768x7168 (S = 4)
+    for shape in ((256, 4096, 7168), (1536, 512, 7168), (512, 768, 7168)):
+        assert v24[shape] == v23[shape] and v24[shape]["splits"] > 1
+    # where K is long the two launches come close (256x3072x16384: 138 against 136 blocks) and the
+    # shorter tiles win; 256x1536x4096 (48 CTAs at S = 2) takes 64-row tiles
+    assert v24[(256, 1536, 4096)]["m_tile_rows"] == 64
+    assert changed == {(256, 3072, 4096), (200, 3072, 7168), (256, 1536, 4096), (256, 3072, 16384)}
+
+
 def test_kernel_compare_per_kernel_leaves_out_the_flush_and_lists_the_longest_first():
     rows = [{"name": "decode_a_kernel", "total_us": 35.0, "calls": 10},
             {"name": "fill_flush", "total_us": 900.0, "calls": 10},
