@@ -687,3 +687,18 @@ def test_kernel_compare_per_kernel_leaves_out_the_flush_and_lists_the_longest_fi
     parts = kernel_compare.per_kernel_us(rows, 10, {"fill_flush"})
     assert parts == [("dual_gemm_kernel", 44.0), ("decode_a_kernel", 3.5)]
     assert sum(us for _, us in parts) == pytest.approx(kernel_compare.call_us(rows, 10, {"fill_flush"}))
+
+
+write_rate = _tool("write_rate")
+
+
+def test_write_rate_keeps_only_the_device_fill_kernels_in_order():
+    from types import SimpleNamespace as NS
+    cuda, cpu = NS(name="CUDA"), NS(name="CPU")
+    events = [NS(name="void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>", device_type=cuda,
+                 device_time_total=3.0),
+              NS(name="aten::fill_", device_type=cpu, device_time_total=3.0),  # the host op, not a kernel
+              NS(name="void at::native::reduce_kernel<512, 1>", device_type=cuda, device_time_total=9.0),
+              NS(name="void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>", device_type=cuda,
+                 device_time_total=5.0)]
+    assert write_rate.fill_durations_us(NS(events=lambda: events)) == [3.0, 5.0]
