@@ -18,7 +18,12 @@ cluster sum (timeline) on a short K loop. The model's constants are those two me
 Arch: sm_90a
 Prediction (H100, kernels alone against v23): 256x3072x4096 ~1.06x (the variant's figure), the
 others 1.00x (the same launches: host_tiling pins them).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 18e7ef7 (call T3). Kernels alone against v23, one process, by
+sums / by span queued: 1.000x / 1.000x / 1.059x / 0.999x and 1.001x / 1.001x / 1.043x / 0.997x;
+kernels 47.7 / 79.2 / 30.2 / 68.3 µs (256x3072x4096: GEMM 29.2 -> 27.3 µs; 1.86x the floor, v23
+1.99x). As predicted. Tests and edges shapes (both distributions), racecheck, synccheck, and the
+launches it changes on custom shapes (256x1536x4096: 64-row tiles with tails; 200x3072x7168;
+256x3072x16384; 256x3072x4096 L2) pass. Recorded row (cold): 68.7 / 103.8 / 56.3 / 90.9 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

@@ -1,4 +1,4 @@
-"""NVFP4 GEMM v37: split-K partials written to L2 straight from the accumulators, read back by every thread.
+"""NVFP4 GEMM v37 (failed experiment): split-K partials written to L2 straight from the accumulators, read back by every thread.
 
 Version: v37
 Parent: v34
@@ -18,7 +18,17 @@ Analogue: the "threadfence reduction" pattern of the CUDA samples and cooperativ
 barrier (a block barrier, then one thread's gpu-scope fence and flag), here per tile among S CTAs
 Prediction (H100, kernels alone against v34): the exchange 3.7 -> ~1.5-2 µs: 128x4096x7168 (S = 4)
 1.06-1.12x, 128x7168x16384 (S = 2) 1.01-1.03x, 128x7168x2048 (S = 1, unchanged code) 1.00x.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 128f849 (call T1). Kernels alone against v34, one process, by
+sums / by span queued: 0.993x / 0.989x / 0.996x and 0.997x / 0.988x / 1.014x (56.6 / 21.6 / 14.8
+µs): NOT faster. Timeline (call T2, 128x4096x7168, S = 4, medians): from the K loop's end to the
+stored share v34 0.26 + 3.84 + 0.86 = 4.96 µs, v37 0.99 + 2.56 + 1.44 = 4.99 µs: the three steps
+moved, their sum did not. The mechanism was not the cost; nor is skew (a tile's four CTAs end their
+K loops 0.35 µs apart, median). What is left, on this reading, is the bytes: 128 CTAs x 48 KB written then read,
+~12.6 MB through L2 in ~4.5 µs; from the issued stores to the peers' flags seen (the fence, the
+flag, the poll) 2.6 µs for the grid's ~6.3 MB of stores, ~2.4 TB/s: the rate dual_gemm's prepass
+stores run at (NOTES). Correct: tests and edges (both
+distributions), S = 2 / 3 / 5 / 8 custom shapes with 6 seeds, racecheck and synccheck on the
+smallest tests shape and on 128x768x4352 (S = 2).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

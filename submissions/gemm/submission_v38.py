@@ -1,4 +1,4 @@
-"""NVFP4 GEMM v38: the consumers take the ring's K blocks two at a time.
+"""NVFP4 GEMM v38 (failed experiment): the consumers take the ring's K blocks two at a time.
 
 Version: v38
 Parent: v34
@@ -17,7 +17,14 @@ Arch: sm_90a
 Prediction (H100, kernels alone against v34): 128x7168x2048 (64-row tiles) 1.03-1.08x, the
 128-row shapes 1.00-1.03x; a loss would mean the deeper per-pass latency (the first wgmma of a
 pair now waits for two decodes) outweighs the shorter chain.
-Measured: not yet run.
+Measured: H200 (the lent machine that call; commit d5e8f5f, call T4). Kernels alone against v34, one
+process, by sums / by span queued: 0.945x / 0.976x / 0.975x and 0.953x / 0.986x / 0.980x (59.2 /
+21.8 / 15.2 µs against 55.9 / 21.2 / 14.8): SLOWER on every shape, most on the long one. The
+likely cost (not separately measured): the consumers now hold four slots of the eight (a pair under
+wgmma, the next pair decoded) where v34 held two, so four K blocks of loads are in flight instead of
+six, and gemm v14 measured this ring's depth as worth 6-14%; the shorter chain did not pay for it.
+Correct: tests and edges (both distributions), K of 1 and 3 blocks (a pair of one), S = 2 / 3 / 5 /
+8 custom shapes, racecheck and synccheck on the smallest tests shape and on 128x768x4352 (S = 2).
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
