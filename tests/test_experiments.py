@@ -608,7 +608,7 @@ def test_timeline_marks_gemm_v35s_stream_k_kernel_with_its_own_phases():
     assert timeline.marks_of(resolve("gemm", "v34").path.read_text(), "gemm") is timeline.MARKS["gemm"]
 
 
-@pytest.mark.parametrize("version", ["v20", "v21", "v22"])
+@pytest.mark.parametrize("version", ["v20", "v21", "v22", "v23", "v24", "v25"])
 def test_timeline_marks_dual_gemm_kernels_split_unsplit_and_tails(version):
     from harness.submissions import resolve
     text = resolve("dual_gemm", version).path.read_text()
@@ -678,6 +678,10 @@ def test_dual_gemm_v24_trades_a_split_for_shorter_tiles_with_tails_only_where_it
     # shorter tiles win; 256x1536x4096 (48 CTAs at S = 2) takes 64-row tiles
     assert v24[(256, 1536, 4096)]["m_tile_rows"] == 64
     assert changed == {(256, 3072, 4096), (200, 3072, 7168), (256, 1536, 4096), (256, 3072, 16384)}
+    # v25 changes only the split sum's code: its launches are v24's
+    v25 = {(r["m"], r["n"], r["k"]): r for r in
+           host_tiling.choices(resolve("dual_gemm", "v25").path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")}
+    assert v25 == v24
 
 
 def test_kernel_compare_per_kernel_leaves_out_the_flush_and_lists_the_longest_first():
