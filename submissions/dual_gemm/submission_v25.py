@@ -18,13 +18,13 @@ Prediction (H100, kernels alone against v24): the sum step 4.35 -> ~2.6-3.0 µs:
 in flight instead of 1) and gemm v27 (4 positions batched) found nothing; if this finds nothing
 too, the sum is not transfer-then-arithmetic.
 Measured: H100 80GB HBM3, commit bb7233d (call T6). Timeline on 256x4096x7168: the sum step (partials
-shared -> sum staged) 4.35 -> 2.98 µs. Kernels alone against v24, one process, by sums / by span
+shared -> sum staged) 4.35 (v23, whose split path v24 keeps) -> 2.98 µs. Kernels alone against v24, one process, by sums / by span
 queued: 1.033x / 1.000x / 1.000x / 1.000x and 1.033x / 1.000x / 0.998x / 0.998x; kernels 45.9 /
 78.8 / 30.2 / 67.9 µs: 256x4096x7168 at 1.21x the floor (v24 1.25x), within the issue's 1.25x. As
 predicted, top of the range. Tests and edges shapes (both distributions), racecheck and synccheck on
 the smallest tests shape and on 96x3072x7168 (S = 2), and S = 2 at 32- / 96- / 128- / 160- / 256-row
-tiles plus an S = 4 launch on custom shapes pass. Recorded row (cold; this process's cold rows ran
-high for every version of the call's machine): 84.4 / 114.7 / 65.1 / 105.9 µs.
+tiles plus an S = 4 launch on custom shapes pass. Recorded row (cold, on a freshly started machine;
+cold rows vary +-20% between processes, so not a ratio against v24's): 84.4 / 114.7 / 65.1 / 105.9 µs.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
