@@ -290,6 +290,10 @@ def main() -> int:
     if args.emit:
         print(path)
         return 0
+    mark_names = [m[0] for m in marks_of(src.read_text(), args.problem)]
+    peer_mark, _, peer_group = (args.peers or "").rpartition(":")
+    if args.peers and (peer_mark not in mark_names or not peer_group.isdigit() or int(peer_group) < 2):
+        raise SystemExit(f"--peers {args.peers!r}: MARK:N with MARK one of {mark_names} and N >= 2 CTAs")
 
     import torch
 
