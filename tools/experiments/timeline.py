@@ -290,10 +290,10 @@ def main() -> int:
     if args.emit:
         print(path)
         return 0
-    mark_names = [m[0] for m in marks_of(src.read_text(), args.problem)]
+    names = [m[0] for m in marks_of(src.read_text(), args.problem)]
     peer_mark, _, peer_group = (args.peers or "").rpartition(":")
-    if args.peers and (peer_mark not in mark_names or not peer_group.isdigit() or int(peer_group) < 2):
-        raise SystemExit(f"--peers {args.peers!r}: MARK:N with MARK one of {mark_names} and N >= 2 CTAs")
+    if args.peers and (peer_mark not in names or not peer_group.isdigit() or int(peer_group) < 2):
+        raise SystemExit(f"--peers {args.peers!r}: MARK:N with MARK one of {names} and N >= 2 CTAs")
 
     import torch
 
@@ -303,7 +303,6 @@ def main() -> int:
     timing.bind(torch)
     kernel = load(path)
     module = sys.modules[kernel.__module__]._module
-    names = [m[0] for m in marks_of(src.read_text(), args.problem)]
     mod = problem_module(args.problem)
     benchmarks = config.load()[args.problem].benchmarks
     if args.shapes is None:
@@ -333,8 +332,7 @@ def main() -> int:
         print(f"\n{args.problem} {args.version} {label}, {torch.cuda.get_device_name()}, {args.calls} calls, L2 flushed")
         print("\n".join(summarise(stamps, names)))
         if args.peers:
-            mark, _, group = args.peers.rpartition(":")
-            print("\n".join(summarise_peers(stamps, names, mark, int(group))))
+            print("\n".join(summarise_peers(stamps, names, peer_mark, int(peer_group))))
     return 1 if failed else 0
 
 
