@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
+                                reason="needs nvcc (CI has it)")
 
 
 def _tool(name: str):
@@ -129,13 +131,23 @@ ablate_gemv = _tool("ablate_gemv")
 GEMV_V11 = (ROOT / "submissions" / "gemv" / "submission_v11.py").read_text()
 
 
-@pytest.mark.parametrize("variant", sorted(ablate_gemv.VARIANTS))
+@pytest.mark.parametrize("variant", sorted(ablate_gemv.PATCHED))
 def test_every_gemv_ablation_variant_patches_v11_and_sets_its_flags(variant):
     text = ablate_gemv.patched_source(GEMV_V11, variant)
     cuda = text.split('CUDA_SRC = r"""', 1)[1].split('"""', 1)[0]
     for flag in ablate_gemv.FLAGS:
         assert f"#define {flag} {int(flag in ablate_gemv.VARIANTS[variant])}\n" in cuda
     assert f'EXTENSION_NAME = "nvfp4_gemv_v11_ablate_{variant}"' in text
+
+
+@needs_nvcc
+def test_gemv_flat_read_is_a_standalone_submission_that_compiles(tmp_path):
+    from harness import compile_only, submissions
+    path = ablate_gemv.variant_path("flat_read", "v11", tmp_path)
+    assert "flat_read" not in ablate_gemv.PATCHED and "gemv_flat_read(" in path.read_text()  # profiler label "gemv"
+    result = compile_only.check(submissions.load("gemv", path, path.name), compile_only.find_nvcc())
+    assert result.status == compile_only.OK, result.message
+    assert [k.name.split("(")[0] for k in result.kernels] == ["gemv_flat_read"]
 
 
 def test_gemv_hint_variants_change_only_the_load_instructions():

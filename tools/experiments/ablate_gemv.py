@@ -21,6 +21,10 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
   stream_values stream_bare without the scale loads: A's values alone
   stream_loads  stream_bare without the shared-memory reads of the vector: global loads alone
   stream_nopf   stream_loads without the L2 prefetch of the first batch
+  flat_read     no GEMV at all: the storage of A's values and then of its scales read flat, a warp
+                2 KB a step (4 x 512 B), 4 CTAs per SM in a grid stride, ld.global.nc.L1::no_allocate,
+                XOR-reduced: read_pattern.py's best pure read of the same bytes, timed on this tool's
+                clock (torch.profiler) instead of %globaltimer, so kernels and the read compare
 
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
     python3 tools/experiments/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
@@ -119,13 +123,104 @@ def patched_source(text: str, variant: str) -> str:
     return patched(text, PATCHES, defines, variant)
 
 
+# flat_read: a stand-in submission whose kernel only reads the bytes a GEMV must read. Its name
+# contains "gemv" so the profiler rows are picked up like a version's.
+FLAT_READ = r'''"""gemv's bytes read flat, no arithmetic (ablate_gemv.py's flat_read; its output is not a GEMV).
+
+Arch: sm_90
+"""
+import torch
+from torch.utils.cpp_extension import load_inline
+
+EXTENSION_NAME = "nvfp4_gemv_flat_read"
+FUNCTIONS = ["flat_read"]
+CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90,code=[sm_90,compute_90]", "-std=c++17"]
+
+CUDA_SRC = r"""
+#include <cstdint>
+#include <cuda_runtime.h>
+
+constexpr int kThreads = 256, kLoads = 4, kBlocksPerSM = 4;
+
+__device__ __forceinline__ uint4 load_once_16(const uint8_t* address) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(address));
+    return v;
+}
+
+// NOTE: two buffers as one range: steps of a warp (2 KB) over values, then over scales; the
+// bytes past a buffer's end in its last step are not read.
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+gemv_flat_read(const uint8_t* __restrict__ values, long long value_bytes, const uint8_t* __restrict__ scales,
+               long long scale_bytes, uint32_t* __restrict__ sink) {
+    constexpr long long kStep = 32 * 16 * kLoads;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const long long value_steps = (value_bytes + kStep - 1) / kStep, steps = value_steps + (scale_bytes + kStep - 1) / kStep;
+    uint32_t acc = 0;
+    for (long long w = (long long)blockIdx.x * (kThreads / 32) + warp; w < steps; w += (long long)gridDim.x * (kThreads / 32)) {
+        const bool in_values = w < value_steps;
+        const uint8_t* base = in_values ? values + w * kStep : scales + (w - value_steps) * kStep;
+        const long long left = in_values ? value_bytes - w * kStep : scale_bytes - (w - value_steps) * kStep;
+        uint4 v[kLoads];
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j)
+            v[j] = j * 512 + lane * 16 + 16 <= left ? load_once_16(base + j * 512 + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    if (acc == 0x12345678u) sink[0] = acc;  // NOTE: keeps the loads live; (almost) never true
+}
+
+int launch_flat_read(const void* values, long long value_bytes, const void* scales, long long scale_bytes, void* sink,
+                     int64_t stream) {
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    gemv_flat_read<<<sms * kBlocksPerSM, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
+        static_cast<const uint8_t*>(values), value_bytes, static_cast<const uint8_t*>(scales), scale_bytes,
+        static_cast<uint32_t*>(sink));
+    return static_cast<int>(cudaGetLastError());
+}
+"""
+
+CPP_SRC = r"""
+#include <c10/cuda/CUDAStream.h>
+int launch_flat_read(const void* values, long long value_bytes, const void* scales, long long scale_bytes, void* sink,
+                     int64_t stream);
+torch::Tensor flat_read(const torch::Tensor& a, const torch::Tensor& sfa, const torch::Tensor& c) {
+    // NOTE: the whole storage of each, as laid out in memory (the competition's tensors are dense)
+    const long long value_bytes = a.storage().nbytes(), scale_bytes = sfa.storage().nbytes();
+    TORCH_CHECK(value_bytes % 16 == 0 && scale_bytes % 16 == 0, "flat_read: storages of whole 16-byte pieces");
+    const int64_t stream = reinterpret_cast<int64_t>(c10::cuda::getCurrentCUDAStream().stream());
+    const int err = launch_flat_read(a.storage().data(), value_bytes, sfa.storage().data(), scale_bytes,
+                                     c.data_ptr(), stream);
+    TORCH_CHECK(err == 0, "gemv_flat_read launch failed with CUDA error ", err);
+    return c;
+}
+"""
+
+_module = load_inline(name=EXTENSION_NAME, cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC, functions=FUNCTIONS,
+                      extra_cuda_cflags=CUDA_FLAGS, verbose=False)
+
+
+def custom_kernel(data):
+    a, b, sfa, sfb, _, _, c = data
+    return _module.flat_read(a, sfa, c)
+'''
+STANDALONE = {"flat_read": FLAT_READ}
+PATCHED = tuple(VARIANTS)  # the variants made by patching --base
+VARIANTS.update({name: () for name in STANDALONE})
+
+
 def variant_path(variant: str, base: str, folder: Path) -> Path:
     from harness.submissions import resolve
     if variant not in VARIANTS:
         return resolve("gemv", variant).path
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"submission_{base}_{variant}.py"
-    path.write_text(patched_source(resolve("gemv", base).path.read_text(), variant))
+    text = STANDALONE[variant] if variant in STANDALONE else patched_source(resolve("gemv", base).path.read_text(), variant)
+    path.write_text(text)
     return path
 
 

@@ -15,7 +15,9 @@ CTA end by %globaltimer), next to a device copy of the same bytes and an empty k
                 reads 4 x 512 B of each per step, all R rows' loads in flight together
   cta_rows<R>   a CTA of 8 warps owns R consecutive rows (R x row bytes contiguous) and its warps
                 read 2 KB pieces of that range side by side; one CTA per R rows, no persistence
-  ... hint      the same with ld.global.nc.L1::no_allocate.L2::256B; linear L1 hint: L1::no_allocate alone
+  ... hint      the same with ld.global.nc.L1::no_allocate.L2::256B
+  ... L1        the same with ld.global.nc.L1::no_allocate alone (gemv v11's loads); "a CTA per
+                block": warp_rows with one CTA per 8 x R rows instead of the persistent grid
 
 Usage: python3 tools/experiments/read_pattern.py [--rows 7168 --row-bytes 8192] [--compile-only]
 (builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
@@ -64,9 +66,12 @@ __device__ __forceinline__ void sink(uint32_t acc, uint32_t* out) {
     if (threadIdx.x == 0) atomicMax(&stamps[1], now_ns());
 }
 
-__device__ __forceinline__ uint4 load(const uint8_t* p, bool hint) {
+// hint: 0 plain (__ldg), 1 L1::no_allocate.L2::256B, 2 L1::no_allocate
+__device__ __forceinline__ uint4 load(const uint8_t* p, int hint) {
     uint4 v;
-    if (hint) asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+    if (hint == 2) asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else if (hint == 1) asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
                            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     else v = __ldg(reinterpret_cast<const uint4*>(p));
     return v;
@@ -74,7 +79,7 @@ __device__ __forceinline__ uint4 load(const uint8_t* p, bool hint) {
 
 __global__ void empty_kernel(uint32_t* out) { start(); sink(threadIdx.x, out); }
 
-template <int LOADS, bool HINT>
+template <int LOADS, int HINT>
 __global__ void __launch_bounds__(kThreads) linear(const uint8_t* __restrict__ m, long long bytes, uint32_t* out) {
     start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -112,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) linear_l1(const uint8_t* __restrict_
     sink(acc, out);
 }
 
-template <int R, bool HINT = false>
+template <int R, int HINT = 0>
 __global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
     start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -136,7 +141,7 @@ __global__ void __launch_bounds__(kThreads) warp_rows(const uint8_t* __restrict_
     sink(acc, out);
 }
 
-template <int R, bool HINT = false>
+template <int R, int HINT = 0>
 __global__ void __launch_bounds__(kThreads) cta_rows(const uint8_t* __restrict__ m, long long rows, uint32_t* out) {
     start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -201,17 +206,17 @@ int main() {
     std::printf("%-16s %9.1f us events  %9.1f us in the kernel\n", "empty kernel", empty, kernel_us);
     auto report = [&](const char* name, float us) {
         const double rate = double(bytes) * kBatches / us / 1e6, kernel_rate = double(bytes) * kBatches / kernel_us / 1e6;
-        std::printf("%-16s %9.1f us events  %9.1f us in the kernel  read %5.2f / %5.2f TB/s: %4.0f%% / %4.0f%% of the copy rate\n",
+        std::printf("%-34s %9.1f us events  %9.1f us in the kernel  read %5.2f / %5.2f TB/s: %4.0f%% / %4.0f%% of the copy rate\n",
                     name, us, kernel_us, rate, kernel_rate, 100.0 * rate / copy_rate, 100.0 * kernel_rate / copy_rate);
     };
     const int persistent = 4 * sms;
-    report("linear", time_us([&] { linear<4, false><<<persistent, kThreads>>>(m, bytes, out); }));
-    report("linear x4", time_us([&] { linear<4, false><<<4 * persistent, kThreads>>>(m, bytes, out); }));
-    report("linear 8 loads", time_us([&] { linear<8, false><<<persistent, kThreads>>>(m, bytes, out); }));
-    report("linear 16 loads", time_us([&] { linear<16, false><<<persistent, kThreads>>>(m, bytes, out); }));
-    report("linear 2/SM", time_us([&] { linear<8, false><<<2 * sms, kThreads>>>(m, bytes, out); }));
-    report("linear 8/SM", time_us([&] { linear<4, false><<<8 * sms, kThreads>>>(m, bytes, out); }));
-    report("linear L2::256B", time_us([&] { linear<4, true><<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear", time_us([&] { linear<4, 0><<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear x4", time_us([&] { linear<4, 0><<<4 * persistent, kThreads>>>(m, bytes, out); }));
+    report("linear 8 loads", time_us([&] { linear<8, 0><<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear 16 loads", time_us([&] { linear<16, 0><<<persistent, kThreads>>>(m, bytes, out); }));
+    report("linear 2/SM", time_us([&] { linear<8, 0><<<2 * sms, kThreads>>>(m, bytes, out); }));
+    report("linear 8/SM", time_us([&] { linear<4, 0><<<8 * sms, kThreads>>>(m, bytes, out); }));
+    report("linear L2::256B", time_us([&] { linear<4, 1><<<persistent, kThreads>>>(m, bytes, out); }));
     auto warp_grid = [&](int r) { long long b = kRows / (r * 8); return int(b < persistent ? b : persistent); };
     report("warp_rows<1>", time_us([&] { warp_rows<1><<<warp_grid(1), kThreads>>>(m, kRows, out); }));
     report("warp_rows<2>", time_us([&] { warp_rows<2><<<warp_grid(2), kThreads>>>(m, kRows, out); }));
@@ -219,9 +224,12 @@ int main() {
     report("cta_rows<1>", time_us([&] { cta_rows<1><<<int(kRows), kThreads>>>(m, kRows, out); }));
     report("cta_rows<4>", time_us([&] { cta_rows<4><<<int(kRows / 4), kThreads>>>(m, kRows, out); }));
     report("cta_rows<16>", time_us([&] { cta_rows<16><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
-    report("warp_rows<2> hint", time_us([&] { warp_rows<2, true><<<warp_grid(2), kThreads>>>(m, kRows, out); }));
-    report("cta_rows<16> hint", time_us([&] { cta_rows<16, true><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
+    report("warp_rows<2> hint", time_us([&] { warp_rows<2, 1><<<warp_grid(2), kThreads>>>(m, kRows, out); }));
+    report("cta_rows<16> hint", time_us([&] { cta_rows<16, 1><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
     report("linear L1 hint", time_us([&] { linear_l1<<<persistent, kThreads>>>(m, bytes, out); }));
+    report("warp_rows<2> L1", time_us([&] { warp_rows<2, 2><<<warp_grid(2), kThreads>>>(m, kRows, out); }));
+    report("warp_rows<2> L1, a CTA per block", time_us([&] { warp_rows<2, 2><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
+    report("cta_rows<16> L1", time_us([&] { cta_rows<16, 2><<<int(kRows / 16), kThreads>>>(m, kRows, out); }));
     return 0;
 }
 """
