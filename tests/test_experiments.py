@@ -141,13 +141,34 @@ def test_every_gemv_ablation_variant_patches_v11_and_sets_its_flags(variant):
 
 
 @needs_nvcc
-def test_gemv_flat_read_is_a_standalone_submission_that_compiles(tmp_path):
-    from harness import compile_only, submissions
-    path = ablate_gemv.variant_path("flat_read", "v11", tmp_path)
-    assert "flat_read" not in ablate_gemv.PATCHED and "gemv_flat_read(" in path.read_text()  # profiler label "gemv"
-    result = compile_only.check(submissions.load("gemv", path, path.name), compile_only.find_nvcc())
+@pytest.mark.parametrize("variant", ["flat_read", "bulk_read", "rows_read"])  # rows_* differ by a constant
+def test_gemv_pure_reads_are_standalone_submissions_that_compile(variant, tmp_path):
+    from harness import compile_only, contract, submissions
+    path = ablate_gemv.variant_path(variant, "v11", tmp_path)
+    assert variant not in ablate_gemv.PATCHED and f"gemv_{variant}(" in path.read_text()  # profiler label "gemv"
+    assert f"return _module.{variant}(a, sfa, c" in path.read_text()
+    sub = submissions.load("gemv", path, path.name)
+    if variant != "flat_read":  # NOTE: their C++ sides are flat_read's with other names: the CUDA alone (~5 s, not ~40)
+        import subprocess
+        c = contract.read(path)
+        cmd, _ = compile_only.nvcc_command(compile_only.find_nvcc(), c, sub.arch, prelude=False)
+        (tmp_path / "cuda.cu").write_text(c.cuda_file_text(prelude=False))
+        done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"gemv_{variant}" in done.stdout + done.stderr  # ptxas -v names the kernel
+        return
+    result = compile_only.check(sub, compile_only.find_nvcc())
     assert result.status == compile_only.OK, result.message
-    assert [k.name.split("(")[0] for k in result.kernels] == ["gemv_flat_read"]
+    assert {k.name.split("(")[0].split("<")[0].removeprefix("void ") for k in result.kernels} == {f"gemv_{variant}"}
+
+
+def test_gemv_rows_read_variants_differ_only_in_the_scale_load_width():
+    import difflib
+    base = ablate_gemv.STANDALONE["rows_read"].splitlines()
+    for name, width in (("rows_values", 0), ("rows_scales4", 4), ("rows_scales8", 8)):
+        changed = [d for d in difflib.unified_diff(base, ablate_gemv.STANDALONE[name].splitlines(), n=0)
+                   if d[:1] in "+-" and d[:3] not in ("+++", "---")]
+        assert len(changed) == 4 and f"+SCALE_BYTES = {width} " in "\n".join(changed), changed
 
 
 def test_gemv_hint_variants_change_only_the_load_instructions():

@@ -25,6 +25,15 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
                 2 KB a step (4 x 512 B), 4 CTAs per SM in a grid stride, ld.global.nc.L1::no_allocate,
                 XOR-reduced: read_pattern.py's best pure read of the same bytes, timed on this tool's
                 clock (torch.profiler) instead of %globaltimer, so kernels and the read compare
+  bulk_read     the same storages by cp.async.bulk (TMA 1-D): one thread per CTA, 16 KB chunks into a
+                6-stage ring, 2 CTAs per SM, nothing reads the staged bytes: the copy engine's read rate
+  bulk_read_4k  bulk_read in 4 KB chunks, 24 stages
+  rows_read     v11's order and nothing else: a CTA per 16 rows, a warp's 2 rows 4 x 512 B a batch with
+                their scale pairs, XOR-reduced (32 registers, no vector, no shared memory)
+  rows_values   rows_read without the scale loads
+  rows_scales4  rows_read with a row's 256 scale bytes of a batch in two 4-byte loads a lane (128 B a
+                warp request) instead of four 2-byte ones (64 B)
+  rows_scales8  the same in one 8-byte load a lane (256 B a request)
 
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
     python3 tools/experiments/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
@@ -208,7 +217,168 @@ def custom_kernel(data):
     a, b, sfa, sfb, _, _, c = data
     return _module.flat_read(a, sfa, c)
 '''
-STANDALONE = {"flat_read": FLAT_READ}
+# rows_read / rows_values: v11's order with nothing else (no vector, no shared memory, no prefetch,
+# 32-register kernel): a CTA of 8 warps per 16 rows, a warp's 2 rows read 4 x 512 B of each per batch
+# with their scale pairs (rows_read) or without (rows_values), XOR-reduced. Between flat_read and
+# stream_loads: what v11's order costs apart from the rest of v11's kernel.
+ROWS_READ = FLAT_READ.replace("flat_read", "rows_read").replace("read flat, no arithmetic", "read in v11's order, no arithmetic")
+ROWS_READ = ROWS_READ[:ROWS_READ.index("// NOTE: two buffers as one range")] + r'''template <int kScaleBytes>  // bytes of scales a lane loads at once; 0: no scales
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+gemv_rows_read(const uint8_t* __restrict__ values, const uint8_t* __restrict__ scales, int rows, int row_bytes,
+               uint32_t* __restrict__ sink) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint32_t acc = 0;
+    const int row0 = blockIdx.x * 16 + warp * 2;
+    for (int base = 0; base < row_bytes; base += 512 * kLoads) {
+        uint4 v[2][kLoads];
+        uint32_t sa[2][kLoads];
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j)
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int off = base + (j * 32 + lane) * 16;
+                const bool ok = off < row_bytes && row0 + r < rows;
+                const long long at = (long long)(row0 + r) * row_bytes + off;
+                v[r][j] = ok ? load_once_16(values + at) : make_uint4(0u, 0u, 0u, 0u);
+                uint16_t s = 0;
+                if (kScaleBytes == 2 && ok) asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(s) : "l"(scales + at / 8));
+                sa[r][j] = s;
+            }
+        // NOTE: wider scale loads: a row's 256 scale bytes of the batch in 2 x 128 B (4 bytes a lane) or
+        // 1 x 256 B (8 bytes a lane) warp requests instead of 4 x 64 B
+        #pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const long long at = ((long long)(row0 + r) * row_bytes + base) / 8;
+            const int left = (row_bytes - base) / 8;
+            if (row0 + r >= rows) continue;
+            if (kScaleBytes == 4) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    uint32_t w = 0;
+                    if (h * 128 + lane * 4 < left) asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(w) : "l"(scales + at + h * 128 + lane * 4));
+                    sa[r][h] ^= w;
+                }
+            } else if (kScaleBytes == 8) {
+                uint32_t w0 = 0, w1 = 0;
+                if (lane * 8 < left) asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(w0), "=r"(w1) : "l"(scales + at + lane * 8));
+                sa[r][0] ^= w0; sa[r][1] ^= w1;
+            }
+        }
+        #pragma unroll
+        for (int j = 0; j < kLoads; ++j)
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) acc ^= v[r][j].x ^ v[r][j].y ^ v[r][j].z ^ v[r][j].w ^ sa[r][j];
+    }
+    if (acc == 0x12345678u) sink[0] = acc;  // NOTE: keeps the loads live; (almost) never true
+}
+
+int launch_rows_read(const void* values, const void* scales, int rows, int row_bytes, int scale_bytes, void* sink,
+                     int64_t stream) {
+    const int ctas = (rows + 15) / 16;
+    auto* v = static_cast<const uint8_t*>(values);
+    auto* s = static_cast<const uint8_t*>(scales);
+    auto* out = static_cast<uint32_t*>(sink);
+    auto* st = reinterpret_cast<cudaStream_t>(stream);
+    if (scale_bytes == 2) gemv_rows_read<2><<<ctas, kThreads, 0, st>>>(v, s, rows, row_bytes, out);
+    else if (scale_bytes == 4) gemv_rows_read<4><<<ctas, kThreads, 0, st>>>(v, s, rows, row_bytes, out);
+    else if (scale_bytes == 8) gemv_rows_read<8><<<ctas, kThreads, 0, st>>>(v, s, rows, row_bytes, out);
+    else gemv_rows_read<0><<<ctas, kThreads, 0, st>>>(v, s, rows, row_bytes, out);
+    return static_cast<int>(cudaGetLastError());
+}
+"""
+
+CPP_SRC = r"""
+#include <c10/cuda/CUDAStream.h>
+int launch_rows_read(const void* values, const void* scales, int rows, int row_bytes, int scale_bytes, void* sink,
+                     int64_t stream);
+torch::Tensor rows_read(const torch::Tensor& a, const torch::Tensor& sfa, const torch::Tensor& c, int64_t scale_bytes) {
+    // NOTE: the competition's a is dense: M x L rows of K / 2 bytes, sfa M x L rows of K / 16
+    const int row_bytes = a.size(1), rows = a.size(0) * a.size(2);
+    TORCH_CHECK(a.storage().nbytes() == (size_t)rows * row_bytes && sfa.storage().nbytes() == (size_t)rows * row_bytes / 8,
+                "rows_read: dense a and sfa");
+    const int64_t stream = reinterpret_cast<int64_t>(c10::cuda::getCurrentCUDAStream().stream());
+    const int err = launch_rows_read(a.storage().data(), sfa.storage().data(), rows, row_bytes, scale_bytes, c.data_ptr(), stream);
+    TORCH_CHECK(err == 0, "gemv_rows_read launch failed with CUDA error ", err);
+    return c;
+}
+"""
+
+_module = load_inline(name=EXTENSION_NAME, cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC, functions=FUNCTIONS,
+                      extra_cuda_cflags=CUDA_FLAGS, verbose=False)
+SCALE_BYTES = 2  # a lane's scale load: 2 (v11), 4, 8; 0: values alone
+
+
+def custom_kernel(data):
+    a, b, sfa, sfb, _, _, c = data
+    return _module.rows_read(a, sfa, c, SCALE_BYTES)
+'''
+
+def _rows_read(scale_bytes: int, name: str) -> str:
+    return ROWS_READ.replace("SCALE_BYTES = 2 ", f"SCALE_BYTES = {scale_bytes} ").replace("nvfp4_gemv_rows_read", f"nvfp4_gemv_{name}")
+
+
+# bulk_read: the same storages by the copy engine: one thread per CTA streams 16 KB chunks by
+# cp.async.bulk into a 6-stage shared-memory ring (2 CTAs per SM, 192 KB in flight per SM), waiting
+# on a stage's full barrier before it refills it; nothing reads the staged bytes.
+BULK_READ = FLAT_READ.replace("flat_read", "bulk_read").replace("read flat, no arithmetic", "read by bulk copies, no arithmetic")
+BULK_READ = BULK_READ[:BULK_READ.index("constexpr int kThreads = 256")] + r'''constexpr int kStageBytes = 16384, kStages = 6, kBlocksPerSM = 2;
+constexpr int kRingBytes = kStageBytes * kStages;
+
+__device__ __forceinline__ void wait_parity(uint32_t barrier, uint32_t parity) {
+    asm volatile("{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT;\n}\n"
+                 :: "r"(barrier), "r"(parity) : "memory");
+}
+
+__global__ void __launch_bounds__(32, kBlocksPerSM)
+gemv_bulk_read(const uint8_t* __restrict__ values, long long value_bytes, const uint8_t* __restrict__ scales,
+               long long scale_bytes, uint32_t* __restrict__ sink) {
+    extern __shared__ __align__(128) uint8_t ring[];
+    __shared__ __align__(8) uint64_t full[kStages];
+    if (threadIdx.x != 0) return;
+    const uint32_t ring_at = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+    const uint32_t full_at = static_cast<uint32_t>(__cvta_generic_to_shared(full));
+    for (int s = 0; s < kStages; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(full_at + 8 * s));
+    // NOTE: the barriers' initialisation must be visible to the async proxy before a copy completes on them
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    const long long value_chunks = (value_bytes + kStageBytes - 1) / kStageBytes;
+    const long long chunks = value_chunks + (scale_bytes + kStageBytes - 1) / kStageBytes;
+    long long issued = 0;
+    for (long long c = blockIdx.x; c < chunks; c += gridDim.x, ++issued) {
+        const int s = static_cast<int>(issued % kStages);
+        if (issued >= kStages) wait_parity(full_at + 8 * s, static_cast<uint32_t>((issued / kStages - 1) & 1));
+        const bool in_values = c < value_chunks;
+        const long long at = (in_values ? c : c - value_chunks) * kStageBytes;
+        const long long left = (in_values ? value_bytes : scale_bytes) - at;
+        const uint32_t bytes = static_cast<uint32_t>(left < kStageBytes ? left : kStageBytes);
+        const uint8_t* src = (in_values ? values : scales) + at;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(full_at + 8 * s), "r"(bytes) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(ring_at + s * kStageBytes), "l"(src), "r"(bytes), "r"(full_at + 8 * s) : "memory");
+    }
+    // NOTE: every copy lands before the CTA ends: wait on the last use of each stage
+    for (long long i = issued - kStages < 0 ? 0 : issued - kStages; i < issued; ++i)
+        wait_parity(full_at + 8 * static_cast<int>(i % kStages), static_cast<uint32_t>((i / kStages) & 1));
+    if (ring[0] == 0x5A && ring[kRingBytes - 1] == 0xA5 && value_bytes == 3) sink[0] = 1;  // NOTE: (almost) never true
+}
+
+int launch_bulk_read(const void* values, long long value_bytes, const void* scales, long long scale_bytes, void* sink,
+                     int64_t stream) {
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const cudaError_t err = cudaFuncSetAttribute(gemv_bulk_read, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingBytes);
+    if (err != cudaSuccess) return static_cast<int>(err);
+    gemv_bulk_read<<<sms * kBlocksPerSM, 32, kRingBytes, reinterpret_cast<cudaStream_t>(stream)>>>(
+        static_cast<const uint8_t*>(values), value_bytes, static_cast<const uint8_t*>(scales), scale_bytes,
+        static_cast<uint32_t*>(sink));
+    return static_cast<int>(cudaGetLastError());
+}
+"""
+''' + BULK_READ[BULK_READ.index("\nCPP_SRC = r"):]
+BULK_READ_4K = BULK_READ.replace("kStageBytes = 16384, kStages = 6", "kStageBytes = 4096, kStages = 24").replace(
+    "nvfp4_gemv_bulk_read", "nvfp4_gemv_bulk_read_4k")
+STANDALONE = {"flat_read": FLAT_READ, "bulk_read": BULK_READ, "bulk_read_4k": BULK_READ_4K, "rows_read": ROWS_READ, "rows_values": _rows_read(0, "rows_values"),
+              "rows_scales4": _rows_read(4, "rows_scales4"), "rows_scales8": _rows_read(8, "rows_scales8")}
 PATCHED = tuple(VARIANTS)  # the variants made by patching --base
 VARIANTS.update({name: () for name in STANDALONE})
 
