@@ -10,7 +10,13 @@ at 4 bytes 26.9 / 49.5 / 14.0. Where the scale rows are not 4-byte aligned (K no
 64, or an odd base or stride) a second instantiation keeps v16's 2-byte loads.
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
-Measured: not yet run.
+Measured: H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 203507e. FAILED EXPERIMENT:
+kernels alone (kernel_compare, one process with v11 and v16): 32.1 / 55.5 / 19.4 us against v16's
+30.3 / 53.4 / 18.8 (0.94x / 0.96x / 0.97x), slower on every shape; on v11's persistent grid (a
+variant) 32.1 / 56.9 / 19.8. The scale words are requested after all of the batch's A loads and
+every piece's pair waits on its shuffle, so the first dot product now waits for the batch's last
+request; the request count the pure reads priced (~2%) was not what the kernel paid for. Cold row
+48.9 / 105.6 / 45.4 us (a noisy host: 4096x7168 L8's 95% interval [75.7, 164.2]).
 
 Exactness as v8: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,
