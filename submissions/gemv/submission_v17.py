@@ -13,10 +13,11 @@ Analogue: none (the writeup's kernels are matrix-matrix)
 Measured: H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 203507e. FAILED EXPERIMENT:
 kernels alone (kernel_compare, one process with v11 and v16): 32.1 / 55.5 / 19.4 us against v16's
 30.3 / 53.4 / 18.8 (0.94x / 0.96x / 0.97x), slower on every shape; on v11's persistent grid (a
-variant) 32.1 / 56.9 / 19.8. The scale words are requested after all of the batch's A loads and
-every piece's pair waits on its shuffle, so the first dot product now waits for the batch's last
-request; the request count the pure reads priced (~2%) was not what the kernel paid for. Cold row
-48.9 / 105.6 / 45.4 us (a noisy host: 4096x7168 L8's 95% interval [75.7, 164.2]).
+variant) 32.1 / 56.9 / 19.8. SASS (nvdisasm): v17 issues all 12 of a batch's loads (4 scale
+words first, then 8 A pieces) before any arithmetic, where v16's schedule (ptxas at 64 registers)
+issues piece 0's loads, computes piece 0, then issues pieces 1-3's: one batch in flight at once
+lost to two half-batches, as v12 and v13 lost with more loads in flight a warp. Why is not
+measured. Cold row 48.9 / 105.6 / 45.4 us (a noisy host: 4096x7168 L8's 95% interval [75.7, 164.2]).
 
 Exactness as v8: products of two x2-scaled e2m1 values are integers of at most 144, a block's 16
 sum to at most 2304: exact in int32 and in fp32; x sfa x sfb / 4 is one fp32 rounding per block,
