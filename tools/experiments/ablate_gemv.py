@@ -25,6 +25,8 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
                 2 KB a step (4 x 512 B), 4 CTAs per SM in a grid stride, ld.global.nc.L1::no_allocate,
                 XOR-reduced: read_pattern.py's best pure read of the same bytes, timed on this tool's
                 clock (torch.profiler) instead of %globaltimer, so kernels and the read compare
+  flat_read_lL_bB[_256]  flat_read with L loads a thread per step and B CTAs per SM (_256: with
+                .L2::256B): (1, 8), (2, 8), (4, 8), (8, 4), (8, 2), (16, 2), (4, 4, _256), (8, 4, _256)
   bulk_read     the same storages by cp.async.bulk (TMA 1-D): one thread per CTA, 16 KB chunks into a
                 6-stage ring, 2 CTAs per SM, nothing reads the staged bytes: the copy engine's read rate
   bulk_read_4k  bulk_read in 4 KB chunks, 24 stages
@@ -377,7 +379,23 @@ int launch_bulk_read(const void* values, long long value_bytes, const void* scal
 ''' + BULK_READ[BULK_READ.index("\nCPP_SRC = r"):]
 BULK_READ_4K = BULK_READ.replace("kStageBytes = 16384, kStages = 6", "kStageBytes = 4096, kStages = 24").replace(
     "nvfp4_gemv_bulk_read", "nvfp4_gemv_bulk_read_4k")
-STANDALONE = {"flat_read": FLAT_READ, "bulk_read": BULK_READ, "bulk_read_4k": BULK_READ_4K, "rows_read": ROWS_READ, "rows_values": _rows_read(0, "rows_values"),
+
+
+def _flat_read(loads: int, blocks_per_sm: int, l2_256: bool = False) -> str:
+    """flat_read with another number of 16-byte loads in flight a thread, CTAs per SM or an L2 hint."""
+    name = f"flat_read_l{loads}_b{blocks_per_sm}" + ("_256" if l2_256 else "")
+    text = FLAT_READ.replace("kLoads = 4, kBlocksPerSM = 4", f"kLoads = {loads}, kBlocksPerSM = {blocks_per_sm}")
+    if l2_256:
+        text = text.replace("ld.global.nc.L1::no_allocate.v4", "ld.global.nc.L1::no_allocate.L2::256B.v4")
+    return text.replace("flat_read", name).replace(f"{name}; its output", "flat_read's sweep; its output")
+
+
+# NOTE: the sweep asks whether flat_read's 4 loads x 4 CTAs was a poor choice of read, not a
+# property of the bytes: 16-256 KB in flight per SM, with and without the 256-byte L2 fetch.
+FLAT_READ_SWEEP = {f"flat_read_l{l}_b{b}" + ("_256" if h else ""): _flat_read(l, b, h)
+                   for l, b, h in ((1, 8, False), (2, 8, False), (4, 8, False), (8, 4, False), (8, 2, False),
+                                   (16, 2, False), (4, 4, True), (8, 4, True))}
+STANDALONE = {**FLAT_READ_SWEEP, "flat_read": FLAT_READ, "bulk_read": BULK_READ, "bulk_read_4k": BULK_READ_4K, "rows_read": ROWS_READ, "rows_values": _rows_read(0, "rows_values"),
               "rows_scales4": _rows_read(4, "rows_scales4"), "rows_scales8": _rows_read(8, "rows_scales8")}
 PATCHED = tuple(VARIANTS)  # the variants made by patching --base
 VARIANTS.update({name: () for name in STANDALONE})
