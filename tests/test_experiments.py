@@ -171,6 +171,24 @@ def test_gemv_rows_read_variants_differ_only_in_the_scale_load_width():
         assert len(changed) == 4 and f"+SCALE_BYTES = {width} " in "\n".join(changed), changed
 
 
+def test_gemv_flat_read_sweep_changes_only_its_constants_names_and_hint():
+    import difflib
+    base = ablate_gemv.FLAT_READ.splitlines()
+    assert len(ablate_gemv.FLAT_READ_SWEEP) == 8 and set(ablate_gemv.FLAT_READ_SWEEP) <= set(ablate_gemv.VARIANTS)
+    for name, text in ablate_gemv.FLAT_READ_SWEEP.items():
+        loads, blocks = (int(part[1:]) for part in name.split("_")[2:4])
+        changed = [d for d in difflib.unified_diff(base, text.splitlines(), n=0)
+                   if d[:1] in "+-" and d[:3] not in ("+++", "---")]
+        added = "\n".join(d for d in changed if d.startswith("+"))
+        assert f"constexpr int kThreads = 256, kLoads = {loads}, kBlocksPerSM = {blocks};" in text
+        assert ("L2::256B" in added) == name.endswith("_256")
+        assert f"gemv_{name}(" in text and f"return _module.{name}(a, sfa, c)" in text  # profiler label "gemv"
+        # NOTE: nothing else moves: the loop, the guard and the XOR are flat_read's
+        assert all(name in d or "kLoads" in d or "L2::256B" in d or "flat_read's sweep" in d
+                   for d in changed if d.startswith("+")), changed
+        assert sum(d.startswith("-") for d in changed) == sum(d.startswith("+") for d in changed)
+
+
 def test_gemv_hint_variants_change_only_the_load_instructions():
     added = ablate_gemv.patched_source(GEMV_V11, "with_l2_256")
     assert added.count("ld.global.nc.L1::no_allocate.L2::256B.") == 2
