@@ -15,7 +15,15 @@ Arch: sm_90a
 Analogue: none in the writeup (tcgen05's N steps are 8 or 16 as well; its kernels use fixed tiles)
 Prediction: B 1.03-1.08x, A 1.01-1.03x, C and D 1.00x (their 128-row tiles are multiples of 32
 already); a loss everywhere would be the code size.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 6789c65 (calls V2, V3). Kernels alone (kernel_compare, v33 / v37
+alternated in one process, every output checked): v33 131.6 / 80.8 / 33.1 / 16.1, v37 135.4 / 80.7 /
+35.8 / 19.9 µs: 0.972x / 1.002x / 0.925x / 0.807x. SLOWER, a failed experiment. D again in V3 (8
+rounds): 0.921x, the GEMM kernel 13.96 -> 15.36 µs. B, where the padded columns fell by 8%, did not
+move: its loop is not paced by the tensor work the padding adds. D's tiles are 128 rows in both
+versions (the same N = 128 loop), so its loss is the kernel's, not the tiles': the deep ring's kernel
+now holds 8 loops instead of 4. A v33 variant whose deep-ring kernel holds the N = 128 loop alone ran
+D at 0.988x (V3): fewer loops do not gain, more lose. Tests, edges, racecheck, synccheck and custom
+shapes reaching every N from 16 to 256 pass (both distributions).
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
