@@ -391,7 +391,7 @@ def _flat_read(loads: int, blocks_per_sm: int, l2_256: bool = False) -> str:
 
 
 # NOTE: the sweep asks whether flat_read's 4 loads x 4 CTAs was a poor choice of read, not a
-# property of the bytes: 16-256 KB in flight per SM, with and without the 256-byte L2 fetch.
+# property of the bytes: 32-128 KB in flight per SM, with and without the 256-byte L2 fetch.
 FLAT_READ_SWEEP = {f"flat_read_l{l}_b{b}" + ("_256" if h else ""): _flat_read(l, b, h)
                    for l, b, h in ((1, 8, False), (2, 8, False), (4, 8, False), (8, 4, False), (8, 2, False),
                                    (16, 2, False), (4, 4, True), (8, 4, True))}
