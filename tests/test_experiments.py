@@ -91,6 +91,27 @@ def test_gemm_ablation_without_an_epilogue_anchor_says_so():
         ablate_gemm.epilogue_patch("no such code")
 
 
+ablate_dual = _tool("ablate_dual_gemm")
+DUAL_V25 = (ROOT / "submissions" / "dual_gemm" / "submission_v25.py").read_text()
+
+
+@pytest.mark.parametrize("variant", sorted(ablate_dual.VARIANTS))
+def test_every_dual_ablation_variant_patches_v25_once_and_sets_its_flags(variant):
+    text = ablate_dual.patched_source(DUAL_V25, variant)
+    cuda = text.split('CUDA_SRC = r"""', 1)[1].split('"""', 1)[0]
+    for flag in ablate_dual.FLAGS:
+        assert f"#define {flag} {int(flag in ablate_dual.VARIANTS[variant])}\n" in cuda
+    assert f'EXTENSION_NAME = "nvfp4_dual_gemm_v25_ablate_{variant}"' in text
+
+
+def test_dual_ablation_counts_exactly_the_bytes_it_copies():
+    text = ablate_dual.patched_source(DUAL_V25, "full")
+    # the full barrier expects what is copied (half of A, or none of A or B), nothing fixed
+    assert "mbar_arrive_expect_tx(full + 8 * s, copied_a + copied_b);" in text
+    assert "mbar_arrive_expect_tx(full + 8 * s, a_bytes + 2 * B_BYTES);" not in text
+    assert "bulk_copy(st.a, a_src + kb * a_step, copied_a, full + 8 * s);" in text
+
+
 peers = _tool("peers")
 
 
