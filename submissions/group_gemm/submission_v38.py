@@ -19,7 +19,14 @@ persistent CTAs lost in v35).
 Arch: sm_90a
 Analogue: writeup V7 / V9 (TMEM -> registers -> shared memory -> TMA store), V15 (the fence)
 Prediction: 1.00-1.02x on A and B (2-3.4 tiles per SM, ~0.3 µs an epilogue), 1.01-1.03x on C, D.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 36c77c4 (call V5). Kernels alone (kernel_compare, v33 / v38
+alternated in one process, every output checked): v33 130.8 / 80.0 / 33.0 / 16.1, v38 129.5 / 78.0 /
+32.7 / 16.0 µs: 1.010x / 1.027x / 1.011x / 1.003x (by span with the calls queued 1.011x / 1.026x /
+1.012x / 1.006x). As predicted on A, C and D; B, with 3.4 tiles (epilogues) per SM, gains most.
+Tests and edges shapes (both distributions; the edges' 40 groups now run as four launches of up to
+10), custom shapes (M of 1, 3, 7, 33, 129, 200, 250, 256; 12 groups), racecheck and synccheck pass.
+Recorded row (cold, per call, a fresh machine): 204.3 / 153.8 / 72.8 / 68.8 µs, above v33's 186.8 /
+140.6 / 62.5 / 46.7 from another process and machine: cold rows are not ratios.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
