@@ -20,7 +20,14 @@ Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's TMA-store epilogues; the writeup's V7 / V9 / V15
 Prediction (H100, kernels alone against v25): 1.000-1.005x on 256x4096x7168 (S = 2: the stores are
 a small part of its sum), 1.005-1.015x on the three unsplit shapes (~0.2-0.4 µs of the store loop).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 6806eb2 (call W2). Kernels alone against v25 (kernel_compare, one
+process, every output checked), sums / span queued: 45.5 -> 45.3 / 78.3 -> 78.9 / 30.0 -> 30.1 / 67.2 ->
+68.5 µs, 1.004x / 0.992x / 0.997x / 0.981x and 1.016x / 0.991x / 0.992x / 0.990x. NOT faster: the split
+shape gains a little (its 8-row stores leave the sum's threads sooner), the unsplit and tails
+epilogues lose up to 2%. A failed experiment, as gemm v39: v25's 16-byte stores from every consumer
+thread already write whole sectors. Tests and edges (both distributions), custom shapes (S = 2 at
+32- to 256-row tiles, S = 4, tails, M of 72, 100, 200, 250; 7 batches as two launches), racecheck and
+synccheck (smallest tests shape, 96x3072x7168 at S = 2) pass. Not recorded.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

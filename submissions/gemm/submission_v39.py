@@ -16,7 +16,14 @@ Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's TMA-store epilogues; the writeup's V7 / V9 / V15
 Prediction (H100, kernels alone against v34): 1.000-1.005x / 1.000-1.01x / 1.01-1.02x (the short
 shape's unsplit epilogue, ~0.58 -> ~0.35 µs; the split shapes' sum ends in a store ~0.2 µs shorter).
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit 6806eb2 (call W1). Kernels alone against v34 (kernel_compare, one
+process, every output checked), sums / span queued: 56.8 -> 57.5 / 21.6 -> 21.8 / 14.7 -> 14.8 µs,
+0.989x / 0.990x / 0.993x and 0.989x / 0.991x / 0.994x. SLOWER on every shape, by ~1%: a failed
+experiment. v34's staged tile stored with 16-byte stores from all 256 consumer threads is already
+whole sectors; a tensor store hands the same 16-32 KB to one TMA unit per SM, on a one-wave launch
+where the store is the CTA's last act. group_gemm v38 gained because it replaced 2-byte stores. Tests
+and edges (both distributions), custom shapes (S = 2-8, M of 7, 96, 100, 160, 200; 12 batches as two
+launches), racecheck and synccheck (smallest tests shape, 128x768x4352 at S = 2) pass. Not recorded.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
