@@ -381,6 +381,23 @@ def test_gemm_v22_runs_stream_k_on_every_sm_where_tiles_leave_sms_idle_and_v19s_
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
+def test_gemm_v40_adds_tail_helpers_only_to_split_launches_that_leave_sms_idle():
+    from harness.submissions import resolve
+    shapes = host_tiling.shapes_of("gemm")
+    def launches(version):
+        return {(r["m"], r["n"], r["k"]): r for r in host_tiling.choices(resolve("gemm", version).path, shapes, 132)}
+    v34, v40 = launches("v34"), launches("v40")
+    long_shape = v40[(128, 7168, 16384)]
+    assert (long_shape["splits"], long_shape["helpers"], long_shape["per_helper"], long_shape["ctas"]) == (2, 19, 6, 131)
+    for shape, r in v40.items():
+        assert (r["tiles"], r["m_tile_rows"], r["splits"]) == (v34[shape]["tiles"], v34[shape]["m_tile_rows"], v34[shape]["splits"])
+        assert r["helpers"] == 0 or (r["splits"] > 1 and r["ctas"] <= 132)
+        assert r["ctas"] == r["tiles"] * r["splits"] + r["helpers"]
+    # the tests and edges shapes run helpers of one tail and of several, so `nvfp4 test` checks both paths
+    assert {1, 3} <= {r["per_helper"] for r in v40.values() if r["helpers"] > 0}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the host code is compiled as it is)")
 def test_dual_gemm_v14_launches_exactly_what_v13_does():
     from harness.submissions import resolve
     shapes = host_tiling.shapes_of("dual_gemm")

@@ -69,6 +69,15 @@ GEMM_STREAM_K_DEFS = r'''
 #define HOST_TILING_SPLITS(p) (p).max_pieces
 #define HOST_TILING_CTAS(p) (p).num_ctas
 '''
+# gemm v40 onward: helper CTAs run the split CTAs' K tails where a split launch leaves SMs idle.
+GEMM_TAILS_DEFS = r'''
+#define HOST_TILING_DESC_WORDS 14
+#define HOST_TILING_PROBLEM Problem
+#define HOST_TILING_SPLITS(p) (p).splits
+#define HOST_TILING_CTAS(p) ((p).num_tiles * (p).splits + (p).helpers)
+#define HOST_TILING_HELPERS(p) (p).helpers
+#define HOST_TILING_PER_HELPER(p) (p).per_helper
+'''
 DUAL_DEFS = r'''
 #define HOST_TILING_DESC_WORDS 18
 #define HOST_TILING_PROBLEM Problem<kMaxGroups>
@@ -233,7 +242,8 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
         cuda_src = with_cluster_capacities(cuda_src, clusters)
     stream_k = problem == "gemm" and "int num_ctas;" in cuda_src
     tails = problem == "dual_gemm" and "struct Tails {" in cuda_src
-    defs = (GEMM_STREAM_K_DEFS if stream_k else DUAL_TAILS_DEFS if tails
+    gemm_tails = problem == "gemm" and "int tail_blocks;" in cuda_src
+    defs = (GEMM_STREAM_K_DEFS if stream_k else DUAL_TAILS_DEFS if tails else GEMM_TAILS_DEFS if gemm_tails
             else {"gemm": GEMM_DEFS, "dual_gemm": DUAL_DEFS}[problem])
     defines = ["HOST_TILING_CAPACITY"] if "static int cluster_capacity(int S) {" in cuda_src else []
     stdout = _run_host(cuda_src, defs + MAIN, [str(sms)] + [str(v) for shape in shapes for v in shape], defines)
@@ -244,7 +254,7 @@ def choices(source_path: Path, shapes: list[tuple[int, int, int]], sms: int,
         elif line.strip():
             m, n, k, nbytes, tiles, rows_, m_tiles, splits, ctas, helpers, per_helper = (int(v) for v in line.split())
             # NOTE: for stream-K versions `splits` is the most pieces a tile is cut into (1: none);
-            # helpers (dual_gemm v21+) run per_helper tiles' tails each
+            # helpers (dual_gemm v21+, gemm v40+) run per_helper tails each
             rows.append({"m": m, "n": n, "k": k, "bytes": nbytes, "tiles": tiles, "m_tile_rows": rows_,
                          "m_tiles": m_tiles, "splits": splits, "ctas": ctas, "stream_k": stream_k,
                          "helpers": helpers, "per_helper": per_helper})
