@@ -495,6 +495,19 @@ def test_timeline_marks_every_phase_of_gemm_kernels_and_exports_its_readers(vers
     assert "torch::Tensor timeline()" in text and "int timeline_zero()" in text
 
 
+@pytest.mark.parametrize("version", ["v40", "v41"])
+def test_timeline_marks_gemm_tail_helpers_and_the_split_ctas_they_serve(version):
+    from harness.submissions import resolve
+    text = timeline.patched(resolve("gemm", version).path.read_text(), "gemm")
+    marks = timeline.GEMM_TAILS_MARKS
+    for i, (_, thread, *_) in enumerate(marks):
+        assert text.count(f"TIMELINE_MARK({i}, {thread});") == 1
+    # a split CTA's own blocks end before the tail's partial is added, which comes before the exchange
+    names = [name for name, *_ in marks]
+    k_loop, tail_added = names.index("K loop"), names.index("tail added")
+    assert text.index(f"TIMELINE_MARK({k_loop}, 128);") < text.index(f"TIMELINE_MARK({tail_added}, 128);\n    if constexpr (kSplitLaunch)")
+
+
 def test_timeline_refuses_a_drifted_anchor():
     with pytest.raises(SystemExit, match="no anchor"):
         timeline.patched('CUDA_SRC = r"""\n"""\nCPP_SRC = r"""\n"""\n', "gemm")

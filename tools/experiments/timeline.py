@@ -93,6 +93,26 @@ STREAM_K_MARKS = [
     ("end", 128, "        consume_stream<kN>(problem, tile1, n1, n2, ring, ring_generic, full, empty, gather);\n"),
 ]
 
+# gemm v40+ (split launches with tail helpers): a split CTA stamps its own blocks' end ('K loop'),
+# its tail's partial added, then the exchange's marks; a helper CTA stamps only 'start', 'prologue',
+# its first stage (the last tail's: each tail restarts the loop) and 'tail stored' (its last tail's
+# partial stored and handed to the flag). Unsplit and plain split launches stamp what they reach.
+GEMM_TAILS_MARKS = [
+    ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
+    ("prologue", 0, "    __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below, "
+                    "thread 0 after its copies\n"),
+    ("first stage", 128, "    decode_slot(0, phase, frag[0]);\n"),
+    ("K loop", 128, "    const SplitPlace p = place_of(problem, q, splits);\n    const GroupDesc& d = problem.groups[p.g];\n", "before"),
+    ("tail added", 128, "    if constexpr (kSplitLaunch) {\n        reduce_through_l2<kN>", "before"),
+    ("partial stored", 128, '    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n', "before"),
+    ("peers arrived", 128, "    mbar_wait(gather, 0);\n"),
+    ("sum stored", 128, "        return;\n    }\n\n    // acc[4j + {0,1,2,3}]", "before"),
+    ("tail stored", 128, ("        mbar_arrive(tail_done + 8 * i);\n",
+                          "        if (cthread == 0) flag_release(problem.flags + split_ctas + tail_q);\n")),
+    ("end", 128, ("    consume<kN, kMode>(problem, q, num_k, ring, ring_generic, full, empty, gather, tail_done);\n",
+                  "    consume<kN, kMode>(problem, q, num_k, ring, ring_generic, full, empty, gather);\n")),
+]
+
 
 _DUAL_LOOP_ANCHORS = ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
                       "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>")
@@ -140,6 +160,8 @@ def marks_of(text: str, problem: str):
     """The mark set for a version's source: gemm's stream-K kernel and dual_gemm have their own."""
     if problem == "gemm" and "consume_stream<kN>(problem, tile1" in text:
         return STREAM_K_MARKS
+    if problem == "gemm" and "int tail_blocks;" in text:
+        return GEMM_TAILS_MARKS
     if problem == "dual_gemm":
         return DUAL_TAILS_MARKS if "consume_tails<kGroups, kN>(problem" in text else DUAL_MARKS
     marks = MARKS.get(problem)
