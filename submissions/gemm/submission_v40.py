@@ -18,7 +18,16 @@ tile boundaries) lost 5%; dual_gemm v21's tails (whole tiles' K ends, not scatte
 Arch: sm_90a
 Prediction (H100, kernels alone against v34): 128x7168x16384 the split CTA's loop 128 -> 112 blocks,
 the makespan ~120 blocks (the helpers' six tails and their stores): ~1.03-1.06x; the others 1.00x.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit d6c4f51 (call W3; again beside v41 in W4). Kernels alone against
+v34 (kernel_compare, one process, every output checked), sums / span queued: 56.5 -> 60.7 / 21.7 ->
+21.8 / 14.8 -> 15.0 µs, 0.930x / 0.994x / 0.986x and 0.936x / 0.986x / 0.982x. SLOWER, a failed
+experiment: on 128x7168x16384 the consumers of each helper met at a barrier after every tail and
+thread 0's release fence (the 64 KB partial acknowledged) held its warpgroup's next wgmma (v41 moves
+it off that path: half the loss), and the split CTAs' blocks run slower with 19 more SMs loading
+(v41's timeline). The unchanged launches lose 0.6-1.8%: the restructured consumer (place_of, the
+tail loop) costs outside the K loop (the loop's SASS is v34's). Tests and edges (both
+distributions), custom shapes with tails of 1 / 2 / 3 / 6 per helper at 64- / 96- / 128-row tiles,
+racecheck and synccheck on two tails shapes pass. Not recorded.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order

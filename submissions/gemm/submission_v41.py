@@ -15,7 +15,17 @@ same way (kTailCostBlocks there).
 Arch: sm_90a
 Prediction (H100, kernels alone): 128x7168x16384 1.02-1.06x against v34 (and well above v40) if the
 fence was v40's loss; no better than v40 if the cost is the stores or the merge. The others 1.00x.
-Measured: not yet run.
+Measured: H100 80GB HBM3, commit a5836e2 (call W4). Kernels alone, one process, every output checked,
+sums / span queued: v34 56.7 / 21.6 / 14.7, v40 60.7 / 21.8 / 15.0, v41 58.6 / 22.0 / 15.0 µs: v41
+against v34 0.967x / 0.986x / 0.980x (span 0.969x / 0.981x / 0.985x), against v40 1.036x on the long
+shape. SLOWER than v34: a failed experiment. Timeline (call W5, commit 960c8ba, medians over CTAs and
+20 calls): the split CTAs' 112 blocks take 42.75 µs against v34's 128 in 45.89, 0.382 against 0.358
+µs a block (+6.5%: 131 loading SMs instead of 112 slow every one); a helper's six tails of 16
+blocks end 45.8 µs after its first stage, ~1.5 µs a tail beyond the blocks, so the last tails land
+at 48.0 µs (max 51.2) while their split CTAs wait from 45.0 (K loop -> tail added 1.57 µs median, 8.9
+max); the kernel's last CTA ends at 55.9 against v34's 53.2. The flag warp halved v40's loss; what
+remains is the slower blocks and the tails' restarts. Tests and edges (both distributions), the
+tails custom shapes, racecheck and synccheck on two tails shapes pass. Not recorded.
 
 Exactness as v10: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by scale x
 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation, partials added in a fixed order
