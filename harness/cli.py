@@ -10,6 +10,7 @@ import time
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness import config, isolation, leaderboard, roofline, runner, stats, submissions
@@ -45,6 +46,12 @@ def _dists(dist: str) -> list[str]:
 
 def _status(s: str) -> str:
     return f"[{STATUS_STYLE.get(s, 'white')}]{s}[/]"
+
+
+def _text(s: str) -> str:
+    """Free text (a docstring's change line, a failure message) as a table cell: escaped, so brackets
+    such as `[rows][64]` or `[m=128]` are shown rather than read as rich markup and dropped."""
+    return escape(s) if s else s
 
 
 def _us(x) -> str:
@@ -195,7 +202,7 @@ def list_cmd(problem):
         table.add_column("analogue")
         table.add_column("change")
         for sub in submissions.versions(name):
-            table.add_row(sub.label, sub.arch, sub.analogue or "-", sub.change)
+            table.add_row(sub.label, sub.arch, _text(sub.analogue) or "-", _text(sub.change))
         console.print(table)
         console.print("  benchmarks: " + "; ".join(s.label for s in pc.benchmarks))
         console.print(f"  tests: {len(pc.tests)} shapes" + (f" (e.g. {pc.tests[0].label})" if pc.tests else ""))
@@ -230,7 +237,7 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, gpus_spec, time
     for col in ("shape", "dist", "status", "detail"):
         table.add_column(col)
     for r in outcome.results:
-        table.add_row(r.shape.label, r.dist, _status(r.status), r.message)
+        table.add_row(r.shape.label, r.dist, _status(r.status), _text(r.message))
     console.print(table)
     n_ok = sum(r.ok for r in outcome.results)
     console.print(f"{n_ok} passed, {len(outcome.results) - n_ok} failed")
@@ -308,7 +315,7 @@ def _interval(lo, hi) -> str:
 def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
     plan = outcome.plan
     mode = MODE_TITLES[plan.mode if plan else "cold"]
-    table = Table(title=f"{problem} {sub.label}: {sub.change or ''} ({mode})", title_justify="left")
+    table = Table(title=f"{problem} {sub.label}: {_text(sub.change or '')} ({mode})", title_justify="left")
     cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
     if plan and plan.warm:
         cols.append("warm mean µs")
@@ -329,10 +336,10 @@ def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
                 cells.append(_us(st["warm"]["mean_us"]) if st.get("warm") else "-")
             table.add_row(*cells, _us(r.floor_us), pct)
             if not r.ok and r.message:  # timed, but failed (escape, implausible): say why
-                table.add_row("", f"[dim]{r.message}[/dim]", *[""] * (len(cols) - 2))
+                table.add_row("", f"[dim]{_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
         else:
             table.add_row(r.shape.label, _status(r.status), *["-"] * (len(cols) - 4), _us(r.floor_us), "-")
-            table.add_row("", f"[dim]{r.message}[/dim]", *[""] * (len(cols) - 2))
+            table.add_row("", f"[dim]{_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
     console.print(table)
     gm = (outcome.geomean or {}).get(sub.label)
     floors = roofline.geomean([r.floor_us for r in outcome.results])
@@ -403,14 +410,14 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
             v = r.ratio["verdict"]
             table.add_row(r.shape.label, _status(r.status), _us(r.stats[0]["mean_us"]), _us(r.stats[1]["mean_us"]),
                           f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
-                          str(r.ratio.get("processes", "")), f"[{VERDICT_STYLE[v]}]{v}[/]" if r.ok else r.message)
+                          str(r.ratio.get("processes", "")), f"[{VERDICT_STYLE[v]}]{v}[/]" if r.ok else _text(r.message))
             gens = r.ratio.get("by_generation") or []
             if len(gens) > 1:
                 table.add_row("", "[dim]by process pair[/dim]", "", "", "", "", "",
                               "[dim]" + ", ".join(f"{g['speedup']:.3f}x ({g['first_prepared']} prepared first)"
                                                   for g in gens) + "[/dim]")
         else:
-            table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", r.message)
+            table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", _text(r.message))
     console.print(table)
     gm = (outcome.geomean or {}).get("ratio")
     if gm:
@@ -579,7 +586,7 @@ def _print_table(problem, pc, shapes, outcomes, on_benchmarks) -> None:
     for outcome in outcomes:
         sub = outcome.submissions[0]
         if outcome.refused:
-            table.add_row(sub.label, sub.change, *(["skip"] * len(shapes)), "-", "-", "-")
+            table.add_row(sub.label, _text(sub.change), *(["skip"] * len(shapes)), "-", "-", "-")
             continue
         means = [_mean(outcome, i) for i in range(len(shapes))]
         analogue = wu.version(sub.analogue) if wu and sub.analogue else None
@@ -594,7 +601,7 @@ def _print_table(problem, pc, shapes, outcomes, on_benchmarks) -> None:
             base_gm = gm
         vs0 = f"{base_gm / gm:.2f}x" if base_gm and gm else "-"
         vsp = f"{prev_gm / gm:.2f}x" if prev_gm and gm else "-"
-        table.add_row(sub.label, sub.change, *cells, _us(gm), vs0, vsp)
+        table.add_row(sub.label, _text(sub.change), *cells, _us(gm), vs0, vsp)
         prev_gm = gm or prev_gm
     console.print(table)
     if not on_benchmarks:
@@ -624,8 +631,8 @@ def _print_published(pc) -> None:
     table.add_column("geomean", justify="right")
     table.add_column("note")
     for v in wu.versions:
-        table.add_row(v["name"], v.get("change", ""), *[_us(x) for x in v["us"]], _us(roofline.geomean(v["us"])),
-                      v.get("note", ""))
+        table.add_row(v["name"], _text(v.get("change", "")), *[_us(x) for x in v["us"]], _us(roofline.geomean(v["us"])),
+                      _text(v.get("note", "")))
     console.print(table)
 
 

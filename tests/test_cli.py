@@ -49,6 +49,24 @@ def test_list():
     assert r.exit_code == 0 and "g2 m[192,320] n3072 k4096" in r.output and "gemv" not in r.output
 
 
+def test_list_shows_brackets_in_a_change_line_as_written(monkeypatch):
+    """A docstring's change line is text, not rich markup: `[rows][64]` must not vanish."""
+    import dataclasses
+
+    from harness import submissions
+    real = submissions.versions
+
+    def with_brackets(problem):
+        subs = real(problem)
+        return [dataclasses.replace(s, header={**s.header, "change": "C staged as [rows][64] fp16 halves"})
+                if s.label == "v0" else s for s in subs]
+
+    monkeypatch.setattr(cli.submissions, "versions", with_brackets)
+    r = invoke("list", "gemm")
+    assert r.exit_code == 0, r.output
+    assert "[rows][64] fp16" in r.output
+
+
 # ---------------------------------------------------------------------------------- test / run
 
 def test_test_v0_passes():
