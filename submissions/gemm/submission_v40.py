@@ -3,11 +3,11 @@
 Version: v40
 Parent: v34
 Change: a split-K launch of C = tiles x S CTAs that leaves SMs idle gets up to SMs - C helper CTAs
-(dual_gemm v21's tails, on gemm's L2 split-K): each split CTA gives the last kTail K blocks of its
+(dual_gemm v21's tails, on gemm's L2 split-K): each split CTA gives the last tail_blocks K blocks of its
 range (a multiple of the ring's 8 stages) to helper q % H, which runs the tails of CTAs h, h + H, ...
 back to back through its ring, from a zeroed accumulator each, stores each tail's fp32 partial to L2
 and raises that CTA's flag; the split CTA, after its own blocks, waits for the flag, adds the partial
-to its accumulators and goes on to v34's exchange. kTail minimises the longer of the two paths by
+to its accumulators and goes on to v34's exchange. tail_blocks minimises the longer of the two paths by
 a cost model in K blocks (a tail's store kTailCostBlocks, a merge kMergeCostBlocks). 128x7168x16384
 runs 112 split CTAs (S = 2, 128 blocks each) + 19 helpers of six 16-block tails (v34: 112 CTAs,
 20 SMs idle); the other benchmark shapes launch as v34. A third kernel per tile height (split with
