@@ -21,7 +21,8 @@ against v34 0.967x / 0.986x / 0.980x (span 0.969x / 0.981x / 0.985x), against v4
 shape. SLOWER than v34: a failed experiment. Timeline (call W5, commit 960c8ba, medians over CTAs and
 20 calls): the split CTAs' 112 blocks take 42.75 µs against v34's 128 in 45.89, 0.382 against 0.358
 µs a block (+6.5%: 131 loading SMs instead of 112 slow every one); a helper's six tails of 16
-blocks end 45.8 µs after its first stage, ~1.5 µs a tail beyond the blocks, so the last tails land
+blocks end 45.8 µs after its first stage (0.48 µs a block with the restarts and partial stores; its
+last tail alone, run as the split CTAs finish, 6.46 µs for 16 blocks), so the last tails land
 at 48.0 µs (max 51.2) while their split CTAs wait from 45.0 (K loop -> tail added 1.57 µs median, 8.9
 max); the kernel's last CTA ends at 55.9 against v34's 53.2. The flag warp halved v40's loss; what
 remains is the slower blocks and the tails' restarts. Tests and edges (both distributions), the
