@@ -32,7 +32,6 @@ def clean_errors(fn):
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            from rich.markup import escape
             # NOTE: soft_wrap: one line whatever the terminal's width (a lineage's list of versions
             # outgrew 80 columns); escape: a message may hold brackets rich would read as markup.
             err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
@@ -767,7 +766,6 @@ def _bytes(n: int) -> str:
 @clean_errors
 def build_cmd(problem, version, compile_only_flag, jobs, timeout):
     """Build versions' extensions (PROBLEM and VERSION may be 'all'); --compile-only needs no GPU."""
-    from rich.markup import escape
 
     from harness import build, build_cache, cuda_tools
 
@@ -859,7 +857,6 @@ def _small_shape(problem: str, spec: str | None, custom: tuple, has_gpu: bool):
 @clean_errors
 def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeout):
     """Run a version on a small shape under compute-sanitizer; errors summarised, parsed strictly."""
-    from rich.markup import escape
 
     from harness import machine, sanitize
 
@@ -904,7 +901,6 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
 @clean_errors
 def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
     """Where a version's time goes on one shape: torch.profiler kernels, or --ncu's summary."""
-    from rich.markup import escape
 
     from harness import cuda_tools, machine, profile
     from reference import problem_module
@@ -1004,7 +1000,6 @@ def _print_ncu(problem, sub, shape, res, escape) -> None:
 @clean_errors
 def diff_cmd(problem, version_a, version_b, show_docstring, context):
     """The change from VA to VB (with only VA: from its Parent to it): headers, code, CUDA source."""
-    from rich.markup import escape
     from rich.text import Text
 
     from harness import diff
@@ -1081,7 +1076,6 @@ def ceilings_cmd(repeats):
 @clean_errors
 def doctor_cmd():
     """What this machine can do: GPU and arch, driver, CUDA, torch, nvcc, ncu, compute-sanitizer, build cache."""
-    from rich.markup import escape
 
     from harness import doctor
 

@@ -97,16 +97,20 @@ STREAM_K_MARKS = [
 # its tail's partial added, then the exchange's marks; a helper CTA stamps only 'start', 'prologue',
 # its first stage (the last tail's: each tail restarts the loop) and 'tail stored' (its last tail's
 # partial stored and handed to the flag). Unsplit and plain split launches stamp what they reach.
+def _gemm_mark(name: str):
+    """gemm's entry for mark `name` (MARKS below), for mark sets that share its anchors."""
+    return next(mark for mark in MARKS["gemm"] if mark[0] == name)
+
+
 GEMM_TAILS_MARKS = [
-    ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
-    ("prologue", 0, "    __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below, "
-                    "thread 0 after its copies\n"),
+    _gemm_mark("start"),
+    _gemm_mark("prologue"),
     ("first stage", 128, "    decode_slot(0, phase, frag[0]);\n"),
     ("K loop", 128, "    const SplitPlace p = place_of(problem, q, splits);\n    const GroupDesc& d = problem.groups[p.g];\n", "before"),
     ("tail added", 128, "    if constexpr (kSplitLaunch) {\n        reduce_through_l2<kN>", "before"),
-    ("partial stored", 128, '    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n', "before"),
-    ("peers arrived", 128, "    mbar_wait(gather, 0);\n"),
-    ("sum stored", 128, "        return;\n    }\n\n    // acc[4j + {0,1,2,3}]", "before"),
+    _gemm_mark("partial stored"),
+    _gemm_mark("peers arrived"),
+    _gemm_mark("sum stored"),
     ("tail stored", 128, ("        mbar_arrive(tail_done + 8 * i);\n",
                           "        if (cthread == 0) flag_release(problem.flags + split_ctas + tail_q);\n")),
     ("end", 128, ("    consume<kN, kMode>(problem, q, num_k, ring, ring_generic, full, empty, gather, tail_done);\n",
