@@ -47,6 +47,27 @@ def test_a_patch_target_that_drifted_is_an_error():
         ablate.patched_source(V25.replace("cp_async_arrive(full + 8 * s);", "cp_async_arrive(full + 8 * slot);"), "full")
 
 
+V38 = (ROOT / "submissions" / "group_gemm" / "submission_v38.py").read_text()
+TMA_B_VARIANTS = sorted(v for v, flags in ablate.VARIANTS.items() if set(flags) <= ablate.TMA_B_FLAGS)
+
+
+@pytest.mark.parametrize("variant", TMA_B_VARIANTS)
+def test_ablation_variants_patch_v38s_tensor_copies_once_and_set_their_flags(variant):
+    text = ablate.patched_source(V38, variant)
+    cuda = text.split('CUDA_SRC = r"""', 1)[1].split('"""', 1)[0]
+    for flag in ablate.FLAGS:
+        assert f"#define {flag} {int(flag in ablate.VARIANTS[variant])}\n" in cuda
+    # the producer counts on `full` only what it copies, and every switched part keeps v38's line under #else
+    assert "mbar_arrive_expect_tx(full + 8 * s, copied_a + copied_b);" in cuda
+    assert "#else\n        decode_b(b_values0 + slot * STAGE_BYTES" in cuda
+    assert "if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;" in cuda
+
+
+def test_ablation_of_v38_refuses_a_variant_whose_cp_async_targets_it_no_longer_has():
+    assert {"full", "skeleton", "mma_only", "no_epilogue", "half_a_copy"} <= set(TMA_B_VARIANTS)
+    with pytest.raises(SystemExit, match="no longer has.*its variants: full"):
+        ablate.patched_source(V38, "no_b_scales")
+
 ablate_gemm = _tool("ablate_gemm")
 GEMM_V19 = (ROOT / "submissions" / "gemm" / "submission_v19.py").read_text()
 
@@ -507,6 +528,31 @@ def test_timeline_marks_gemm_tail_helpers_and_the_split_ctas_they_serve(version)
     k_loop, tail_added = names.index("K loop"), names.index("tail added")
     assert text.index(f"TIMELINE_MARK({k_loop}, 128);") < text.index(f"TIMELINE_MARK({tail_added}, 128);\n    if constexpr (kSplitLaunch)")
 
+
+def test_timeline_marks_group_gemm_v38s_phases_in_order():
+    text = timeline.patched(V38, "group_gemm")
+    marks = timeline.MARKS["group_gemm"]
+    positions = []
+    for i, (_, thread, *_) in enumerate(marks):
+        assert text.count(f"TIMELINE_MARK({i}, {thread});") == 1
+        positions.append(text.index(f"TIMELINE_MARK({i}, {thread});"))
+    # the consumer's marks follow the kernel's order (start and prologue are in the kernel, after consume())
+    names = [name for name, *_ in marks]
+    consumer = [positions[names.index(n)] for n in ("first stage", "K loop", "C staged", "end")]
+    assert consumer == sorted(consumer)
+    assert 'FUNCTIONS = ["group_gemm", "timeline", "timeline_clear"]' in text
+
+
+def test_timeline_summary_over_a_range_of_ctas_keeps_the_calls_first_start():
+    # CTA 0 starts first; the range holds CTA 1 alone, whose marks are still timed from CTA 0's start
+    stamps = [[[1000, 3000], [2000, 9000]]]
+    lines = timeline.summarise(stamps, ["start", "end"], range(1, 2))
+    row = next(line for line in lines if line.startswith("end "))
+    assert row.split()[1:4] == ["8.00", "8.00", "1"]
+    assert next(line for line in lines if "start -> end" in line).split()[-2:] == ["7.00", "7.00"]
+    assert timeline.parse_cta_ranges("0-31,40") == [range(0, 32), range(40, 41)]
+    with pytest.raises(SystemExit, match="not A-B"):
+        timeline.parse_cta_ranges("9-3")
 
 def test_timeline_refuses_a_drifted_anchor():
     with pytest.raises(SystemExit, match="no anchor"):

@@ -2,7 +2,7 @@
 
 v19-v25 held shape A's GEMM kernel at 134-140 µs while instruction count, ring depth and wgmma
 overlap changed one at a time; no measurement so far separates the candidates. This builds one
-submission's kernel (v25 by default) several times, each with one part switched off by a
+submission's kernel (v38 by default; v25 when written) several times, each with one part switched off by a
 preprocessor flag inserted into its CUDA source, and times the GEMM kernel alone (torch.profiler
 device time, L2 flushed before every call, variants interleaved round by round):
 
@@ -38,8 +38,14 @@ device time, L2 flushed before every call, variants interleaved round by round):
 
 `full` and the variants that only add (prefetch, warp_release, l2_fetch) compute the product and
 are checked against the reference; the others are diagnostics and their outputs are garbage.
+
+v31 on copy B's values with one tensor copy per stage and its scales with one bulk copy (no cp.async
+left to patch), and v38 stores C by TMA: for those versions (TMA_B_PATCHES) the variants built from
+no_decode, no_mma, no_a_copy, half_a_copy, no_b_copy and no_epilogue are available (full, the four
+one-part removals, copies_only, compute_only, mma_only, decode_only, a_copy_only, b_copy_only,
+skeleton, no_epilogue, skeleton_no_epilogue); asking for another is an error that names them.
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
-    python3 tools/experiments/ablate_group_gemm.py [--version v25] [--shapes 0,1] [--variants all]
+    python3 tools/experiments/ablate_group_gemm.py [--version v38] [--shapes 0,1] [--variants all]
 On a machine without CUDA it only applies the patches and writes the patched sources (--emit DIR),
 which nvcc can compile to read -Xptxas -v.
 """
@@ -238,12 +244,82 @@ PATCHES = [
 ]
 
 
+# v31+ (B's values by one tensor copy, its scales by one bulk copy, both counted in bytes on `full`
+# with A's tile): the producer's three copies and the consumer's decode, wgmma and epilogue. The
+# other flags' targets (cp.async, cp_async_arrive, the 2-byte C stores) are gone in these versions.
+TMA_B_ANCHOR = "        tensor_copy_2d(st.b_values, &d.b_map, kb * (BLOCK_K / 2), n0, full + 8 * s);\n"
+TMA_B_FLAGS = {"ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
+               "ABLATE_NO_EPILOGUE"}
+TMA_B_PATCHES = [
+    (
+        """        mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
+        bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);
+        bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb) * B_SCALE_BYTES,
+                  B_SCALE_BYTES, full + 8 * s);
+""" + TMA_B_ANCHOR,
+        """        {   // NOTE: the full barrier counts exactly the bytes this variant copies (0: a plain arrival)
+            const uint32_t copied_a = ABLATE_NO_A_COPY ? 0u : ABLATE_HALF_A_COPY ? a_bytes / 2 : a_bytes;
+            const uint32_t copied_b = ABLATE_NO_B_COPY ? 0u : B_SCALE_BYTES + B_VALUE_BYTES;
+            mbar_arrive_expect_tx(full + 8 * s, copied_a + copied_b);
+            if (copied_a) bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), copied_a, full + 8 * s);
+            if (copied_b) {
+                bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb) * B_SCALE_BYTES,
+                          B_SCALE_BYTES, full + 8 * s);
+                tensor_copy_2d(st.b_values, &d.b_map, kb * (BLOCK_K / 2), n0, full + 8 * s);
+            }
+        }
+""",
+    ),
+    (
+        "        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);\n",
+        """#if ABLATE_NO_DECODE
+        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN (tensor-core
+            // timing on data that is not zeros)
+            const uint8_t* bv = b_values0 + slot * STAGE_BYTES;
+            const uint2 w0 = *reinterpret_cast<const uint2*>(bv + row * B_ROW_STRIDE + 8 * tig);
+            const uint2 w1 = *reinterpret_cast<const uint2*>(bv + (row + 8) * B_ROW_STRIDE + 8 * tig);
+            #pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;
+                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;
+            }
+        }
+#else
+        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
+#endif
+""",
+    ),
+    (
+        "                    wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));\n",
+        """#if ABLATE_NO_MMA
+                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code
+                    const uint32_t x = frag[slot % 3][s][0] ^ frag[slot % 3][s][1] ^ frag[slot % 3][s][2] ^ frag[slot % 3][s][3];
+                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);
+                }
+#else
+                    wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));
+#endif
+""",
+    ),
+    (
+        "    named_barrier_sync(1, kConsumerThreads);\n",
+        "    if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;  // NOTE: acc stays live: the K loop is kept\n"
+        "    named_barrier_sync(1, kConsumerThreads);\n",
+    ),
+]
+
 PREFETCH_BLOCKS = int(os.environ.get("ABLATE_PREFETCH_BLOCKS", "16"))
 L2_FETCH_BYTES = int(os.environ.get("ABLATE_L2_FETCH_BYTES", "256"))
 
 
 def patched_source(text: str, variant: str) -> str:
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
+    if TMA_B_ANCHOR in text:
+        if not set(VARIANTS[variant]) <= TMA_B_FLAGS:
+            usable = ", ".join(v for v, flags in VARIANTS.items() if set(flags) <= TMA_B_FLAGS)
+            raise SystemExit(f"variant {variant!r} patches cp.async copies this version no longer has "
+                             f"(B by tensor copy, v31+); its variants: {usable}")
+        return patched(text, TMA_B_PATCHES, defines, variant)
     defines += f"#define ABLATE_PREFETCH_BLOCKS {PREFETCH_BLOCKS}\n"
     defines += ('#define ABLATE_WAIT_INSTRUCTION "mbarrier.%s.parity.acquire.cta.shared::cta.b64 done, [%%0], %%1;\\n"\n'
                 % ("test_wait" if "ABLATE_TEST_WAIT" in VARIANTS[variant] else "try_wait"))
@@ -262,7 +338,8 @@ def patched_source(text: str, variant: str) -> str:
 def main() -> int:
     # NOTE: variants that only add (prefetch, release, fetch size) must stay exact
     return gemm_ablation_main("group_gemm", __file__, VARIANTS, patched_source, lambda v: set(VARIANTS[v]) <= EXACT_FLAGS,
-                              "group_gemm_kernel", "v25", "0,1")
+                              "group_gemm_kernel", "v38", "0,1",
+                              lambda text, v: TMA_B_ANCHOR not in text or set(VARIANTS[v]) <= TMA_B_FLAGS)
 
 
 if __name__ == "__main__":

@@ -161,11 +161,13 @@ def time_variants(torch, problem: str, kernels: dict, shapes: list[int], exact: 
 
 
 def gemm_ablation_main(problem: str, tool: str, variants_table: dict, patched_source: Callable[[str, str], str],
-                       exact: Callable[[str], bool], kernel_name: str, default_version: str, default_shapes: str) -> int:
+                       exact: Callable[[str], bool], kernel_name: str, default_version: str, default_shapes: str,
+                       applies: Callable[[str, str], bool] | None = None) -> int:
     """The command line of the GEMM ablation tools (ablate_gemm, ablate_group_gemm): `variants_table`
     names the variants, `patched_source(text, variant)` makes each one's file, `exact(variant)` says
     whose output must still match the reference, `kernel_name` is the GEMM kernel's name fragment;
-    `tool` is the calling script (its build children run it again)."""
+    `tool` is the calling script (its build children run it again). `applies(text, variant)`, when
+    given, says which variants "all" means for a version's source (the rest have no targets in it)."""
     import argparse
     ap = argparse.ArgumentParser()
     ap.add_argument("--version", default=default_version)
@@ -179,11 +181,14 @@ def gemm_ablation_main(problem: str, tool: str, variants_table: dict, patched_so
 
     from harness.submissions import resolve
 
-    variants = list(variants_table) if args.variants == "all" else args.variants.split(",")
+    src = resolve(problem, args.version).path
+    if args.variants == "all":
+        variants = [v for v in variants_table if applies is None or applies(src.read_text(), v)]
+    else:
+        variants = args.variants.split(",")
     unknown = [v for v in variants if v not in variants_table]
     if unknown:
         raise SystemExit(f"unknown variants {unknown}; known: {', '.join(variants_table)}")
-    src = resolve(problem, args.version).path
     folder = Path(args.emit) if args.emit else Path(f"/tmp/nvfp4-ablate-{problem}") / args.version
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}

@@ -118,6 +118,18 @@ GEMM_TAILS_MARKS = [
 ]
 
 
+# group_gemm v38+ (one tile a CTA, C by TMA store): tiles are numbered by group in order of
+# decreasing M, so a range of CTAs (--ctas) is a range of groups and of wgmma N (host_tiling.py
+# lists a launch's tiles).
+MARKS["group_gemm"] = [
+    ("start", 0, "    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));\n"),
+    ("prologue", 0, "    __syncthreads();  // NOTE: the last CTA-wide barrier: warps 2-3 leave below\n"),
+    ("first stage", 128, "    decode_slot(0, 0, frag[0]);\n"),
+    ("K loop", 128, "    named_barrier_sync(1, kConsumerThreads);\n", "before"),
+    ("C staged", 128, "    named_barrier_sync(2 + wg, 128);  // NOTE: this warpgroup's 128 threads have written and fenced\n"),
+    ("end", 128, "        tensor_store_wait_read();\n"),
+]
+
 _DUAL_LOOP_ANCHORS = ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
                       "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>")
 # The unsplit epilogue's steps: the up warpgroup's sums in shared memory, silu x up staged as C.
@@ -238,19 +250,20 @@ def patched(text: str, problem: str) -> str:
     return apply_patches(text, patches, fill(PRELUDE), "timeline")
 
 
-def summarise(stamps: list[list[list[int]]], names: list[str]) -> list[str]:
+def summarise(stamps: list[list[list[int]]], names: list[str], ctas: range | None = None) -> list[str]:
     """stamps[call][cta][mark] in ns (0: never stamped); lines of per-mark and per-phase figures, µs.
     A phase runs between two marks stamped one after the other in a CTA: marks a launch skips (the
-    split-K ones when S = 1) merge their neighbours' phases into one."""
+    split-K ones when S = 1) merge their neighbours' phases into one. With `ctas`, only those CTAs
+    (blockIdx) are counted; times stay relative to the whole call's first start."""
     at = {n: [] for n in names}
     phase: dict[str, list[float]] = {}
     steps = set()
     for call in stamps:
-        ctas = [row for row in call if row[0]]
-        if not ctas:
+        started = [(i, row) for i, row in enumerate(call) if row[0]]
+        if not started:
             continue
-        t0 = min(row[0] for row in ctas)
-        for row in ctas:
+        t0 = min(row[0] for _, row in started)
+        for _, row in (pair for pair in started if ctas is None or pair[0] in ctas):
             for i, n in enumerate(names):
                 if row[i]:
                     at[n].append((row[i] - t0) / 1e3)
@@ -293,6 +306,17 @@ def summarise_peers(stamps: list[list[list[int]]], names: list[str], mark: str, 
             f"{'  a CTA to its group latest':<44} {statistics.median(waits):8.2f} {max(waits):8.2f}"]
 
 
+def parse_cta_ranges(text: str) -> list[range]:
+    """'0-31,32-63,64' -> [range(0, 32), range(32, 64), range(64, 65)]; a malformed range is an error."""
+    out = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        if not first.isdigit() or (last and not last.isdigit()) or int(last or first) < int(first):
+            raise SystemExit(f"--ctas: {part!r} is not A-B with 0 <= A <= B")
+        out.append(range(int(first), int(last or first) + 1))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("problem")
@@ -303,8 +327,11 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--peers", default=None, metavar="MARK:N",
                     help="also the spread of MARK over consecutive groups of N CTAs (a split tile's S CTAs)")
+    ap.add_argument("--ctas", default=None, metavar="A-B,...",
+                    help="also the summary over each range of CTAs (blockIdx A to B inclusive)")
     ap.add_argument("--emit", action="store_true", help="write the patched file and print its path (no GPU needed)")
     args = ap.parse_args()
+    cta_ranges = parse_cta_ranges(args.ctas) if args.ctas else []
 
     from harness import config
     from harness.submissions import resolve
@@ -359,6 +386,9 @@ def main() -> int:
         print("\n".join(summarise(stamps, names)))
         if args.peers:
             print("\n".join(summarise_peers(stamps, names, peer_mark, int(peer_group))))
+        for ctas in cta_ranges:
+            print(f"\nCTAs {ctas.start}-{ctas.stop - 1}")
+            print("\n".join(summarise(stamps, names, ctas)))
     return 1 if failed else 0
 
 
