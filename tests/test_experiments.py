@@ -538,7 +538,7 @@ def test_timeline_marks_group_gemm_v38s_phases_in_order():
         positions.append(text.index(f"TIMELINE_MARK({i}, {thread});"))
     # the consumer's marks follow the kernel's order (start and prologue are in the kernel, after consume())
     names = [name for name, *_ in marks]
-    consumer = [positions[names.index(n)] for n in ("first stage", "K loop", "C staged", "end")]
+    consumer = [positions[names.index(n)] for n in ("first stage", "K loop", "K loop wg1", "C staged", "end")]
     assert consumer == sorted(consumer)
     assert 'FUNCTIONS = ["group_gemm", "timeline", "timeline_clear"]' in text
 

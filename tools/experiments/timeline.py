@@ -126,6 +126,8 @@ MARKS["group_gemm"] = [
     ("prologue", 0, "    __syncthreads();  // NOTE: the last CTA-wide barrier: warps 2-3 leave below\n"),
     ("first stage", 128, "    decode_slot(0, 0, frag[0]);\n"),
     ("K loop", 128, "    named_barrier_sync(1, kConsumerThreads);\n", "before"),
+    # NOTE: the second warpgroup's own end of the loop (thread 256): the epilogue waits for both
+    ("K loop wg1", 256, "    named_barrier_sync(1, kConsumerThreads);\n", "before"),
     ("C staged", 128, "    named_barrier_sync(2 + wg, 128);  // NOTE: this warpgroup's 128 threads have written and fenced\n"),
     ("end", 128, "        tensor_store_wait_read();\n"),
 ]
