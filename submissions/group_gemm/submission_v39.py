@@ -18,7 +18,14 @@ Analogue: writeup V7 / V9 (registers -> shared memory -> TMA store); stmatrix is
 counterpart of ldmatrix.
 Prediction: A 1.03-1.06x (its 256-column tiles set the makespan, each followed by a 64-column one),
 B 1.03-1.08x (3.4 epilogues per SM), C and D 1.00-1.02x.
-Measured: not yet run.
+Measured: NVIDIA H200, commit 5ac871c (calls X3, X4). Kernels alone (kernel_compare, v38 / v39
+alternated in one process, every output checked): v38 123.7 / 75.1 / 31.7 / 15.7, v39 116.9 / 67.8 /
+30.8 / 15.4 µs: 1.058x / 1.107x / 1.030x / 1.026x (by span with the calls queued 1.055x / 1.116x /
+1.025x / 1.026x). The step from the loop's end to the staged tile: 7.0 -> 0.9 µs at N = 256, 2.9 ->
+0.4 at N = 128 (timeline). Better than predicted on B (3.4 epilogues per SM) and as predicted on A.
+1.54x / 1.79x / 1.89x / 1.89x of the floor. Tests and edges shapes (both distributions), custom
+shapes (M of 1-256, 12 groups, a 248-row tile), racecheck and synccheck on the smallest tests shape
+and on a 256-row tile pass. Recorded row (cold, per call): 181.0 / 134.1 / 65.6 / 42.8 µs (H200).
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
