@@ -132,6 +132,18 @@ MARKS["group_gemm"] = [
     ("end", 128, "        tensor_store_wait_read();\n"),
 ]
 
+# group_gemm v40 (K-interleaved warpgroups on tiles of at most 128 columns): the marks of that loop
+# only; tiles of more columns run v39's loop and stamp start, prologue, C staged and end.
+GROUP_INTERLEAVED_MARKS = [
+    MARKS["group_gemm"][0],
+    MARKS["group_gemm"][1],
+    ("first stage", 128, "    if (blocks > 0) decode_slot(0, 0, frag[0]);\n"),
+    ("K loop", 128, "    if (blocks > 0) mbar_arrive(empty0 + 16 * ((blocks - 1) % kLap));\n"),
+    ("K loop wg1", 256, "    if (blocks > 0) mbar_arrive(empty0 + 16 * ((blocks - 1) % kLap));\n"),
+    ("C staged", 128, "    named_barrier_sync(2 + wg, 128);  // NOTE: this warpgroup's 128 threads have written and fenced\n"),
+    ("end", 128, "        tensor_store_wait_read();\n"),
+]
+
 _DUAL_LOOP_ANCHORS = ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
                       "    if constexpr (kMode == kSplit) {\n        reduce_in_cluster<kN>")
 # The unsplit epilogue's steps: the up warpgroup's sums in shared memory, silu x up staged as C.
@@ -180,6 +192,8 @@ def marks_of(text: str, problem: str):
         return STREAM_K_MARKS
     if problem == "gemm" and "int tail_blocks;" in text:
         return GEMM_TAILS_MARKS
+    if problem == "group_gemm" and "consume_interleaved<R, 32>(" in text:
+        return GROUP_INTERLEAVED_MARKS
     if problem == "dual_gemm":
         return DUAL_TAILS_MARKS if "consume_tails<kGroups, kN>(problem" in text else DUAL_MARKS
     marks = MARKS.get(problem)
