@@ -1,4 +1,4 @@
-"""NVFP4 grouped GEMM v40: K-interleaved warpgroups on tiles of at most 128 columns.
+"""NVFP4 grouped GEMM v40 ✗: K-interleaved warpgroups on tiles of at most 128 columns (failed experiment).
 
 Version: v40
 Parent: v39
@@ -22,7 +22,20 @@ has no counterpart (tcgen05 issues from one thread).
 Prediction: C (its critical tiles at 128 columns) and D 1.05-1.20x; A and B 1.02-1.08x (their tiles
 of at most 128 columns, 160 of 256 on A, 168 of 448 on B, are the short ones); a loss would mean the
 chain is not per block (or the two decodes per block lengthen it as much as they save).
-Measured: not yet run.
+Measured: NVIDIA H200, commit 8c9354d (call X6). Kernels alone (kernel_compare, v39 / v40 alternated
+in one process, every output checked): v39 117.8 / 68.0 / 31.0 / 15.3, v40 126.4 / 74.7 / 30.8 / 15.8 µs:
+0.932x / 0.910x / 1.008x / 0.971x (span 0.937x / 0.911x / 1.009x / 0.963x). SLOWER on A, B and D; not
+recorded. The timeline (call X7, 01c290a) splits it: in the deep ring the interleaved K loop is ~6%
+faster per block (D: 8.90 -> 8.35 µs for 24 blocks of 128 columns, 1.43x -> 1.34x the tensor work;
+C 20.6 -> 19.3), but the swap of halves adds ~0.7 µs a tile (K loop end -> C staged 0.35 -> 1.06 on
+D); in the tall ring (A's 64- to 128-column tiles) the loop is 12-17% slower per block (N = 128:
+44.6 -> 52.3 µs; 96: 38.9 -> 43.5; 64: 33.7 -> 39.2), where each warpgroup's held slots leave two K
+blocks of loads in flight instead of three and the kernel's loops grew from 87 to 114 KB of code.
+So the per-block step is not mostly a per-warp chain that a longer chain amortises: halving the
+chains per block took ~6% off it at best. Tests and edges shapes (both distributions), racecheck
+and synccheck (the smallest tests shape and a mixed 248 / 40 / 97-row tall launch) pass; the custom
+shapes with K-block counts not a multiple of 4 were refused by the harness (K must be a multiple
+of 256), so odd per-warpgroup block counts ran in no test.
 
 Exactness as v16 (the arithmetic is unchanged; the two warpgroups' fp32 sums are added once, in
 warpgroup order). N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
