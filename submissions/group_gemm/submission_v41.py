@@ -1,4 +1,4 @@
-"""NVFP4 grouped GEMM v41: each CTA's ring shaped by its own tile (deep ring for tiles of <= 128 columns).
+"""NVFP4 grouped GEMM v41 ✗: each CTA's ring shaped by its own tile (deep ring for tiles of <= 128 columns; failed experiment).
 
 Version: v41
 Parent: v39
@@ -16,7 +16,18 @@ Arch: sm_90a
 Analogue: CUTLASS's per-kernel stage count chosen from the tile's shared-memory footprint, here per CTA.
 Prediction: A and B 1.01-1.04x (their narrow tiles' K loops 3-8% faster; A's makespan ends on a
 64-column tile), C and D 1.00x. A loss on A and B would put v40's loss on code size, not depth.
-Measured: not yet run.
+Measured: NVIDIA H200, commit d5feec8 (calls X9, X10). Kernels alone (kernel_compare, v39 / v41
+alternated in one process, every output checked): v39 116.9 / 67.1 / 30.8 / 15.1, v41 116.7 / 71.6 /
+30.7 / 15.1 µs: 1.002x / 0.938x / 1.001x / 1.004x (span 1.004x / 0.942x / 1.003x / 1.002x). SLOWER on
+B; not recorded. Timelines (K loop medians, v39 -> v41): on A the deep ring took the 128-column
+tiles' 112 blocks from 44.6 to 40.5 µs (-9%), the 96- and 64-column ones -2%, but A's makespan is a
+256-column tile and a 64-column one, so A did not move; on B (32 blocks a tile) the narrow tiles did
+not gain (96 columns 10.50 -> 10.46, 64 columns 8.83 -> 9.50) and the tall ring's tiles, whose code is
+v39's, ran 6-10% slower (224 columns 16.8 -> 18.0, 192: 14.5 -> 15.5, 160: 13.1 -> 14.4). Why the
+unchanged tall tiles lose is not separated: the kernel's loops grew from ~86 to ~107 KB, and the deep
+ring's CTAs keep twice the loads in flight beside them. Tests and edges shapes (both distributions),
+custom shapes (M of 1-256, 12 groups, a mixed 248 / 40 / 97-row tall launch), racecheck and
+synccheck pass.
 
 Exactness as v16 (the arithmetic is unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.
