@@ -1,4 +1,4 @@
-"""NVFP4 dual GEMM v27: the ring's depth per tile height.
+"""NVFP4 dual GEMM v27 ✗: the ring's depth per tile height (no gain).
 
 Version: v27
 Parent: v25
@@ -15,7 +15,14 @@ Arch: sm_90a
 Prediction (H200, kernels alone against v25): 256x3072x4096 and 256x4096x7168 1.02-1.06x,
 512x3072x7168 1.01-1.04x, 512x4096x7168 (256-row tiles, 6 slots as before) 1.00x. If the deeper ring
 gives nothing, these loops are not waiting on loads (group_gemm's B: 32-block tiles gained nothing).
-Measured: not yet run.
+Measured: NVIDIA H200, commit 14545a5 (call X12). Kernels alone (kernel_compare, v25 / v27 alternated
+in one process, every output checked): v25 45.1 / 78.6 / 30.0 / 66.5, v27 45.2 / 78.6 / 29.9 / 66.6 µs:
+0.998x / 1.000x / 1.002x / 0.999x (span 1.001x / 1.000x / 0.993x / 0.999x). No change: with three K
+blocks of loads in flight these loops already do not wait on their loads (the prediction's second
+case; group_gemm's 112-block 128-column tiles gained from depth, dual's 128-row tiles with 32-56
+blocks of their own did not). Not recorded. Tests and edges shapes (both distributions), custom
+shapes (S = 2 at 32- to 256-row tiles, tails, 7 batches, M of 40-512), racecheck and synccheck on an
+S = 2 shape and a tails launch of 64-row tiles (16 slots) pass.
 
 Exactness as gemm v6: a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
