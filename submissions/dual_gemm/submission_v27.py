@@ -19,8 +19,9 @@ Measured: NVIDIA H200, commit 14545a5 (call X12). Kernels alone (kernel_compare,
 in one process, every output checked): v25 45.1 / 78.6 / 30.0 / 66.5, v27 45.2 / 78.6 / 29.9 / 66.6 µs:
 0.998x / 1.000x / 1.002x / 0.999x (span 1.001x / 1.000x / 0.993x / 0.999x). No change: with three K
 blocks of loads in flight these loops already do not wait on their loads (the prediction's second
-case; group_gemm's 112-block 128-column tiles gained from depth, dual's 128-row tiles with 32-56
-blocks of their own did not). Not recorded. Tests and edges shapes (both distributions), custom
+case). Dual's 128- and 104-row tiles run 52-88 K blocks of their own (after tails or the split);
+group_gemm's 112-block 128-column tiles, launched among taller ones, gained from depth and its
+32-block ones did not: block count alone does not decide it. Not recorded. Tests and edges shapes (both distributions), custom
 shapes (S = 2 at 32- to 256-row tiles, tails, 7 batches, M of 40-512), racecheck and synccheck on an
 S = 2 shape and a tails launch of 64-row tiles (16 slots) pass.
 
