@@ -17,8 +17,8 @@ and more warpgroups doing every block (v30) or a longer chain (ring_rate) showed
 chain per block, taken once per block by every consumer warp, is the clock. Taking every other block
 halves how many of those chains stand between two blocks, at twice the work in each.
 Arch: sm_90a
-Analogue: CUTLASS's intra-CTA split of K across math warpgroups (a per-CTA split-K); the writeup
-has no counterpart (tcgen05 issues from one thread).
+Analogue: CUTLASS 2.x's sliced-K (a CTA's warps split K and reduce through shared memory), here
+across the two wgmma warpgroups; the writeup has no counterpart (tcgen05 issues from one thread).
 Prediction: C (its critical tiles at 128 columns) and D 1.05-1.20x; A and B 1.02-1.08x (their tiles
 of at most 128 columns, 160 of 256 on A, 168 of 448 on B, are the short ones); a loss would mean the
 chain is not per block (or the two decodes per block lengthen it as much as they save).
