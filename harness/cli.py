@@ -786,7 +786,7 @@ def build_cmd(problem, version, compile_only_flag, jobs, timeout):
     if mode == "full":
         _print_full_builds(subs, results, several)
     else:
-        _print_compile_only(subs, results, several, escape)
+        _print_compile_only(subs, results, several)
     failed = [(s, r) for s, r in zip(subs, results) if not r.ok]
     for sub, r in failed:
         err_console.print(f"[bold red]{sub.problem} {sub.label} does not build[/] (log: {r.log or '-'})")
@@ -807,7 +807,7 @@ def _print_full_builds(subs, results, several) -> None:
     console.print(table)
 
 
-def _print_compile_only(subs, results, several, escape) -> None:
+def _print_compile_only(subs, results, several) -> None:
     table = Table(title="build (compile-only: registers per thread, bytes per kernel)", title_justify="left")
     cols = (["problem"] if several else []) + ["version", "status", "kernel", "arch", "regs", "spill st/ld",
                                                 "stack", "smem", "barriers", "time"]
@@ -926,7 +926,7 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
         flops = problem_module(problem).flops(**shape.params)
         with err_console.status(f"profile {problem} {sub.label} on {shape.label} under ncu (replays every kernel)..."):
             res = profile.ncu_profile(sub, ncu, shape.params, dist, flops, calls=calls or 1, timeout_s=timeout)
-        _print_ncu(problem, sub, shape, res, escape)
+        _print_ncu(problem, sub, shape, res)
         return
     with err_console.status(f"profile {problem} {sub.label} on {shape.label}..."):
         res = profile.torch_profile(sub, shape.params, dist, calls=calls or 10, timeout_s=timeout)
@@ -952,7 +952,7 @@ def _sig(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 100 else f"{x:,.0f}"
 
 
-def _print_ncu(problem, sub, shape, res, escape) -> None:
+def _print_ncu(problem, sub, shape, res) -> None:
     from harness import profile
     s = res["summary"]
     table = Table(title=f"{problem} {sub.label} on {shape.label}: Nsight Compute (--clock-control none)", title_justify="left")
