@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import gemm_ablation_main, patched  # noqa: E402
+from ablation import gemm_ablation_main, no_decode_patch, no_mma_patch, patched  # noqa: E402
 
 FLAGS = ("ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY", "ABLATE_NO_DECODE", "ABLATE_NO_MMA",
          "ABLATE_NO_EPILOGUE")
@@ -72,35 +72,9 @@ PATCHES = [
             }
         }""",
     ),
-    (
-        "        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);",
-        """#if ABLATE_NO_DECODE
-        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN (tensor-core
-            // timing on data that is not zeros)
-            const uint8_t* bv = b_values0 + slot * STAGE_BYTES;
-            const uint2 w0 = *reinterpret_cast<const uint2*>(bv + row * B_ROW_STRIDE + 8 * tig);
-            const uint2 w1 = *reinterpret_cast<const uint2*>(bv + (row + 8) * B_ROW_STRIDE + 8 * tig);
-            #pragma unroll
-            for (int s = 0; s < 4; ++s) {
-                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;
-                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;
-            }
-        }
-#else
-        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
-#endif""",
-    ),
-    (
-        "                    wgmma_m64k16<kN>(acc, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));",
-        """#if ABLATE_NO_MMA
-                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code
-                    const uint32_t x = frag[slot % 2][s][0] ^ frag[slot % 2][s][1] ^ frag[slot % 2][s][2] ^ frag[slot % 2][s][3];
-                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);
-                }
-#else
-                    wgmma_m64k16<kN>(acc, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));
-#endif""",
-    ),
+    no_decode_patch("        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);"),
+    no_mma_patch("                    wgmma_m64k16<kN>(acc, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));",
+                 "frag[slot % 2]"),
 ]
 # The epilogue's entry: v19-v31 branch on problem.splits inside the consumer; v32 on, the kernel is
 # instantiated per split-or-not and `problem.splits > 1` occurs only in host code, which the v19

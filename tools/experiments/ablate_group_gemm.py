@@ -56,7 +56,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ablation.py beside this file
-from ablation import gemm_ablation_main, patched  # noqa: E402
+from ablation import gemm_ablation_main, no_decode_patch, no_mma_patch, patched  # noqa: E402
 
 FLAGS = ("ABLATE_NO_DECODE", "ABLATE_NO_MMA", "ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY",
          "ABLATE_B_PREFETCH", "ABLATE_WARP_RELEASE", "ABLATE_L2_FETCH", "ABLATE_PLAIN_ARRIVE",
@@ -166,39 +166,9 @@ PATCHES = [
 #endif
 """,
     ),
-    (
-        "decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);",
-        """
-#if ABLATE_NO_DECODE
-        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN (tensor-core
-            // timing on data that is not zeros)
-            const uint8_t* bv = b_values0 + slot * STAGE_BYTES;
-            const uint2 w0 = *reinterpret_cast<const uint2*>(bv + row * B_ROW_STRIDE + 8 * tig);
-            const uint2 w1 = *reinterpret_cast<const uint2*>(bv + (row + 8) * B_ROW_STRIDE + 8 * tig);
-            #pragma unroll
-            for (int s = 0; s < 4; ++s) {
-                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;
-                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;
-            }
-        }
-#else
-        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
-#endif
-""",
-    ),
-    (
-        "wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));",
-        """
-#if ABLATE_NO_MMA
-                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code
-                    const uint32_t x = frag[slot % 3][s][0] ^ frag[slot % 3][s][1] ^ frag[slot % 3][s][2] ^ frag[slot % 3][s][3];
-                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);
-                }
-#else
-                wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));
-#endif
-""",
-    ),
+    no_decode_patch("decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);", lead="\n"),
+    no_mma_patch("wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));",
+                 "frag[slot % 3]", lead="\n"),
     (
         """            mbar_arrive_expect_tx(full + 8 * s, a_bytes);
             bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);""",
@@ -270,37 +240,9 @@ TMA_B_PATCHES = [
         }
 """,
     ),
-    (
-        "        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);\n",
-        """#if ABLATE_NO_DECODE
-        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN (tensor-core
-            // timing on data that is not zeros)
-            const uint8_t* bv = b_values0 + slot * STAGE_BYTES;
-            const uint2 w0 = *reinterpret_cast<const uint2*>(bv + row * B_ROW_STRIDE + 8 * tig);
-            const uint2 w1 = *reinterpret_cast<const uint2*>(bv + (row + 8) * B_ROW_STRIDE + 8 * tig);
-            #pragma unroll
-            for (int s = 0; s < 4; ++s) {
-                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;
-                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;
-            }
-        }
-#else
-        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
-#endif
-""",
-    ),
-    (
-        "                    wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));\n",
-        """#if ABLATE_NO_MMA
-                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code
-                    const uint32_t x = frag[slot % 3][s][0] ^ frag[slot % 3][s][1] ^ frag[slot % 3][s][2] ^ frag[slot % 3][s][3];
-                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);
-                }
-#else
-                    wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));
-#endif
-""",
-    ),
+    no_decode_patch("        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);\n"),
+    no_mma_patch("                    wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));\n",
+                 "frag[slot % 3]"),
     (
         "    named_barrier_sync(1, kConsumerThreads);\n",
         "    if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;  // NOTE: acc stays live: the K loop is kept\n"

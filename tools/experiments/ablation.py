@@ -35,6 +35,48 @@ def patched(text: str, patches: list[tuple[str, str]], defines: str, variant: st
     return text.replace(name_line, f'EXTENSION_NAME = "{ext}_ablate_{variant}"')
 
 
+
+# The stand-ins the GEMM ablation tools switch in, one text for all of them (each tool anchors them
+# on its version's own lines). Both keep the data live, so nothing around them is removed as dead code.
+# NOTE: B's fragments from the stage's raw words, masked so no fp16 is Inf or NaN (tensor-core timing
+# on data that is not zeros); it reads the slot the decode would have read.
+RAW_FRAGMENTS = """        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN (tensor-core
+            // timing on data that is not zeros)
+            const uint8_t* bv = b_values0 + slot * STAGE_BYTES;
+            const uint2 w0 = *reinterpret_cast<const uint2*>(bv + row * B_ROW_STRIDE + 8 * tig);
+            const uint2 w1 = *reinterpret_cast<const uint2*>(bv + (row + 8) * B_ROW_STRIDE + 8 * tig);
+            #pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;
+                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;
+            }
+        }
+"""
+
+
+def _switched(flag: str, line: str, standin: str, lead: str, indent: str) -> tuple[str, str]:
+    """(line, replacement): `standin` under `flag`, the version's own line (indented as `indent` when
+    it was anchored mid-line) under #else; `lead` goes before the #if (a newline for a mid-line anchor)."""
+    keep = line if line.startswith(" ") else indent + line
+    end = "\n" if line.endswith("\n") or lead else ""
+    return line, f"{lead}#if {flag}\n{standin}#else\n{keep.rstrip(chr(10))}\n#endif{end}"
+
+
+def no_decode_patch(decode_line: str, lead: str = "") -> tuple[str, str]:
+    """Under ABLATE_NO_DECODE the version's decode_b call gives way to RAW_FRAGMENTS."""
+    return _switched("ABLATE_NO_DECODE", decode_line, RAW_FRAGMENTS, lead, "        ")
+
+
+def no_mma_patch(wgmma_line: str, frag: str, lead: str = "") -> tuple[str, str]:
+    """Under ABLATE_NO_MMA the version's wgmma call on fragment set `frag` (e.g. "frag[slot % 3]")
+    gives way to folding the fragments into the accumulators by XOR, so the decode stays live."""
+    indent = "                "
+    body = (f"{indent}{{   // NOTE: keeps every fragment live, so the decode is not removed as dead code\n"
+            f"{indent}    const uint32_t x = {frag}[s][0] ^ {frag}[s][1] ^ {frag}[s][2] ^ {frag}[s][3];\n"
+            f"{indent}    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);\n"
+            f"{indent}}}\n")
+    return _switched("ABLATE_NO_MMA", wgmma_line, body, lead, indent)
+
 def load(path: Path):
     """Import a patched file through the harness's build cache: one folder per source text, and a
     torch lock left by a killed build cleared (build_cache.building)."""
