@@ -93,24 +93,24 @@ STREAM_K_MARKS = [
     ("end", 128, "        consume_stream<kN>(problem, tile1, n1, n2, ring, ring_generic, full, empty, gather);\n"),
 ]
 
+def _mark(problem: str, name: str):
+    """MARKS[problem]'s entry for mark `name`, for mark sets that share its anchors."""
+    return next(mark for mark in MARKS[problem] if mark[0] == name)
+
+
 # gemm v40+ (split launches with tail helpers): a split CTA stamps its own blocks' end ('K loop'),
 # its tail's partial added, then the exchange's marks; a helper CTA stamps only 'start', 'prologue',
 # its first stage (the last tail's: each tail restarts the loop) and 'tail stored' (its last tail's
 # partial stored and handed to the flag). Unsplit and plain split launches stamp what they reach.
-def _gemm_mark(name: str):
-    """gemm's entry for mark `name` (MARKS below), for mark sets that share its anchors."""
-    return next(mark for mark in MARKS["gemm"] if mark[0] == name)
-
-
 GEMM_TAILS_MARKS = [
-    _gemm_mark("start"),
-    _gemm_mark("prologue"),
+    _mark("gemm", "start"),
+    _mark("gemm", "prologue"),
     ("first stage", 128, "    decode_slot(0, phase, frag[0]);\n"),
     ("K loop", 128, "    const SplitPlace p = place_of(problem, q, splits);\n    const GroupDesc& d = problem.groups[p.g];\n", "before"),
     ("tail added", 128, "    if constexpr (kSplitLaunch) {\n        reduce_through_l2<kN>", "before"),
-    _gemm_mark("partial stored"),
-    _gemm_mark("peers arrived"),
-    _gemm_mark("sum stored"),
+    _mark("gemm", "partial stored"),
+    _mark("gemm", "peers arrived"),
+    _mark("gemm", "sum stored"),
     ("tail stored", 128, ("        mbar_arrive(tail_done + 8 * i);\n",
                           "        if (cthread == 0) flag_release(problem.flags + split_ctas + tail_q);\n")),
     ("end", 128, ("    consume<kN, kMode>(problem, q, num_k, ring, ring_generic, full, empty, gather, tail_done);\n",
@@ -135,13 +135,13 @@ MARKS["group_gemm"] = [
 # group_gemm v40 (K-interleaved warpgroups on tiles of at most 128 columns): the marks of that loop
 # only; tiles of more columns run v39's loop and stamp start, prologue, C staged and end.
 GROUP_INTERLEAVED_MARKS = [
-    MARKS["group_gemm"][0],
-    MARKS["group_gemm"][1],
+    _mark("group_gemm", "start"),
+    _mark("group_gemm", "prologue"),
     ("first stage", 128, "    if (blocks > 0) decode_slot(0, 0, frag[0]);\n"),
     ("K loop", 128, "    if (blocks > 0) mbar_arrive(empty0 + 16 * ((blocks - 1) % kLap));\n"),
     ("K loop wg1", 256, "    if (blocks > 0) mbar_arrive(empty0 + 16 * ((blocks - 1) % kLap));\n"),
-    ("C staged", 128, "    named_barrier_sync(2 + wg, 128);  // NOTE: this warpgroup's 128 threads have written and fenced\n"),
-    ("end", 128, "        tensor_store_wait_read();\n"),
+    _mark("group_gemm", "C staged"),
+    _mark("group_gemm", "end"),
 ]
 
 _DUAL_LOOP_ANCHORS = ("    if constexpr (kSplit) {\n        reduce_in_cluster<kN>",
