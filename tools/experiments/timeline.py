@@ -93,6 +93,7 @@ STREAM_K_MARKS = [
     ("end", 128, "        consume_stream<kN>(problem, tile1, n1, n2, ring, ring_generic, full, empty, gather);\n"),
 ]
 
+
 def _mark(problem: str, name: str):
     """MARKS[problem]'s entry for mark `name`, for mark sets that share its anchors."""
     return next(mark for mark in MARKS[problem] if mark[0] == name)
