@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness import config, isolation, leaderboard, roofline, runner, stats, submissions
+from harness import config, isolation, leaderboard, roofline, runner, stats, submissions, timing
 from harness.errors import UserError
 from reference import PROBLEMS
 from reference.distributions import DISTS
@@ -128,30 +128,48 @@ def _gpus(spec: str | None) -> list[int] | None:
     return sharding.parse_gpus(spec, torch.cuda.device_count() if torch.cuda.is_available() else 0)
 
 
-def timing_options(fn):
-    fn = click.option("--budget", type=float, default=3.0, show_default=True,
-                      help="Seconds of timing per shape (hard cap; the run is flagged not converged).")(fn)
-    fn = click.option("--min-repeats", "min_samples", type=click.IntRange(min=1), default=10, show_default=True,
-                      help="Timed calls per shape before the stopping rule may stop.")(fn)
-    fn = click.option("--min-time", type=float, default=0.1, show_default=True,
-                      help="Seconds of timing per shape before the stopping rule may stop.")(fn)
-    fn = click.option("--target", type=float, default=1e-3, show_default=True,
-                      help="Stop once the standard error is under this fraction of the mean.")(fn)
-    fn = click.option("--pool", type=click.IntRange(min=1), default=8, show_default=True,
-                      help="Distinct input sets per block: one timed call each, regenerated every block.")(fn)
-    fn = click.option("--graph", is_flag=True,
-                      help="Time CUDA-graph replays (launch overhead removed; the in-graph flush is subtracted).")(fn)
-    fn = click.option("--queued", is_flag=True,
-                      help="GPU MODE's order: flush, start event, call, end event, no synchronise between; the "
-                           "call's host path overlaps the flush (README, step 5).")(fn)
-    fn = click.option("--warm", is_flag=True, help="Also time warm-L2 calls and report them beside the cold ones.")(fn)
-    return fn
+CLI_METHODS = ("gpumode", "kernel", "cold", "queued", "graph")
 
 
-# What each timing mode's figures are, for table titles and notes.
-MODE_TITLES = {"cold": "cold L2, each call from an idle device",
-               "queued": "cold L2, queued behind the flush (GPU MODE's order)",
-               "graph": "CUDA graph replays"}
+def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0):
+    """The timing options of run, table and compare; ``method`` and ``budget`` are the command's defaults."""
+    def decorate(fn):
+        fn = click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=budget, show_default=True,
+                          help="Seconds of timing per shape (hard cap; the run is flagged not converged).")(fn)
+        fn = click.option("--min-repeats", "min_samples", type=click.IntRange(min=1), default=10, show_default=True,
+                          help="Samples per shape before the stopping rule may stop.")(fn)
+        fn = click.option("--min-time", type=click.FloatRange(min=0), default=0.1, show_default=True,
+                          help="Seconds of timing per shape before the stopping rule may stop.")(fn)
+        fn = click.option("--target", type=click.FloatRange(min=0, min_open=True), default=1e-3, show_default=True,
+                          help="Stop once the standard error is under this fraction of the mean.")(fn)
+        fn = click.option("--pool", type=click.IntRange(min=1), default=8, show_default=True,
+                          help="Distinct input sets per block, regenerated every block (gpumode: the competition's "
+                               "batch, 50 or 15, where it has one).")(fn)
+        fn = click.option("--method", type=click.Choice(CLI_METHODS), default=method, show_default=True,
+                          help="gpumode: the competition's eval (batch, flush, stop rule); kernel: device time of the "
+                               "call's kernels (CUPTI), host apart; cold: each call from an idle device, launch "
+                               "included; queued: one call per event pair behind the flush; graph: CUDA-graph replays.")(fn)
+        fn = click.option("--flush", "flush_kind", type=click.Choice(timing.FLUSHES), default="dirty", show_default=True,
+                          help="How L2 is emptied before timed work: dirty = zeroing (GPU MODE's), clean = a read "
+                               "sweep that leaves clean lines (no write-backs charged to the kernel).")(fn)
+        fn = click.option("--graph", is_flag=True, help="Shorthand for --method graph.")(fn)
+        fn = click.option("--queued", is_flag=True, help="Shorthand for --method queued.")(fn)
+        fn = click.option("--warm", is_flag=True, help="With --method cold: also time warm-L2 calls beside the cold ones.")(fn)
+        return fn
+    return decorate
+
+
+# What each timing method's figures are, for table titles and notes.
+MODE_TITLES = {"gpumode": "GPU MODE's eval: calls queued in batches after one flush",
+               "kernel": "device time of the call's kernels (span), queued behind a sleep",
+               "cold": "cold L2, each call from an idle device",
+               "queued": "cold L2, one call queued behind the flush",
+               "graph": "CUDA graph replays",
+               "warm": "warm L2"}
+
+
+def method_title(plan) -> str:
+    return f"{plan.mode}: {MODE_TITLES.get(plan.mode, plan.mode)}, {plan.flush} flush"
 
 
 def run_processes_option(fn):
@@ -162,15 +180,20 @@ def run_processes_option(fn):
 
 
 def _plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin,
-          queued=False) -> runner.TimingPlan:
-    if graph and queued:
-        raise UserError("--graph and --queued do not combine: choose one timing mode")
-    if warm and (graph or queued):
-        other = "graph" if graph else "queued"
-        raise UserError(f"--warm times warm calls beside cold-mode ones; it does not combine with --{other}")
-    mode = "graph" if graph else "queued" if queued else "cold"
+          queued=False, method=timing.DEFAULT_METHOD, flush_kind="dirty", default_method=timing.DEFAULT_METHOD) -> runner.TimingPlan:
+    shorthands = [name for name, on in (("graph", graph), ("queued", queued)) if on]
+    if len(shorthands) > 1:
+        raise UserError("--graph and --queued do not combine: choose one timing method")
+    if shorthands:
+        if method not in (default_method, shorthands[0]):
+            raise UserError(f"--{shorthands[0]} and --method {method} do not combine: choose one timing method")
+        method = shorthands[0]
+    if warm and method != "cold":
+        raise UserError(f"--warm times warm calls beside cold-method ones; it does not combine with --method {method}")
+    if margin <= 0:
+        raise UserError(f"--margin {margin}: must be a positive fraction (0.02 = ±2%)")
     return runner.TimingPlan.from_options(budget_s=budget, min_samples=min_samples, min_time_s=min_time,
-                                          target=target, pool=pool, mode=mode,
+                                          target=target, pool=pool, mode=method, flush=flush_kind,
                                           warm=warm, margin=margin)
 
 
@@ -252,15 +275,16 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, gpus_spec, time
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
 @click.option("--record", is_flag=True, help="Append the results to leaderboard.csv.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
-@timing_options
+@timing_options()
 @run_processes_option
 @gpus_option
 @common_options
 @clean_errors
 def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget, min_samples, min_time, target, pool,
-            graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
+            method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
-    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued)
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
+                 flush_kind=flush_kind)
     plan.run_processes = run_processes
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
@@ -313,12 +337,15 @@ def _interval(lo, hi) -> str:
 
 def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
     plan = outcome.plan
-    mode = MODE_TITLES[plan.mode if plan else "cold"]
+    mode = method_title(plan) if plan else "cold"
     table = Table(title=f"{problem} {sub.label}: {_text(sub.change or '')} ({mode})", title_justify="left")
     cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
     if plan and plan.warm:
         cols.append("warm mean µs")
-    cols += ["floor µs", "% of floor"]
+    kernel_method = bool(plan and plan.mode == "kernel")
+    if kernel_method:
+        cols += ["sum µs", "host µs"]
+    cols += ["floor µs", "% of floor", "read µs", "% of read"]
     for col in cols:
         table.add_column(col, justify="left" if col in ("shape", "status") else "right")
     not_converged = []
@@ -333,11 +360,16 @@ def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
                      _us(st["median_us"]), _us(st["iqr_us"]), _us(st["best_us"]), n_txt]
             if plan and plan.warm:
                 cells.append(_us(st["warm"]["mean_us"]) if st.get("warm") else "-")
-            table.add_row(*cells, _us(r.floor_us), pct)
+            if kernel_method:
+                k = st.get("kernel") or {}
+                cells += [_us(k.get("sum_us")), _us(k.get("host_us"))]
+            read_us = r.read_floor_us
+            read_pct = f"{100 * read_us / st['mean_us']:.1f}%" if read_us else "-"
+            table.add_row(*cells, _us(r.floor_us), pct, _us(read_us), read_pct)
             if not r.ok and r.message:  # timed, but failed (escape, implausible): say why
                 table.add_row("", f"[dim]{_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
         else:
-            table.add_row(r.shape.label, _status(r.status), *["-"] * (len(cols) - 4), _us(r.floor_us), "-")
+            table.add_row(r.shape.label, _status(r.status), *["-"] * (len(cols) - 6), _us(r.floor_us), "-", "-", "-")
             table.add_row("", f"[dim]{_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
     console.print(table)
     gm = (outcome.geomean or {}).get(sub.label)
@@ -376,20 +408,38 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @click.option("--processes", type=click.IntRange(min=1), default=runner.TimingPlan.processes, show_default=True,
               help="Generations of fresh process pairs per shape at least, prepared in alternating order (the budget is split over them).")
 @click.option("--max-processes", type=click.IntRange(min=1), default=runner.TimingPlan.max_processes, show_default=True,
-              help="While a shape's verdict is AMBIGUOUS, two more generations at a time, up to this many.")
-@timing_options
+              help="--isolated: while a shape's verdict is AMBIGUOUS, two more generations at a time, up to this many.")
+@click.option("--isolated", is_flag=True,
+              help="Each version in processes of its own, generations of fresh process pairs (automatic for a file "
+                   "outside submissions/): for a file you did not write.")
+@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=runner.TimingPlan.precision,
+              show_default=True, help="One process: stop once the verdict is decided and the interval is within "
+                                      "this fraction of the speedup.")
+@timing_options(method="kernel", budget=10.0)
 @common_options
 @clean_errors
-def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, budget,
-                min_samples, min_time, target, pool, graph, queued, warm, timeout, compile_timeout):
-    """A and B in separate processes, taking turns block by block on identical inputs; verdicts
-    FASTER / SLOWER / SAME / AMBIGUOUS from the time ratio's 95% interval (a paired block bootstrap,
-    widened to a Student-t over process generations; more generations while AMBIGUOUS)."""
-    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin, queued=queued)
+def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, isolated,
+                precision, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm, timeout,
+                compile_timeout):
+    """A and B taking turns block by block (A B B A ...) on identical, never-seen inputs; verdicts
+    FASTER / SLOWER / SAME / AMBIGUOUS from the speedup's 95% interval. Your own versions share one
+    process (paired blocks); --isolated, or a file from outside submissions/, gives each version
+    processes of its own (generations of process pairs, more while AMBIGUOUS)."""
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, margin, queued=queued, method=method,
+                 flush_kind=flush_kind, default_method="kernel")
     plan.processes, plan.max_processes = processes, max(processes, max_processes)
+    plan.precision = precision
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
+    outside = [s.label for s in (sub_a, sub_b) if not submissions.in_lab(s)]
+    plan.isolated = isolated or bool(outside)
+    if outside and not isolated:
+        err_console.print(f"[yellow]note:[/yellow] {', '.join(outside)} is not a version of this lab: each side runs "
+                          "in processes of its own (--isolated)")
     cap = runner.local_capability()
+    if cap is None:
+        err_console.print("[yellow]note:[/yellow] no GPU here: CPU times of the Python path, not comparable "
+                          "with anything: no verdict")
     shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
     if note:
         err_console.print(f"[yellow]note:[/yellow] {note}")
@@ -399,17 +449,20 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
+    over = "paired blocks in one process" if not plan.isolated else "blocks and process generations"
     table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
-                        f"95% interval over blocks and process generations, SAME within ±{margin:.1%}; {MODE_TITLES[plan.mode]})",
+                        f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})",
                   title_justify="left")
-    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI", "procs", "verdict"):
+    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI",
+                "procs" if plan.isolated else "pairs", "verdict"):
         table.add_column(col)
     for r in outcome.results:
         if r.stats and r.ratio:
             v = r.ratio["verdict"]
             table.add_row(r.shape.label, _status(r.status), _us(r.stats[0]["mean_us"]), _us(r.stats[1]["mean_us"]),
                           f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
-                          str(r.ratio.get("processes", "")), f"[{VERDICT_STYLE[v]}]{v}[/]" if r.ok else _text(r.message))
+                          str(r.ratio.get("processes", "") if plan.isolated else r.ratio.get("pairs", "")),
+                          f"[{VERDICT_STYLE.get(v, 'dim')}]{v}[/]" if r.ok else _text(r.message))
             gens = r.ratio.get("by_generation") or []
             if len(gens) > 1:
                 table.add_row("", "[dim]by process pair[/dim]", "", "", "", "", "",
@@ -419,7 +472,9 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
             table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", _text(r.message))
     console.print(table)
     gm = (outcome.geomean or {}).get("ratio")
-    if gm:
+    if gm and cap is None:
+        console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: {gm[0]:.3f}x (CPU times: no verdict)")
+    elif gm:
         v = stats.verdict(gm[1], gm[2], margin)
         console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: {gm[0]:.3f}x, 95% CI [{gm[1]:.3f}, {gm[2]:.3f}]: "
                       f"[{VERDICT_STYLE[v]}]{v}[/]")
@@ -438,15 +493,18 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
 @click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv.")
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
 @click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
-@timing_options
+@timing_options()
 @run_processes_option
 @gpus_option
 @common_options
 @clean_errors
 def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, budget, min_samples, min_time,
-              target, pool, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
+              target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
-    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued)
+    if published and recorded:
+        raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
+    plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
+                 flush_kind=flush_kind)
     plan.run_processes = run_processes
     gpus = _gpus(gpus_spec)
     submissions.check_problem(problem)
@@ -458,7 +516,7 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
         _print_published(pc)
         return
     if recorded:
-        _print_recorded(problem, pc, plan.mode, plot_path)
+        _print_recorded(problem, pc, plan.mode, plot_path, plan.flush)
         return
     subs = ([submissions.resolve(problem, v) for v in versions.split(",")] if versions
             else submissions.versions(problem))
@@ -521,10 +579,10 @@ def _note_recorded_gpus(problem, outcomes) -> None:
                           + (f" as well as {here}" if here in gpus else f", not this {here}") + ": compare within one GPU")
 
 
-def _print_recorded(problem, pc, mode="cold", plot_path=None) -> None:
-    rows = leaderboard.best(leaderboard.read(), problem, mode)
+def _print_recorded(problem, pc, mode=timing.DEFAULT_METHOD, plot_path=None, flush="dirty") -> None:
+    rows = leaderboard.best(leaderboard.read(), problem, mode, flush)
     if not rows:
-        console.print(f"no recorded {mode}-mode results for {problem} (use --record)")
+        console.print(f"no recorded {mode} results ({flush} flush) for {problem} (use --record)")
         return
     cap = runner.local_capability()
     here = None
@@ -533,7 +591,7 @@ def _print_recorded(problem, pc, mode="cold", plot_path=None) -> None:
         here = torch.cuda.get_device_name(0)
     gpus = sorted({r["gpu"] for r in rows})
     keys = {(s.key) : lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
-    table = Table(title=f"{problem}: best recorded results (µs, mean, {MODE_TITLES.get(mode, mode)}; GPU after each figure "
+    table = Table(title=f"{problem}: best recorded results (µs, mean, {mode}: {MODE_TITLES.get(mode, mode)}, {flush} flush; GPU after each figure "
                         "where they differ)",
                   title_justify="left")
     table.add_column("version")
@@ -711,18 +769,21 @@ def _recorded_lines(pc, by_version, order, gpus) -> list:
 # ----------------------------------------------------------------------------------- leaderboard
 @main.command("leaderboard")
 @click.argument("problem", required=False)
-@click.option("--mode", type=click.Choice(sorted(MODE_TITLES)), default="cold", show_default=True,
-              help="Which timing mode's rows (a row is only ever compared with rows of its own mode).")
+@click.option("--mode", "--method", "mode", type=click.Choice(sorted(MODE_TITLES)), default=timing.DEFAULT_METHOD,
+              show_default=True, help="Which timing method's rows (a row is only ever compared with rows of its own method).")
+@click.option("--flush", "flush_kind", type=click.Choice(timing.FLUSHES), default="dirty", show_default=True,
+              help="Which flush's rows.")
 @clean_errors
-def leaderboard_cmd(problem, mode):
+def leaderboard_cmd(problem, mode, flush_kind):
     """Best recorded result per version and shape (from leaderboard.csv)."""
     if problem:
         submissions.check_problem(problem)
-    rows = leaderboard.best(leaderboard.read(), problem, mode)
+    rows = leaderboard.best(leaderboard.read(), problem, mode, flush_kind)
     if not rows:
-        console.print(f"no recorded {mode}-mode results" + (f" for {problem}" if problem else "") + " (use --record)")
+        console.print(f"no recorded {mode} results ({flush_kind} flush)" + (f" for {problem}" if problem else "")
+                      + " (use --record)")
         return
-    table = Table(title=f"best recorded results ({MODE_TITLES[mode]})", title_justify="left")
+    table = Table(title=f"best recorded results ({mode}: {MODE_TITLES[mode]}, {flush_kind} flush)", title_justify="left")
     for col in ("problem", "version", "shape", "dist", "mean µs", "% of floor", "gpu", "commit", "when"):
         table.add_column(col)
 

@@ -58,9 +58,11 @@ class Child:
     """One submission's worker process, restarted on demand after a crash."""
 
     def __init__(self, job: dict, submission: dict, *, compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
-                 on_event: Callable[[dict], None] | None = None, extra_env: dict | None = None):
+                 on_event: Callable[[dict], None] | None = None, extra_env: dict | None = None,
+                 together: list[dict] | None = None):
         self.job = job
         self.submission = submission
+        self.together = list(together or [])  # more submissions imported into this same process
         self.compile_timeout_s = compile_timeout_s
         self.on_event = on_event
         self.extra_env = extra_env or {}
@@ -94,7 +96,8 @@ class Child:
         self._log_path = log_path
         key = channel.new_key()
         self._receiver = channel.Receiver(key)
-        job = dict(self.job, submission=self.submission, repo_root=str(paths.REPO_ROOT))
+        job = dict(self.job, submission=self.submission, together=self.together, repo_root=str(paths.REPO_ROOT),
+                   code_root=str(paths.CODE_ROOT))
         self._send({"key": key.hex(), "job": job})
         try:
             event = self._await(("ready", "import_error"), self.compile_timeout_s, "while importing/compiling")
@@ -106,6 +109,8 @@ class Child:
             self.stop()
             status = event.get("status", "FAIL")
             message = event["message"] if status == "TAMPERED" else f"import failed: {event['message']}"
+            if self.together and event.get("label"):
+                message = f"{event['label']}: {message}"
             self.import_failure = ChildFailure(status, message)
             raise self.import_failure
 

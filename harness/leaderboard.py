@@ -25,6 +25,8 @@ COLUMNS = (
     "git_commit", "git_dirty", "message",
     # Added with the sidecars; older rows leave them empty.
     "run_id", "gpu_uuid", "timing_mode", "ci95_lo_us", "ci95_hi_us", "iqr_us",
+    # Added with the named timing methods (harness.timing.METHODS) and flushes; older rows: dirty.
+    "flush", "batch", "read_floor_us", "kernel_sum_us", "host_us",
 )
 
 
@@ -104,18 +106,24 @@ def read(path: Path | None = None) -> list[dict]:
 
 
 def timing_mode(row: dict) -> str:
-    """The row's timing mode; rows from before the column existed were all cold mode."""
+    """The row's timing method; rows from before the column existed were all cold mode."""
     return row.get("timing_mode") or "cold"
 
 
-def best(rows: list[dict], problem: str | None = None, mode: str = "cold") -> list[dict]:
-    """Fastest passing row per (problem, version, shape, dist, gpu) among rows of one timing mode:
-    a queued or graph figure never stands in for a cold one."""
+def flush_kind(row: dict) -> str:
+    """The row's L2 flush; rows from before the column existed all zeroed (dirty)."""
+    return row.get("flush") or "dirty"
+
+
+def best(rows: list[dict], problem: str | None = None, mode: str = "cold", flush: str = "dirty") -> list[dict]:
+    """Fastest passing row per (problem, version, shape, dist, gpu) among rows of one timing method
+    and flush: a kernel or gpumode figure never stands in for a cold one, nor a clean flush's for a
+    dirty one's."""
     winners: dict[tuple, dict] = {}
     for row in rows:
         if row.get("status") != "PASS" or not row.get("mean_us"):
             continue
-        if (problem and row["problem"] != problem) or timing_mode(row) != mode:
+        if (problem and row["problem"] != problem) or timing_mode(row) != mode or flush_kind(row) != flush:
             continue
         key = (row["problem"], row["version"], row["shape"], row["dist"], row["gpu"])
         if key not in winners or float(row["mean_us"]) < float(winners[key]["mean_us"]):

@@ -68,7 +68,7 @@ def store(gpu_name: str, figures: dict) -> None:
         data = json.loads(path.read_text()) if path.exists() else {}
     except (OSError, json.JSONDecodeError):
         data = {}
-    data[gpu_name] = figures
+    data[gpu_name] = dict(figures, read_floors=(data.get(gpu_name) or {}).get("read_floors", {}))
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
@@ -118,7 +118,8 @@ def measure(torch, warmup_s: float = WARMUP_S, reps: int = REPS) -> dict:
 def ceilings(torch, gpu_name: str, allow_measure: bool = True) -> dict | None:
     """This GPU model's ceilings: its REFERENCE figures, else a cached measurement, else one made
     now (and cached), else the datasheet's."""
-    figures = reference_for(gpu_name) or cached(gpu_name)
+    stored = cached(gpu_name)
+    figures = reference_for(gpu_name) or (stored if stored and "bf16_tflops" in stored else None)
     if figures is None and allow_measure and torch.cuda.is_available():
         figures = measure(torch)
         torch.cuda.empty_cache()  # the measurement's buffers died with measure()'s frame
@@ -171,3 +172,102 @@ def geomean(values: list[float]) -> float | None:
     if not vals or len(vals) != len(values):
         return None
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+# --------------------------------------------------------------------------------- the read floor
+# NOTE: the copy-rate floor is not reachable by a kernel that reads 30-130 MB right after the
+# harness's zeroing flush: the flush leaves L2 full of dirty lines, and their write-back is charged
+# to whatever evicts them (a pure read of 33-132 MB: 76-85% of the copy rate on an H200 after the
+# zeroing flush, 98-106% after a read-only one; ../shared/anchors/h200-2026-11-27.md). So beside
+# the copy floor each timed shape gets the time of a pure read of its bytes under the same flush,
+# measured on the same clock: the floor a memory-bound kernel can reach.
+READ_REPS = 15
+READ_AHEAD_CYCLES = 100_000  # ~50 µs of device sleep: the read is queued before the device reaches it
+
+
+def _read_kernels(torch):
+    """Read-only kernels over an int32 buffer, by name: torch's sum, and a Triton sweep (16-byte
+    loads, one partial per program) where Triton is installed. The floor takes the faster."""
+    kernels = {"torch.sum": lambda buf, out: torch.sum(buf, dtype=torch.int64, out=out[:1].view(()))}
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return kernels
+
+    @triton.jit
+    def sweep(src, out, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+        pid = tl.program_id(0)
+        acc = tl.zeros([BLOCK], dtype=tl.int32)
+        for i in range(ITERS):
+            offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
+            acc ^= tl.load(src + offs, mask=offs < n, other=0)
+        tl.store(out + pid, tl.xor_sum(acc, axis=0))
+
+    block, iters = 2048, 8
+
+    def triton_read(buf, out):
+        n = buf.numel()
+        grid = (triton.cdiv(n, block * iters),)
+        sweep[grid](buf, out, n, BLOCK=block, ITERS=iters)
+
+    kernels["triton sweep"] = triton_read
+    return kernels
+
+
+def measure_read(torch, nbytes: int, flush_kind: str, reps: int = READ_REPS) -> dict:
+    """µs of a pure read of ``nbytes`` right after ``timing.flush(flush_kind)``: per kernel the median
+    of ``reps``, each read queued behind a device sleep and timed by events around it alone."""
+    import statistics
+
+    from harness import timing
+    n = max(1, nbytes // 4)
+    buf = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32, device="cuda")
+    out = torch.empty(max(1, n // 2048 + 1), dtype=torch.int32, device="cuda")
+    results = {}
+    for name, read in _read_kernels(torch).items():
+        try:
+            read(buf, out)  # compile / first touch outside the samples
+        except Exception as exc:  # noqa: BLE001 - a read kernel that cannot run here is skipped, said why
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+            continue
+        times = []
+        for _ in range(reps):
+            torch.cuda.synchronize()
+            timing.flush(flush_kind)
+            torch.cuda._sleep(READ_AHEAD_CYCLES)
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            read(buf, out)
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e) * 1e3)
+        results[name] = {"median_us": statistics.median(times), "best_us": min(times)}
+    timed = {k: v for k, v in results.items() if "median_us" in v}
+    if not timed:
+        raise RuntimeError(f"no read kernel ran: {results}")
+    best = min(timed, key=lambda k: timed[k]["median_us"])
+    return {"us": timed[best]["median_us"], "kernel": best, "bytes": nbytes, "flush": flush_kind,
+            "tbps": nbytes / (timed[best]["median_us"] * 1e-6) / 1e12, "kernels": results}
+
+
+def read_floor(torch, gpu_name: str, nbytes: int, flush_kind: str) -> dict:
+    """The read floor of ``nbytes`` under ``flush_kind`` on this GPU model: cached in the build
+    folder's ceilings file, measured on first use (``measure_read``)."""
+    key = f"read|{flush_kind}|{nbytes}"
+    entry = cached(gpu_name) or {}
+    found = (entry.get("read_floors") or {}).get(key)
+    if found:
+        return found
+    figures = measure_read(torch, nbytes, flush_kind)
+    torch.cuda.empty_cache()
+    path = build_cache.ceilings_file()
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        data = {}
+    data.setdefault(gpu_name, {}).setdefault("read_floors", {})[key] = figures
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+    return figures

@@ -16,41 +16,64 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness import config, isolation, machine, roofline, stats, telemetry
+from harness import config, isolation, machine, roofline, stats, telemetry, timing
 from harness.config import Shape
 from harness.errors import UserError
 from harness.submissions import Submission
 
 STATUSES_OK = ("PASS",)
+NO_VERDICT = "none (CPU)"
+FLUSH_DETAIL = {"dirty": "2x L2 zeroed on the timed stream (GPU MODE's clear writes too)",
+                "clean": "2x L2 read by a reduction on the timed stream (clean lines)"}
 MAX_THROTTLE_DROPS = 10  # throttled blocks dropped (and retried) per shape before keeping them, flagged
 
 
 @dataclass
 class TimingPlan:
-    """How to time: the stopping rule, the pool, the mode, and compare's equivalence margin."""
+    """How to time: the method (``timing.METHODS``), the flush, the stopping rule, the pool, and
+    compare's equivalence margin and precision."""
     rule: stats.StopRule = field(default_factory=stats.StopRule)
     pool: int = 8
     warmup: int = 2
-    mode: str = "cold"  # cold | graph
+    mode: str = timing.DEFAULT_METHOD  # the timing method
+    flush: str = "dirty"  # timing.FLUSHES
     warm: bool = False  # also time warm-cache calls (reported beside the cold ones)
-    margin: float = 0.02  # SAME: measured process-to-process offsets are 1-2% (README, Verdicts)
-    processes: int = 2  # compare: generations of fresh child processes per shape, at least (even: balanced start order)
-    max_processes: int = 8  # compare: more generations, two at a time, while the verdict is AMBIGUOUS
+    margin: float = 0.02  # SAME: the interval within ±margin of 1
+    precision: float = 0.01  # compare (one process): stop once decided and the interval is within ±precision
+    isolated: bool = False  # compare: each version in processes of its own, generations of them
+    processes: int = 2  # isolated compare: generations of fresh child processes per shape, at least (even: balanced start order)
+    max_processes: int = 8  # isolated compare: more generations, two at a time, while the verdict is AMBIGUOUS
     run_processes: int = 1  # run/table: fresh processes per shape, the budget split over them
 
     @classmethod
-    def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode="cold", warm=False,
-                     margin=0.02, min_time_s=0.1, max_samples=100_000, processes=2, max_processes=8) -> "TimingPlan":
+    def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode=timing.DEFAULT_METHOD, warm=False,
+                     margin=0.02, min_time_s=0.1, max_samples=100_000, processes=2, max_processes=8,
+                     flush="dirty", isolated=False, precision=0.01) -> "TimingPlan":
         return cls(stats.StopRule(min_samples=min_samples, min_time_s=min_time_s, target_rel_err=target,
                                   budget_s=budget_s, max_samples=max_samples),
-                   pool=pool, mode=mode, warm=warm, margin=margin, processes=processes, max_processes=max_processes)
+                   pool=pool, mode=mode, flush=flush, warm=warm, margin=margin, precision=precision,
+                   isolated=isolated, processes=processes, max_processes=max_processes)
 
-    def describe(self) -> dict:
+    def batch(self, problem: str) -> int:
+        """Calls per pair of events: GPU MODE's batch for ``gpumode``, else one."""
+        return timing.gpumode_batch(problem) if self.mode == "gpumode" else 1
+
+    def pool_size(self, problem: str) -> int:
+        """Input sets per block: one batch for ``gpumode`` where a batch holds several calls (the
+        competition's 50 or 15 distinct inputs), else ``pool``."""
+        batch = self.batch(problem)
+        return batch if batch > 1 else self.pool
+
+    def describe(self, problem: str | None = None) -> dict:
         r = self.rule
-        return {"mode": self.mode, "warm": self.warm, "pool": self.pool, "warmup": self.warmup,
-                "min_samples": r.min_samples, "min_time_s": r.min_time_s, "target_rel_err": r.target_rel_err,
-                "budget_s": r.budget_s, "max_samples": r.max_samples, "margin": self.margin,
-                "processes": self.processes, "max_processes": self.max_processes, "run_processes": self.run_processes}
+        out = {"mode": self.mode, "method": self.mode, "flush": self.flush, "warm": self.warm, "pool": self.pool,
+               "warmup": self.warmup, "min_samples": r.min_samples, "min_time_s": r.min_time_s,
+               "target_rel_err": r.target_rel_err, "budget_s": r.budget_s, "max_samples": r.max_samples,
+               "margin": self.margin, "precision": self.precision, "isolated": self.isolated,
+               "processes": self.processes, "max_processes": self.max_processes, "run_processes": self.run_processes}
+        if problem:
+            out.update(batch=self.batch(problem), pool=self.pool_size(problem))
+        return out
 
 
 @dataclass
@@ -71,6 +94,12 @@ class ShapeResult:
     @property
     def ok(self) -> bool:
         return self.status in STATUSES_OK
+
+    @property
+    def read_floor_us(self) -> float | None:
+        """A pure read of the shape's bytes under the same flush, on this GPU (roofline.read_floor)."""
+        floor = (self.extra or {}).get("read_floor") or {}
+        return floor.get("us")
 
 
 @dataclass
@@ -150,22 +179,35 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     results: list[ShapeResult | None] = [None] * len(items)
     devices: dict = {}
 
+    described = [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in subs]
+    together = len(subs) == 2 and mode != "test" and not plan.isolated
+
     def serve(indices: list[int], gpu: int | None) -> None:
         env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
-        children = [isolation.Child(job, {"label": s.label, "path": str(s.path), "source_hash": s.source_hash},
-                                    compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env)
-                    for s in subs]
+        if together:
+            children = [isolation.Child(job, described[0], compile_timeout_s=compile_timeout_s, on_event=progress,
+                                        extra_env=env, together=described[1:])]
+        else:
+            children = [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env)
+                        for d in described]
         try:
             for i in indices:
                 shape, dist = items[i]
-                item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist}
+                item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist,
+                        "problem": shape.problem}
                 if progress:
                     progress({"event": "start", "item": item["id"] + (f" (GPU {gpu})" if gpu is not None else "")})
                 if mode == "test":
                     results[i] = _test_item(children[0], shape, dist, item, seeds, timeout_s)
+                elif together:
+                    results[i] = _measure_together(children[0], [s.label for s in subs], shape, dist, item, plan,
+                                                   timeout_s, progress)
                 else:
                     results[i] = _measure_item(children, shape, dist, item, plan, timeout_s, progress)
                 results[i].device = next((c.device for c in children if c.device), None)
+                if capability is None and results[i].ratio:
+                    # NOTE: CPU times of a Python path are not comparable: no verdict is given on them
+                    results[i].ratio["verdict"] = NO_VERDICT
                 if gpu is not None:
                     results[i].extra["gpu_index"] = gpu
                 if progress:
@@ -263,7 +305,7 @@ def _start_together(children, order) -> tuple[int, str, str] | None:
 def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[int, str, str] | None:
     """``prepare`` on each child in ``order`` (the children start together where they are not
     running); (index, status, message) on failure."""
-    command = {"cmd": "prepare", "item": item, "pool": plan.pool, "mode": plan.mode, "warmup": plan.warmup}
+    command = _prepare_command(item, plan)
     failure = _start_together(children, order)
     if failure:
         return failure
@@ -278,7 +320,118 @@ def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[i
             return i, reply["status"], reply.get("message", "")
         extra.setdefault(children[i].label, []).append({"l2_reset": reply.get("l2_reset"),
                                                         "graph_flush_us": reply.get("flush_us")})
+        if reply.get("read_floor"):
+            extra["read_floor"] = reply["read_floor"]
     return None
+
+
+def _prepare_command(item: dict, plan: TimingPlan) -> dict:
+    problem = item["problem"]
+    return {"cmd": "prepare", "item": item, "pool": plan.pool_size(problem), "mode": plan.mode, "warmup": plan.warmup,
+            "flush": plan.flush, "batch": plan.batch(problem)}
+
+
+def _kernel_extra(replies: list[dict]) -> dict | None:
+    """The kernel method's by-products of a shape's kept blocks: summed durations and host µs per
+    call (means), device records outside every call."""
+    parts = [r["kernel"] for r in replies if r.get("kernel")]
+    if not parts:
+        return None
+    sums = [x for p in parts for x in p["sum_us"]]
+    hosts = [x for p in parts for x in p["host_us"]]
+    return {"sum_us": sum(sums) / len(sums), "host_us": sum(hosts) / len(hosts),
+            "activities_per_call": max(a for p in parts for a in p["activities"]),
+            "stray_activities": sum(p["stray_activities"] for p in parts)}
+
+
+def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingPlan, timeout_s,
+                      progress) -> ShapeResult:
+    """compare of two versions imported into one process: one pool (identical inputs), rounds of
+    one block each, A B then B A, every block on never-seen inputs; the speedup from the paired
+    blocks (``stats.paired_ratio_interval``). Stops once the verdict is decided and the interval
+    lies within ±``plan.precision`` of its point (at least ``min_rounds``), or at the budget."""
+    result = ShapeResult(shape, dist, "PASS")
+    min_rounds = 4
+
+    def fail(status: str, message: str, sub: int | None = None) -> ShapeResult:
+        result.status = status
+        result.message = (f"{labels[sub]}: " if sub is not None else "") + message
+        return result
+
+    try:
+        if not child.alive():
+            child.start()
+        if progress:
+            progress({"event": "progress", "item": item["id"], "stage": "checking " + " and ".join(labels)})
+        reply = child.request(_prepare_command(item, plan), timeout_s)
+    except isolation.ChildFailure as exc:
+        return fail(exc.status, exc.message)
+    if reply["status"] != "PASS":
+        return fail(reply["status"], reply.get("message", ""), reply.get("sub"))
+    read_floor = reply.get("read_floor")
+    blocks: list[list] = [[], []]
+    kept: list[list[dict]] = [[], []]
+    tele_log: list = []
+    dropped, rounds, timed_s = 0, 0, 0.0
+    decision = None
+    while True:
+        rounds += 1
+        order = [0, 1] if rounds % 2 else [1, 0]  # A B, B A, ...: neither version always goes first
+        replies = {}
+        t0 = time.monotonic()
+        for sub in order:
+            try:
+                reply = child.request({"cmd": "block", "round": rounds, "mode": plan.mode, "warm": False,
+                                       "sub": sub}, timeout_s)
+            except isolation.ChildFailure as exc:
+                return fail(exc.status, exc.message, sub)
+            if reply["status"] != "PASS":
+                return fail(reply["status"], reply.get("message", ""), sub)
+            replies[sub] = reply
+        timed_s += time.monotonic() - t0
+        samples = [replies[i].get("telemetry") for i in (0, 1)]
+        throttled = any(telemetry.is_throttled(x) for x in samples)
+        if throttled and dropped < MAX_THROTTLE_DROPS:
+            dropped += 1
+            continue
+        tele_log.append({"round": rounds, "throttled": throttled, "samples": samples})
+        for i in (0, 1):
+            blocks[i].append(replies[i]["times_us"])
+            kept[i].append(replies[i])
+        n = len(blocks[0])
+        if progress and n % 5 == 0:
+            progress({"event": "progress", "item": item["id"], "stage": f"timing: {n} block pairs"})
+        if n >= min_rounds and timed_s >= plan.rule.min_time_s:
+            point, lo, hi = stats.paired_ratio_interval(blocks[0], blocks[1])
+            verdict = stats.verdict(lo, hi, plan.margin)
+            precise = max(point - lo, hi - point) <= plan.precision * point
+            if verdict != "AMBIGUOUS" and precise:
+                decision = (True, f"decided after {n} block pairs ({timed_s:.1f} s)")
+                break
+        if timed_s >= plan.rule.budget_s or rounds >= plan.rule.max_samples:
+            decision = (False, f"time budget of {plan.rule.budget_s:g} s spent after {n} block pairs")
+            break
+    try:
+        child.request({"cmd": "finish"}, timeout_s)
+    except isolation.ChildFailure:
+        pass
+    converged, reason = decision
+    result.stats = []
+    for i in (0, 1):
+        summary = stats.summarize(blocks[i], converged, reason)
+        summary["throttled_blocks_kept"] = sum(1 for t in tele_log if t["throttled"])
+        extra_kernel = _kernel_extra(kept[i])
+        if extra_kernel:
+            summary["kernel"] = extra_kernel
+        result.stats.append(summary)
+    result.samples = blocks
+    result.telemetry = tele_log
+    result.extra = {"rounds": rounds, "throttle_drops": dropped, "together": True, "read_floor": read_floor,
+                    "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
+    point, lo, hi = stats.paired_ratio_interval(blocks[0], blocks[1])
+    result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
+                    "processes": 1, "pairs": len(blocks[0]), "decided": converged}
+    return result
 
 
 def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
@@ -307,6 +460,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
     generation_rule = dataclasses.replace(plan.rule, budget_s=generation_budget)
     unconverged: list[str] = []
     blocks: list[list] = [[] for _ in children]
+    kept: list[list[dict]] = [[] for _ in children]
     warm_blocks: list[list] = [[] for _ in children]
     groups: list[int] = []  # the generation of every kept round
     tele_log: list = []
@@ -337,7 +491,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
             for i in round_order:
                 try:
                     reply = children[i].request({"cmd": "block", "round": rounds, "mode": plan.mode,
-                                                 "warm": plan.warm}, timeout_s)
+                                                 "warm": plan.warm, "sub": 0}, timeout_s)
                 except isolation.ChildFailure as exc:
                     return fail(i, exc.status, exc.message)
                 if reply["status"] != "PASS":
@@ -352,6 +506,7 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
                              "throttled": any(telemetry.is_throttled(s) for s in samples), "samples": samples})
             for i in range(len(children)):
                 blocks[i].append(replies[i]["times_us"])
+                kept[i].append(replies[i])
                 if "warm_times_us" in replies[i]:
                     warm_blocks[i].append(replies[i]["warm_times_us"])
             groups.append(gen)
@@ -393,10 +548,14 @@ def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, prog
         if warm_blocks[i]:
             summary["warm"] = stats.summarize(warm_blocks[i], converged, reason)
         summary["throttled_blocks_kept"] = sum(1 for t in tele_log if t["throttled"])
+        extra_kernel = _kernel_extra(kept[i])
+        if extra_kernel:
+            summary["kernel"] = extra_kernel
         result.stats.append(summary)
     result.samples = blocks
     result.telemetry = tele_log
     result.extra = {"rounds": rounds, "throttle_drops": dropped, "children": extra, "generations": groups,
+                    "read_floor": extra.pop("read_floor", None),
                     "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
     if pair:
         point, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
@@ -462,13 +621,19 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
                "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
                "gpu_uuid": tele.get("uuid", ""), "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""),
                "cuda": dev.get("cuda", ""), "torch": dev.get("torch", ""),
-               "timing_mode": (outcome.plan.mode if outcome.plan else ""), **git}
+               "timing_mode": (outcome.plan.mode if outcome.plan else ""),
+               "flush": (outcome.plan.flush if outcome.plan else ""),
+               "batch": (outcome.plan.batch(sub.problem) if outcome.plan else ""), **git}
         if st:
             row.update({k: _fmt(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us",
                                                      "ci95_lo_us", "ci95_hi_us", "iqr_us")})
             row.update(n=st["n"], converged=str(st["converged"]).lower())
             if r.floor_us:
                 row.update(floor_us=_fmt(r.floor_us), pct_of_floor=_fmt(100 * r.floor_us / st["mean_us"]))
+            if r.read_floor_us:
+                row.update(read_floor_us=_fmt(r.read_floor_us))
+            if st.get("kernel"):
+                row.update(kernel_sum_us=_fmt(st["kernel"]["sum_us"]), host_us=_fmt(st["kernel"]["host_us"]))
         rows.append(row)
         sidecars.append({
             "row": {k: row[k] for k in ("timestamp", "problem", "version", "shape", "dist", "status")},
@@ -476,7 +641,8 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
             "shape": r.shape.params, "seeds": r.extra.get("seeds"),
             "samples_us": r.samples[sub_index] if (r.samples and r.ok) else None,
             "stats": st, "telemetry": r.telemetry,
-            "timing": dict(outcome.plan.describe() if outcome.plan else {}, flush="2x L2 zeroed on the timed stream before every call",
+            "timing": dict(outcome.plan.describe(sub.problem) if outcome.plan else {},
+                           flush_detail=FLUSH_DETAIL.get(outcome.plan.flush if outcome.plan else "dirty"),
                            **{k: v for k, v in r.extra.items() if k != "seeds"}),
             "environment": {"gpu": dev.get("gpu"), "gpu_telemetry": tele, "sm_count": dev.get("sm_count"),
                             "capability": dev.get("capability"), "driver": dev.get("driver"), "cuda": dev.get("cuda"),

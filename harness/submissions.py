@@ -118,3 +118,13 @@ def load(problem: str, path: Path, label: str) -> Submission:
     code = ast.unparse(ast.Module(body=body, type_ignores=[]))
     return Submission(problem, label, path, header, hashlib.sha256(data).hexdigest(),
                       hashlib.sha256(code.encode()).hexdigest())
+
+
+def in_lab(sub: Submission) -> bool:
+    """Whether ``sub`` is a file of this lab's submissions/ tree (the team's own code): only those
+    share a process in ``compare``; anything else runs isolated."""
+    try:
+        sub.path.resolve().relative_to(paths.submissions_dir().resolve())
+        return True
+    except ValueError:
+        return False

@@ -1,8 +1,25 @@
 """Timing: one function, ``time_block``, the only place a submission's calls are timed.
 
-A *block* is one pass over a pool of distinct input sets, one timed call each, back to back. The
+A *block* is one pass over a pool of distinct input sets, one call each, back to back. The
 caller (``harness.worker``) refreshes the pool with never-seen inputs and poisons the outputs
 before every block, and checks every output after it; the parent decides when to stop.
+
+Methods (``METHODS``), each named for what it measures:
+
+``gpumode`` (the default of ``run`` and ``table``): GPU MODE's own eval for the problem. The pool
+is cut into batches of ``GPUMODE_BATCH[problem]`` calls (50 for gemm and dual_gemm, as
+``eval_better_bench.py``; 15 for group_gemm, ``eval_better_bench_grouped_gemm.py``; 1 for gemv,
+``eval.py``); per batch: synchronise, flush L2, start event, every call of the batch queued back to
+back, end event, synchronise; the sample is the batch's event time over its calls. No synchronise
+between the flush and the start event, so the first call's host path overlaps the flush and the
+later calls' host paths overlap the earlier calls' device time, as in the competition.
+
+``kernel``: what the device spends on the call. Per call: flush, a device sleep (``AHEAD_US``) so
+that the whole call is queued before the device reaches it, then the call inside a profiler range;
+CUPTI activity records (torch.profiler / kineto) of every kernel, memcpy and memset the call
+launched, on any stream, attributed to the call by the op that launched it (``kernel_times``). The
+sample is the *span*, first activity's start to last one's end (overlapping kernels counted once,
+gaps the device left counted); the summed durations and the host's time in the call ride along.
 
 Per call (CUDA, ``cold``): the flush buffer (twice the L2 size, allocated once) is zeroed on the
 timed stream, the device is synchronised (the call starts on an idle GPU, so its window covers
@@ -20,6 +37,12 @@ the flush does: whatever of it fits under the flush (tens of µs) is hidden, and
 event cost is not paid. What is left is close to what the competition reports; cold mode is the
 latency a caller waits for. A third event before the flush lets the escape check compare the
 wall clock with a span that holds the flush, as in cold mode.
+
+Flushes (``FLUSHES``): ``dirty`` zeroes a buffer of twice the L2 (GPU MODE's clear writes too):
+L2 is left full of dirty lines, whose write-back the timed kernel pays as it evicts them;
+``clean`` reads the same buffer (a reduction with a one-element output), so L2 holds clean lines
+and the timed kernel reads at the read rate. Measured (``../shared/anchors``, H200): a pure read of
+33-132 MB ran at 76-85% of the copy rate after the zeroing flush and 98-106% after a read-only one.
 
 ``warm``: each timed call follows an untimed call on the same input (no flush between), so L2 holds
 what that call left. ``graph``: the call is captured once in a CUDA graph together with a flush;
@@ -41,7 +64,26 @@ _now = time.perf_counter
 # A block whose device-synchronised wall time exceeds its event span by both margins is flagged.
 ESCAPE_REL = 0.5
 ESCAPE_ABS_US = 500.0
-MODES = ("cold", "queued", "warm", "graph")
+METHODS = ("gpumode", "kernel", "cold", "queued", "warm", "graph")
+MODES = METHODS  # the name rows and sidecars carried before the methods were named
+FLUSHES = ("dirty", "clean")
+DEFAULT_METHOD = "gpumode"
+# Calls per batch of GPU MODE's eval for each problem (reference-kernels, problems/nvidia): gemm and
+# dual_gemm run eval_better_bench.py (50), group_gemm eval_better_bench_grouped_gemm.py (15), gemv
+# eval.py (one call per pair of events).
+GPUMODE_BATCH = {"gemv": 1, "gemm": 50, "dual_gemm": 50, "group_gemm": 15}
+# NOTE: the device sleep queued before each call in kernel mode, so the whole call (a prepass, its
+# GEMM) is enqueued before the device reaches it and the span holds no host launch latency; a
+# call's host path on the lent hosts is ~10-60 µs (tools' host_path measurements), so 200 µs
+# covers it with room. torch.cuda._sleep spins cycles: ~2000 a µs at an H100/H200's SM clock.
+AHEAD_US = 200.0
+SLEEP_CYCLES_PER_US = 2000
+CALL_RANGE = "nvfp4::call"
+
+
+def gpumode_batch(problem: str) -> int:
+    """The batch size of GPU MODE's eval for ``problem`` (1 for a problem it does not know)."""
+    return GPUMODE_BATCH.get(problem, 1)
 
 
 @dataclass
@@ -51,7 +93,11 @@ class Bound:
     record: object
     elapsed: object
     synchronize: object
+    profile: object = None
+    record_function: object = None
+    sleep: object = None
     flush_buffer: object = None
+    flush_sink: object = None  # the read-only flush's one-element output
     l2_status: str = ""
 
 
@@ -62,11 +108,15 @@ def bind(torch) -> Bound:
     """Take the references timing uses; call once, before importing any submission."""
     global _bound
     ev = torch.cuda.Event
-    _bound = Bound(torch, ev, ev.record, ev.elapsed_time, torch.cuda.synchronize)
+    import torch.profiler as profiler
+    _bound = Bound(torch, ev, ev.record, ev.elapsed_time, torch.cuda.synchronize,
+                   profiler.profile, profiler.record_function, getattr(torch.cuda, "_sleep", None))
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2 = int(getattr(props, "L2_cache_size", 0)) or 64 * 1024 * 1024
         _bound.flush_buffer = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+        _bound.flush_buffer.zero_()
+        _bound.flush_sink = torch.empty((), dtype=torch.int64, device="cuda")
         _bound.l2_status = reset_persisting_l2()
     return _bound
 
@@ -77,8 +127,15 @@ def bound() -> Bound:
     return _bound
 
 
-def flush() -> None:
-    bound().flush_buffer.zero_()
+def flush(kind: str = "dirty") -> None:
+    """Evict L2 (see the module's docstring): ``dirty`` zeroes twice the L2, ``clean`` reads it."""
+    b = bound()
+    if kind == "clean":
+        b.torch.sum(b.flush_buffer, dtype=b.torch.int64, out=b.flush_sink)
+    elif kind == "dirty":
+        b.flush_buffer.zero_()
+    else:
+        raise ValueError(f"unknown flush {kind!r}; expected one of {', '.join(FLUSHES)}")
 
 
 _libcuda = None
@@ -106,30 +163,38 @@ class Block:
     span_us: float = 0.0
     escape: str | None = None
     telemetry: dict | None = None
+    kernel: dict | None = None  # kernel method: per call span, summed durations, host µs (kernel_times)
 
 
-def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, telemetry=None, prelude=None) -> Block:
-    """Times ``fn(data)`` once per input set in ``pool``, back to back.
+def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty", batch: int = 1, poison=None,
+               graph=None, telemetry=None, prelude=None) -> Block:
+    """Times ``fn(data)`` once per input set in ``pool`` by method ``mode`` (``METHODS``).
 
-    ``poison(data)`` refills a set's outputs (``warm`` calls it between the untimed and the timed
-    call); ``graph`` is a ``GraphCall`` for mode ``graph``; ``telemetry.sample()`` is read while the
-    block runs on the device.
+    ``flush_kind``: ``FLUSHES``; ``batch``: calls per pair of events in ``gpumode``; ``poison(data)``
+    refills a set's outputs (``warm`` calls it between the untimed and the timed call); ``graph`` is
+    a ``GraphCall`` for ``graph``; ``telemetry.sample()`` is read while the block runs on the device.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown timing mode {mode!r}; expected one of {', '.join(MODES)}")
+    if mode not in METHODS:
+        raise ValueError(f"unknown timing method {mode!r}; expected one of {', '.join(METHODS)}")
+    if flush_kind not in FLUSHES:
+        raise ValueError(f"unknown flush {flush_kind!r}; expected one of {', '.join(FLUSHES)}")
     b = bound()
     torch = b.torch
     if not torch.cuda.is_available():
-        return _time_block_cpu(fn, pool, mode, poison, prelude)
+        return _time_block_cpu(fn, pool, mode, poison, prelude, batch)
     b.l2_status = reset_persisting_l2()
-    starts = [b.Event(enable_timing=True) for _ in pool]
-    ends = [b.Event(enable_timing=True) for _ in pool]
-    befores = [b.Event(enable_timing=True) for _ in pool] if mode == "queued" else None
     if prelude:
         # NOTE: an untimed call on a scratch input right before the block: after regenerating the pool
         # the submission's host path is cold, and the first timed call of every block ran ~60 µs slow
         # on an H200 (gemv v1: 167 µs against 108 µs) while the others did not.
         prelude()
+    if mode == "gpumode":
+        return _time_batches(b, fn, pool, max(1, int(batch)), flush_kind, telemetry)
+    if mode == "kernel":
+        return _time_kernels(b, fn, pool, flush_kind, telemetry)
+    starts = [b.Event(enable_timing=True) for _ in pool]
+    ends = [b.Event(enable_timing=True) for _ in pool]
+    befores = [b.Event(enable_timing=True) for _ in pool] if mode == "queued" else None
     results, walls = [], []
     sample = None
     for i, (data, start, end) in enumerate(zip(pool, starts, ends)):
@@ -138,7 +203,7 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
         # of a block paid the launch overhead and the rest hid it behind the previous call (an H200
         # showed 142 µs for the first call of every gemv block and 84 µs for the others).
         if mode == "cold":
-            flush()
+            flush(flush_kind)
         elif mode == "warm":
             fn(data)
             if poison:
@@ -151,7 +216,7 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
             # NOTE: no synchronise between the flush and the start event: the call's host path
             # overlaps the flush on the device, as in GPU MODE's eval.
             b.record(befores[i])
-            flush()
+            flush(flush_kind)
         b.record(start)
         if mode == "graph":
             graph.replay()
@@ -160,8 +225,6 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
         b.record(end)
         host_extra = 0.0
         if i == len(pool) - 1 and telemetry:
-            # NOTE: read while the last call may still run; the query (around a millisecond of host
-            # time the device never sees) is left out of the wall time.
             t_sample = _now()
             sample = telemetry.sample()
             host_extra = _now() - t_sample
@@ -176,6 +239,133 @@ def time_block(fn, pool: list, mode: str = "cold", *, poison=None, graph=None, t
     span_events = [b.elapsed(s, e) * 1e3 for s, e in zip(befores, ends)] if mode == "queued" else event_us
     wall_us, span_us = sum(walls), sum(span_events)
     return Block(times, results, wall_us, span_us, escape_of(mode, len(pool), wall_us, span_us), sample)
+
+
+def _sample_telemetry(telemetry) -> tuple[dict | None, float]:
+    """One telemetry sample, and the host seconds it took (left out of the wall time).
+    NOTE: read while the last call may still run; the query (around a millisecond of host time the
+    device never sees) would otherwise count as the call's."""
+    if not telemetry:
+        return None, 0.0
+    t = _now()
+    sample = telemetry.sample()
+    return sample, _now() - t
+
+
+def _time_batches(b, fn, pool, batch, flush_kind, telemetry) -> Block:
+    """``gpumode``: per batch of ``batch`` sets, synchronise, flush, start event, the calls queued back
+    to back, end event, synchronise (GPU MODE's eval; see the module's docstring)."""
+    groups = [pool[i:i + batch] for i in range(0, len(pool), batch)]
+    events = [(b.Event(enable_timing=True), b.Event(enable_timing=True), b.Event(enable_timing=True)) for _ in groups]
+    results, walls, sample = [], [], None
+    for j, (group, (before, start, end)) in enumerate(zip(groups, events)):
+        b.synchronize()
+        t0 = _now()
+        b.record(before)
+        flush(flush_kind)
+        b.record(start)
+        for data in group:
+            results.append(fn(data))
+        b.record(end)
+        extra = 0.0
+        if j == len(groups) - 1:
+            sample, extra = _sample_telemetry(telemetry)
+        b.synchronize()
+        walls.append((_now() - t0 - extra) * 1e6)
+    times = [b.elapsed(s, e) * 1e3 / len(g) for g, (_, s, e) in zip(groups, events)]
+    wall_us = sum(walls)
+    span_us = sum(b.elapsed(before, e) * 1e3 for before, _, e in events)
+    return Block(times, results, wall_us, span_us, escape_of("gpumode", len(pool), wall_us, span_us), sample)
+
+
+def _time_kernels(b, fn, pool, flush_kind, telemetry) -> Block:
+    """``kernel``: each call flushed, queued behind a device sleep, profiled (see the module's
+    docstring). Events and the wall clock bracket every call as in ``queued``, for the escape check."""
+    torch = b.torch
+    from torch.profiler import ProfilerActivity
+    befores = [b.Event(enable_timing=True) for _ in pool]
+    ends = [b.Event(enable_timing=True) for _ in pool]
+    results, walls, host_us, sample = [], [], [], None
+    with b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i, data in enumerate(pool):
+            b.synchronize()
+            t0 = _now()
+            b.record(befores[i])
+            flush(flush_kind)
+            if b.sleep is not None:
+                b.sleep(int(AHEAD_US * SLEEP_CYCLES_PER_US))
+            with b.record_function(CALL_RANGE):
+                h0 = _now()
+                results.append(fn(data))
+                host_us.append((_now() - h0) * 1e6)
+            b.record(ends[i])
+            extra = 0.0
+            if i == len(pool) - 1:
+                sample, extra = _sample_telemetry(telemetry)
+            b.synchronize()
+            walls.append((_now() - t0 - extra) * 1e6)
+    per_call, stray = kernel_times(kineto_activities(torch, prof), len(pool))
+    wall_us = sum(walls)
+    span_us = sum(b.elapsed(s, e) * 1e3 for s, e in zip(befores, ends))
+    kernel = {"span_us": [c["span_us"] for c in per_call], "sum_us": [c["sum_us"] for c in per_call],
+              "activities": [c["activities"] for c in per_call], "host_us": host_us, "stray_activities": stray}
+    return Block(kernel["span_us"], results, wall_us, span_us, escape_of("kernel", len(pool), wall_us, span_us),
+                 sample, kernel)
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One profiler record: ``device`` work (a kernel, memcpy or memset) or a host-side op or range;
+    times in ns on the profiler's clock; ``ident`` a host op's correlation id, ``linked`` for device
+    work the id of the host op that launched it (0 for host ops)."""
+    device: bool
+    name: str
+    start_ns: int
+    end_ns: int
+    ident: int
+    linked: int
+
+
+def kineto_activities(torch, prof) -> list[Activity]:
+    """The records of a finished torch.profiler session, read from kineto's own events (no
+    FunctionEvent tree is built)."""
+    cpu = torch.autograd.DeviceType.CPU
+    return [Activity(e.device_type() != cpu, e.name(), int(e.start_ns()), int(e.end_ns()),
+                     int(e.correlation_id()), int(e.linked_correlation_id()))
+            for e in prof.profiler.kineto_results.events()]
+
+
+def kernel_times(activities: list[Activity], calls: int, range_name: str = CALL_RANGE) -> tuple[list[dict], int]:
+    """Per call (a host range named ``range_name``): the span of its device work (first start to last
+    end, µs), the summed durations (µs) and the count; and how many device records belong to no call.
+
+    A device record belongs to the call during whose range its launching host op started: ops nest
+    inside the range on the host clock, whatever stream the work ran on. The harness's own flush and
+    sleep are launched outside every range, so they never count."""
+    windows = sorted((a.start_ns, a.end_ns) for a in activities if not a.device and a.name == range_name)
+    if len(windows) != calls:
+        raise RuntimeError(f"the profiler recorded {len(windows)} call ranges for {calls} calls")
+    host_start = {a.ident: a.start_ns for a in activities if not a.device and a.linked == 0}
+    per_call: list[list[Activity]] = [[] for _ in windows]
+    stray = 0
+    for a in activities:
+        if not a.device:
+            continue
+        t = host_start.get(a.linked)
+        owner = next((i for i, (lo, hi) in enumerate(windows) if t is not None and lo <= t <= hi), None)
+        if owner is None:
+            stray += 1
+        else:
+            per_call[owner].append(a)
+    out = []
+    for acts in per_call:
+        if acts:
+            span = (max(a.end_ns for a in acts) - min(a.start_ns for a in acts)) / 1e3
+            total = sum(a.end_ns - a.start_ns for a in acts) / 1e3
+        else:
+            span = total = 0.0
+        out.append({"span_us": span, "sum_us": total, "activities": len(acts)})
+    return out, stray
 
 
 def escape_of(mode: str, calls: int, wall_us: float, span_us: float) -> str | None:
@@ -195,20 +385,27 @@ def escape_of(mode: str, calls: int, wall_us: float, span_us: float) -> str | No
     return None
 
 
-def _time_block_cpu(fn, pool, mode, poison, prelude) -> Block:
-    times, results = [], []
+def _time_block_cpu(fn, pool, mode, poison, prelude, batch: int = 1) -> Block:
+    """Without a GPU: host wall time per call (``gpumode``: per batch, over its calls). The figures
+    are CPU times, comparable with nothing measured on a GPU; the runner says so."""
+    times, results, timed = [], [], 0.0
     if prelude:
         prelude()
     wall0 = _now()
-    for data in pool:
+    size = max(1, int(batch)) if mode == "gpumode" else 1
+    for i in range(0, len(pool), size):
+        group = pool[i:i + size]
         if mode == "warm":
-            fn(data)
+            fn(group[0])
             if poison:
-                poison(data)
+                poison(group[0])
         t0 = _now()
-        results.append(fn(data))
-        times.append((_now() - t0) * 1e6)
-    return Block(times, results, (_now() - wall0) * 1e6, sum(times))
+        for data in group:
+            results.append(fn(data))
+        elapsed = (_now() - t0) * 1e6
+        timed += elapsed
+        times.append(elapsed / len(group))
+    return Block(times, results, (_now() - wall0) * 1e6, timed)
 
 
 class GraphCall:
@@ -216,7 +413,7 @@ class GraphCall:
     tensors before each replay, and ``clone`` copies the captured output after it. ``flush_us``:
     median replay time of a graph holding only the flush."""
 
-    def __init__(self, fn, static, tensors_of, poison, clone, replays: int = 21):
+    def __init__(self, fn, static, tensors_of, poison, clone, replays: int = 21, flush_kind: str = "dirty"):
         b = bound()
         torch = b.torch
         self._clone = clone
@@ -233,11 +430,11 @@ class GraphCall:
         b.synchronize()
         self._graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self._graph):
-            flush()
+            flush(flush_kind)
             self._output = fn(static)
         flush_graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(flush_graph):
-            flush()
+            flush(flush_kind)
         times = []
         for _ in range(replays):
             s, e = b.Event(enable_timing=True), b.Event(enable_timing=True)

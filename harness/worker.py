@@ -99,14 +99,29 @@ def retry_round(round_index: int) -> int:
 
 
 class Worker:
-    def __init__(self, torch, mod, kernel, guard, channel, telemetry):
-        self.torch, self.mod, self.kernel = torch, mod, kernel
+    """Checks and times the kernels of one process: one submission, or for ``compare`` of the
+    team's own versions several, which share the pool (identical inputs) and take turns block by
+    block. Commands name the kernel by its index (``sub``); ``self.kernel`` is the one in hand."""
+
+    def __init__(self, torch, mod, kernels, guard, channel, telemetry):
+        self.torch, self.mod = torch, mod
+        self.kernels = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
+        self.kernel = self.kernels[0]
         self.guard, self.channel, self.telemetry = guard, channel, telemetry
         self.pool: list = []
         self.scratch = None  # an extra input set for the untimed call before each block
+        self.graphs: dict[int, object] = {}
         self.graph = None
         self.item = None
         self.pool_round = 0  # the round whose seeds the pool holds (harness.worker.round_seed)
+        self.flush_kind = "dirty"
+        self.batch = 1
+
+    def use(self, sub: int) -> None:
+        if not 0 <= sub < len(self.kernels):
+            raise ValueError(f"no submission #{sub} in this process ({len(self.kernels)} imported)")
+        self.kernel = self.kernels[sub]
+        self.graph = self.graphs.get(sub)
 
     # -- correctness ------------------------------------------------------------------------
     def _poison(self, data) -> None:
@@ -178,19 +193,51 @@ class Worker:
         return params, params.pop("seed")
 
     # -- timing -----------------------------------------------------------------------------
-    def prepare(self, item: dict, pool_size: int, mode: str, warmup: int) -> dict:
+    def prepare(self, item: dict, pool_size: int, mode: str, warmup: int, flush_kind: str = "dirty",
+                batch: int = 1) -> dict:
+        """The pool, checked for every kernel of this process (``sub`` names the failing one)."""
         from harness import timing
         torch = self.torch
-        self.item, self.pool, self.graph = item, [], None
+        self.item, self.pool, self.graphs, self.graph = item, [], {}, None
+        self.flush_kind, self.batch = flush_kind, batch
         params, base = self._params(item)
-        earlier: list = []
         for slot in range(pool_size):
-            data = self.mod.generate_input(**params, seed=round_seed(base, 0, slot), dist=item["dist"])
+            self.pool.append(self.mod.generate_input(**params, seed=round_seed(base, 0, slot), dist=item["dist"]))
+        self.scratch = self.mod.generate_input(**params, seed=round_seed(base, 0, pool_size), dist=item["dist"])
+        for sub in range(len(self.kernels)):
+            self.use(sub)
+            failure = self._prepare_one(sub, mode, warmup, base)
+            if failure:
+                return dict(failure, sub=sub)
+        self.use(0)
+        read_floor = None
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+            read_floor = self._read_floor(params)
+        problem = self.guard.verdict()
+        if problem:
+            return {"status": problem[0], "message": problem[1]}
+        return {"status": "PASS", "message": "", "l2_reset": timing.bound().l2_status, "read_floor": read_floor,
+                "flush_us": [getattr(self.graphs.get(i), "flush_us", None) for i in range(len(self.kernels))]}
+
+    def _read_floor(self, params: dict) -> dict:
+        """A pure read of the shape's bytes under this flush (``roofline.read_floor``, cached per GPU)."""
+        from harness import roofline
+        torch = self.torch
+        try:
+            return roofline.read_floor(torch, torch.cuda.get_device_name(), int(self.mod.bytes_moved(**params)),
+                                       self.flush_kind)
+        except Exception as exc:  # noqa: BLE001 - a floor that cannot be measured is reported, not fatal
+            return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def _prepare_one(self, sub: int, mode: str, warmup: int, base: int) -> dict | None:
+        from harness import timing
+        torch = self.torch
+        earlier: list = []
+        for slot, data in enumerate(self.pool):
             status, msg = self.checked_call(data, earlier)
             if status != "PASS":
                 return {"status": status, "message": f"seed {round_seed(base, 0, slot)}: {msg}"}
-            self.pool.append(data)
-        self.scratch = self.mod.generate_input(**params, seed=round_seed(base, 0, pool_size), dist=item["dist"])
         # The first set again in fresh buffers: a content-keyed cache would now hit.
         repeat = _clone_structure(torch, self.pool[0])
         status, msg = self.checked_call(repeat, earlier)
@@ -204,29 +251,27 @@ class Worker:
             if not torch.cuda.is_available():
                 return {"status": "FAIL", "message": "--graph needs a CUDA GPU"}
             try:
-                self.graph = timing.GraphCall(self.kernel, _clone_structure(torch, self.pool[0]), tensors_of,
-                                              self._poison, lambda out: _clone_structure(torch, out))
+                self.graphs[sub] = timing.GraphCall(self.kernel, _clone_structure(torch, self.pool[0]), tensors_of,
+                                                    self._poison, lambda out: _clone_structure(torch, out),
+                                                    flush_kind=self.flush_kind)
             except Exception as exc:  # noqa: BLE001 - not capturable is the submission's verdict here
                 if _is_cuda_error(exc) and "capture" not in str(exc).lower():
                     raise
                 # NOTE: a failed capture can leave the context unusable: answer, then let a fresh child go on.
                 return {"status": "FAIL", "message": f"custom_kernel cannot be captured in a CUDA graph: {_one_line(exc)}",
                         "restart": True}
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        problem = self.guard.verdict()
-        if problem:
-            return {"status": problem[0], "message": problem[1]}
-        return {"status": "PASS", "message": "", "l2_reset": timing.bound().l2_status,
-                "flush_us": self.graph.flush_us if self.graph else None}
+        return None
 
-    def block(self, round_index: int, mode: str, warm: bool) -> dict:
+    def block(self, round_index: int, mode: str, warm: bool, sub: int = 0) -> dict:
+        """One timed block of kernel ``sub`` on round ``round_index``'s inputs (regenerated here, so
+        every kernel of a compare times identical inputs)."""
+        self.use(sub)
         self._refill(round_index)
         reply = self._timed_pass(mode)
         if reply["status"] == "PASS" and warm and mode == "cold":
             warm_pass = self._timed_pass("warm")
             reply = warm_pass if warm_pass["status"] != "PASS" else dict(reply, warm_times_us=warm_pass["times_us"])
-        return reply
+        return dict(reply, sub=sub)
 
     def _refill(self, round_index: int) -> None:
         """Never-seen inputs into the pool's (and the scratch set's) tensors, outputs poisoned;
@@ -249,8 +294,9 @@ class Worker:
         else:
             def prelude():
                 self.kernel(self.scratch)
-        block = timing.time_block(self.kernel, self.pool, mode, poison=self._poison, graph=self.graph,
-                                  telemetry=self.telemetry, prelude=prelude)
+        options = dict(flush_kind=self.flush_kind, batch=self.batch, poison=self._poison, graph=self.graph,
+                       telemetry=self.telemetry, prelude=prelude)
+        block = timing.time_block(self.kernel, self.pool, mode, **options)
         first_escape = None
         if block.escape and not self.guard.verdict():
             # NOTE: work a submission leaves outside its events does so on every call, so it escapes
@@ -260,10 +306,11 @@ class Worker:
             # same ones, a submission that memoises its outputs would be timed returning them.
             first_escape = block.escape
             self._refill(retry_round(self.pool_round))
-            block = timing.time_block(self.kernel, self.pool, mode, poison=self._poison, graph=self.graph,
-                                      telemetry=self.telemetry, prelude=prelude)
+            block = timing.time_block(self.kernel, self.pool, mode, **options)
         reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
                  "span_us": block.span_us, "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
+        if block.kernel:
+            reply["kernel"] = block.kernel
         if first_escape:
             reply["escape_retried"] = first_escape
         problem = self.guard.verdict()
@@ -281,7 +328,7 @@ class Worker:
         return reply
 
     def finish(self) -> dict:
-        self.pool, self.scratch, self.graph, self.item = [], None, None, None
+        self.pool, self.scratch, self.graph, self.graphs, self.item = [], None, None, {}, None
         if self.torch.cuda.is_available():
             self.torch.cuda.empty_cache()
         return {"status": "PASS", "message": ""}
@@ -310,9 +357,9 @@ def main(argv: list[str]) -> int:
     channel = channel_mod.Sender(event_fd, bytes.fromhex(hello["key"]))
     job = hello["job"]
     del hello
-    repo = job["repo_root"]
-    if repo not in sys.path:
-        sys.path.insert(0, repo)
+    for root in (job["repo_root"], job.get("code_root", job["repo_root"])):
+        if root not in sys.path:
+            sys.path.insert(0, root)
     warnings.filterwarnings("ignore", message=".*deterministic.*")
 
     import torch
@@ -334,27 +381,32 @@ def main(argv: list[str]) -> int:
         timing.bind(torch)
     guard = guard_mod.Guard.snapshot((mod.__name__,))
 
-    sub = job["submission"]
+    # NOTE: ``together`` (compare of the team's own versions) imports every submission into this one
+    # process; a submission named alone, or any file from outside the lab, gets a process of its own.
+    subs = [job["submission"], *job.get("together", [])]
     channel.emit("device", **info)
-    channel.emit("phase", phase="import", label=sub["label"])
+    kernels = []
     t0 = time.perf_counter()
-    try:
-        with build_cache.building(sub["source_hash"],
-                                  on_wait=lambda text: channel.emit("progress", stage=text)) as stale:
-            for lock in stale:
-                channel.emit("progress", stage=f"removed a stale torch lock left by a killed build: {lock}")
-            kernel = import_submission(sub["path"], sub["label"])
-    except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
-        channel.emit("import_error", label=sub["label"], message=_one_line(exc), detail=traceback.format_exc(limit=5))
-        return 1
-    if guard.changes():
-        status, message = guard.verdict()
-        channel.emit("import_error", label=sub["label"], status=status, message=message)
-        return 1
+    for index, sub in enumerate(subs):
+        channel.emit("phase", phase="import", label=sub["label"])
+        try:
+            with build_cache.building(sub["source_hash"],
+                                      on_wait=lambda text: channel.emit("progress", stage=text)) as stale:
+                for lock in stale:
+                    channel.emit("progress", stage=f"removed a stale torch lock left by a killed build: {lock}")
+                kernels.append(import_submission(sub["path"], sub["label"]))
+        except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
+            channel.emit("import_error", label=sub["label"], sub=index, message=_one_line(exc),
+                         detail=traceback.format_exc(limit=5))
+            return 1
+        if guard.changes():
+            status, message = guard.verdict()
+            channel.emit("import_error", label=sub["label"], sub=index, status=status, message=message)
+            return 1
     guard.accept_threads()
-    channel.emit("ready", label=sub["label"], seconds=time.perf_counter() - t0)
+    channel.emit("ready", label=subs[0]["label"], seconds=time.perf_counter() - t0)
 
-    worker = Worker(torch, mod, kernel, guard, channel, telemetry)
+    worker = Worker(torch, mod, kernels, guard, channel, telemetry)
     while True:
         cmd = _read_line(commands)
         if cmd is None or cmd["cmd"] == "exit":
@@ -363,9 +415,10 @@ def main(argv: list[str]) -> int:
             if cmd["cmd"] == "test":
                 reply = worker.test(cmd["item"], cmd["seeds"])
             elif cmd["cmd"] == "prepare":
-                reply = worker.prepare(cmd["item"], cmd["pool"], cmd["mode"], cmd["warmup"])
+                reply = worker.prepare(cmd["item"], cmd["pool"], cmd["mode"], cmd["warmup"],
+                                       cmd.get("flush", "dirty"), cmd.get("batch", 1))
             elif cmd["cmd"] == "block":
-                reply = worker.block(cmd["round"], cmd["mode"], cmd["warm"])
+                reply = worker.block(cmd["round"], cmd["mode"], cmd["warm"], cmd.get("sub", 0))
             elif cmd["cmd"] == "finish":
                 reply = worker.finish()
             else:

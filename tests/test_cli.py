@@ -99,7 +99,7 @@ def test_run_record_then_leaderboard(isolated_env):
     flat = [t for block in side["samples_us"] for t in block]
     assert len(flat) == int(row["n"]) and side["source"]["sha256"] == row["sha256"]
     assert isinstance(side["seeds"]["base"], int)
-    assert side["timing"]["mode"] == "cold" and "flush" in side["timing"] and side["environment"]["torch"]
+    assert side["timing"]["mode"] == "gpumode" and side["timing"]["flush"] == "dirty" and side["environment"]["torch"]
     assert side["stats"]["mean_us"] == pytest.approx(float(row["mean_us"]), rel=1e-3)
     assert (row["problem"], row["version"], row["status"], row["dist"]) == ("gemm", "v0", "PASS", "competition")
     assert row["shape"] == '{"m":128,"n":256,"k":256,"l":1}' and row["shape_set"] == "custom"
@@ -111,18 +111,18 @@ def test_run_record_then_leaderboard(isolated_env):
     r = invoke("leaderboard", "gemm")
     assert r.exit_code == 0 and "gemm" in r.output and "v0" in r.output
     r = invoke("leaderboard", "gemv")
-    assert r.exit_code == 0 and "no recorded cold-mode results for gemv" in r.output
+    assert r.exit_code == 0 and "no recorded gpumode results (dirty flush) for gemv" in r.output
 
 
 def test_queued_mode_is_recorded_as_such_and_kept_apart(isolated_env):
     r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--queued", "--record", "--budget", "0.2", "--pool", "2",
                "--min-repeats", "3")
     assert r.exit_code == 0, r.output
-    assert "GPU MODE's order" in " ".join(r.output.split())
+    assert "one call queued behind the flush" in " ".join(r.output.split())
     (row,) = leaderboard.read()
     assert row["timing_mode"] == "queued" and leaderboard.read_sidecar(row["run_id"])["timing"]["mode"] == "queued"
-    r = invoke("leaderboard", "gemm")  # cold is the default: a queued row is not a cold result
-    assert r.exit_code == 0 and "no recorded cold-mode results for gemm" in r.output
+    r = invoke("leaderboard", "gemm")  # gpumode is the default: a queued row is not a gpumode result
+    assert r.exit_code == 0 and "no recorded gpumode results (dirty flush) for gemm" in r.output
     r = invoke("leaderboard", "gemm", "--mode", "queued")
     assert r.exit_code == 0 and "v0" in r.output
 
@@ -148,19 +148,28 @@ def test_run_json():
     (st,) = res["stats"]
     assert st["mean_us"] > 0 and st["n"] >= 1 and st["n"] % 1 == 0
     assert st["q1_us"] <= st["median_us"] <= st["q3_us"] and st["ci95_lo_us"] <= st["mean_us"] <= st["ci95_hi_us"]
-    assert st["stop_reason"] and doc["timing"]["mode"] == "cold" and doc["timing"]["pool"] == 1
+    assert st["stop_reason"] and doc["timing"]["mode"] == "gpumode" and doc["timing"]["pool"] == 1
     assert doc["geomean"]["v0"][0] == pytest.approx(st["mean_us"])
 
 
-def test_compare_v0_v0():
+def test_compare_v0_v0_in_one_process():
+    r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE, "--budget", "0.5", "--pool", "2")
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.output.split())
+    assert "over paired blocks in one process" in flat and "kernel:" in flat
+    assert "none (CPU)" in flat and not any(v in r.output for v in ("FASTER", "SLOWER", "AMBIGUOUS"))
+    assert "geomean speedup of v0 over v0" in r.output and "no verdict" in r.output
+
+
+def test_compare_v0_v0_isolated():
     r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE, "--budget", "0.5", "--pool", "2", "--min-repeats", "3",
-               "--processes", "2", "--max-processes", "2")
+               "--processes", "2", "--max-processes", "2", "--isolated")
     assert r.exit_code == 0, r.output
     flat = " ".join(r.output.split())
     assert "over blocks and process generations" in flat
     assert "(A prepared first)" in flat and "(B prepared first)" in flat
-    assert any(v in r.output for v in ("SAME", "AMBIGUOUS", "FASTER", "SLOWER"))
-    assert "geomean speedup of v0 over v0" in r.output and "95% CI" in r.output
+    assert "none (CPU)" in flat
+    assert "geomean speedup of v0 over v0" in r.output
 
 
 def test_failed_timed_result_shows_its_reason(monkeypatch):

@@ -183,8 +183,9 @@ def _generations(offsets, speedup=1.0, rounds=10, seed=7):
 
 
 def test_t_quantiles():
-    assert stats.t975(1) == pytest.approx(12.706) and stats.t975(7) == pytest.approx(2.365)
-    assert stats.t975(500) == pytest.approx(1.96)
+    assert stats.t975(1) == pytest.approx(12.706, abs=1e-3) and stats.t975(7) == pytest.approx(2.365, abs=1e-3)
+    # past 30 degrees of freedom the quantile is not yet the normal's 1.96 (the old table's error)
+    assert stats.t975(31) == pytest.approx(2.0395, abs=1e-3) and stats.t975(500) == pytest.approx(1.9647, abs=1e-3)
 
 
 def test_two_generations_cannot_claim_same_but_many_can():

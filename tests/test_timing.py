@@ -56,7 +56,7 @@ def test_escape_check_exempts_graph_replays():
 
 
 def test_unknown_mode_refused():
-    with pytest.raises(ValueError, match="unknown timing mode"):
+    with pytest.raises(ValueError, match="unknown timing method"):
         timing.time_block(lambda d: d, [1], "hot")
 
 
