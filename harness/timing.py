@@ -286,7 +286,13 @@ def _time_kernels(b, fn, pool, flush_kind, telemetry) -> Block:
     befores = [b.Event(enable_timing=True) for _ in pool]
     ends = [b.Event(enable_timing=True) for _ in pool]
     results, walls, host_us, sample = [], [], [], None
-    with b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    import warnings
+    with warnings.catch_warnings():
+        # NOTE: torch warns once per session that events are cleared at the end of each cycle: we
+        # read every event of the one cycle there is
+        warnings.simplefilter("ignore")
+        prof = b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    with prof:
         for i, data in enumerate(pool):
             b.synchronize()
             t0 = _now()
@@ -339,19 +345,23 @@ def kernel_times(activities: list[Activity], calls: int, range_name: str = CALL_
     """Per call (a host range named ``range_name``): the span of its device work (first start to last
     end, µs), the summed durations (µs) and the count; and how many device records belong to no call.
 
-    A device record belongs to the call during whose range its launching host op started: ops nest
-    inside the range on the host clock, whatever stream the work ran on. The harness's own flush and
-    sleep are launched outside every range, so they never count."""
+    A device record (kernel, memcpy, memset) carries the CUPTI correlation id of the runtime or
+    driver call that launched it (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``cudaMemcpyAsync``
+    ...; seen on an H200 with torch 2.11: a load_inline kernel's record and its ``cudaLaunchKernel``
+    share the id, and neither links to a torch op). It belongs to the call during whose range that
+    launch started, on the host clock, whatever stream it ran on. The harness's flush and sleep
+    are launched outside every range, so they never count; kineto's device-side copy of the range
+    itself (a device record named ``range_name``) is not work."""
     windows = sorted((a.start_ns, a.end_ns) for a in activities if not a.device and a.name == range_name)
     if len(windows) != calls:
         raise RuntimeError(f"the profiler recorded {len(windows)} call ranges for {calls} calls")
-    host_start = {a.ident: a.start_ns for a in activities if not a.device and a.linked == 0}
+    launches = {a.ident: a.start_ns for a in activities if not a.device and a.name.startswith("cu")}
     per_call: list[list[Activity]] = [[] for _ in windows]
     stray = 0
     for a in activities:
-        if not a.device:
+        if not a.device or a.name == range_name:
             continue
-        t = host_start.get(a.linked)
+        t = launches.get(a.ident)
         owner = next((i for i, (lo, hi) in enumerate(windows) if t is not None and lo <= t <= hi), None)
         if owner is None:
             stray += 1

@@ -319,6 +319,10 @@ class Worker:
         if block.escape:
             message = f"{block.escape} (and in the block before, timed again: {first_escape})" if first_escape else block.escape
             return dict(reply, status="FAIL", message=message)
+        if block.kernel and not all(block.kernel["activities"]):
+            empty = block.kernel["activities"].index(0)
+            return dict(reply, status="FAIL", message=f"timed call {empty + 1} of round {self.pool_round} launched no "
+                        "device work the profiler saw (the kernel method times device work only)")
         _, base = self._params(self.item)
         for slot, (data, result) in enumerate(zip(self.pool, block.results)):
             ok, msg = self.mod.check(data, result)

@@ -113,3 +113,33 @@ def test_prelude_runs_once_before_the_timed_calls():
     events = []
     block = timing.time_block(lambda d: events.append(d), ["a", "b"], prelude=lambda: events.append("scratch"))
     assert events == ["scratch", "a", "b"] and len(block.times_us) == 2
+
+
+def _act(device, name, start, end, ident, linked=0):
+    return timing.Activity(device, name, start, end, ident, linked)
+
+
+def test_kernel_times_attributes_device_work_to_the_call_that_launched_it():
+    """Records shaped as torch 2.11's kineto gave them on an H200: the flush through an aten op, the
+    sleep, then per call a load_inline kernel whose record shares its cudaLaunchKernel's id."""
+    acts = [
+        _act(False, "aten::fill_", 100, 200, 2), _act(False, "cudaLaunchKernel", 110, 190, 9, 2),
+        _act(True, "vectorized_elementwise_kernel<FillFunctor>", 190, 260, 9, 2),  # flush: outside
+        _act(False, "cudaLaunchKernel", 300, 320, 19), _act(True, "spin_kernel", 320, 500, 19),  # sleep: outside
+        _act(False, timing.CALL_RANGE, 400, 450, 3),  # ids of ops and of launches may coincide (3)
+        _act(False, "cudaLaunchKernel", 410, 420, 24), _act(True, "gemv_kernel", 510, 530, 24),
+        _act(False, "cudaLaunchKernel", 430, 440, 25), _act(True, "other_stream_kernel", 505, 520, 25),
+        _act(True, timing.CALL_RANGE, 505, 530, 3),  # kineto's device copy of the range: not work
+        _act(False, "cudaDeviceSynchronize", 450, 540, 3),
+        _act(False, timing.CALL_RANGE, 600, 650, 6),
+        _act(False, "cuLaunchKernelEx", 610, 620, 51), _act(True, "gemm_kernel", 700, 760, 51),
+    ]
+    per_call, stray = timing.kernel_times(acts, 2)
+    assert stray == 2  # the flush and the sleep
+    assert per_call[0] == {"span_us": 0.025, "sum_us": 0.035, "activities": 2}  # overlap counted once in the span
+    assert per_call[1] == {"span_us": 0.06, "sum_us": 0.06, "activities": 1}
+
+
+def test_kernel_times_refuses_a_session_without_one_range_per_call():
+    with pytest.raises(RuntimeError, match="1 call ranges for 2 calls"):
+        timing.kernel_times([_act(False, timing.CALL_RANGE, 0, 1, 1)], 2)
