@@ -18,8 +18,10 @@ from harness.errors import UserError
 from reference import PROBLEMS
 from reference.distributions import DISTS
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# NOTE: piped or captured (a log, CI, a remote call), rich assumes 80 columns and squeezes every
+# number column to "…"; there is no terminal to fit, so the tables get the width they need.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 240)
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "TAMPERED": "bold red",
                 "IMPLAUSIBLE": "bold red", "SKIP": "yellow"}
