@@ -185,10 +185,15 @@ READ_REPS = 15
 READ_AHEAD_CYCLES = 100_000  # ~50 µs of device sleep: the read is queued before the device reaches it
 
 
+# Triton sweep configurations tried (elements of int32 per load step, steps per program, warps):
+# the read floor is the fastest of them, so one poor configuration cannot raise it.
+SWEEP_CONFIGS = ((1024, 16, 4), (2048, 8, 8), (4096, 4, 8), (8192, 2, 16))
+
+
 def _read_kernels(torch):
-    """Read-only kernels over an int32 buffer, by name: torch's sum, and a Triton sweep (16-byte
-    loads, one partial per program) where Triton is installed. The floor takes the faster."""
-    kernels = {"torch.sum": lambda buf, out: torch.sum(buf, dtype=torch.int64, out=out[:1].view(()))}
+    """Read-only kernels over an int32 buffer, by name: torch's sum, and Triton sweeps (one
+    partial per program) where Triton is installed. The floor takes the fastest."""
+    kernels = {"torch.sum": lambda buf, out: buf.sum(dtype=torch.int64)}
     try:
         import triton
         import triton.language as tl
@@ -204,14 +209,14 @@ def _read_kernels(torch):
             acc ^= tl.load(src + offs, mask=offs < n, other=0)
         tl.store(out + pid, tl.xor_sum(acc, axis=0))
 
-    block, iters = 2048, 8
+    def make(block, iters, warps):
+        def triton_read(buf, out):
+            n = buf.numel()
+            sweep[(triton.cdiv(n, block * iters),)](buf, out, n, BLOCK=block, ITERS=iters, num_warps=warps)
+        return triton_read
 
-    def triton_read(buf, out):
-        n = buf.numel()
-        grid = (triton.cdiv(n, block * iters),)
-        sweep[grid](buf, out, n, BLOCK=block, ITERS=iters)
-
-    kernels["triton sweep"] = triton_read
+    for block, iters, warps in SWEEP_CONFIGS:
+        kernels[f"triton sweep {block}x{iters}/{warps}w"] = make(block, iters, warps)
     return kernels
 
 
@@ -223,7 +228,7 @@ def measure_read(torch, nbytes: int, flush_kind: str, reps: int = READ_REPS) -> 
     from harness import timing
     n = max(1, nbytes // 4)
     buf = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32, device="cuda")
-    out = torch.empty(max(1, n // 2048 + 1), dtype=torch.int32, device="cuda")
+    out = torch.empty(max(1, n // min(b * i for b, i, _ in SWEEP_CONFIGS) + 1), dtype=torch.int32, device="cuda")
     results = {}
     for name, read in _read_kernels(torch).items():
         try:
@@ -254,7 +259,7 @@ def measure_read(torch, nbytes: int, flush_kind: str, reps: int = READ_REPS) -> 
 def read_floor(torch, gpu_name: str, nbytes: int, flush_kind: str) -> dict:
     """The read floor of ``nbytes`` under ``flush_kind`` on this GPU model: cached in the build
     folder's ceilings file, measured on first use (``measure_read``)."""
-    key = f"read|{flush_kind}|{nbytes}"
+    key = f"read2|{flush_kind}|{nbytes}"
     entry = cached(gpu_name) or {}
     found = (entry.get("read_floors") or {}).get(key)
     if found:

@@ -116,7 +116,6 @@ def bind(torch) -> Bound:
         l2 = int(getattr(props, "L2_cache_size", 0)) or 64 * 1024 * 1024
         _bound.flush_buffer = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
         _bound.flush_buffer.zero_()
-        _bound.flush_sink = torch.empty((), dtype=torch.int64, device="cuda")
         _bound.l2_status = reset_persisting_l2()
     return _bound
 
@@ -131,7 +130,7 @@ def flush(kind: str = "dirty") -> None:
     """Evict L2 (see the module's docstring): ``dirty`` zeroes twice the L2, ``clean`` reads it."""
     b = bound()
     if kind == "clean":
-        b.torch.sum(b.flush_buffer, dtype=b.torch.int64, out=b.flush_sink)
+        b.flush_sink = b.flush_buffer.sum(dtype=b.torch.int64)  # NOTE: torch 2.11 has no out= with dtype=
     elif kind == "dirty":
         b.flush_buffer.zero_()
     else:
