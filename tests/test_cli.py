@@ -127,7 +127,8 @@ def test_queued_mode_is_recorded_as_such_and_kept_apart(isolated_env):
     assert r.exit_code == 0 and "v0" in r.output
 
 
-@pytest.mark.parametrize("flags", [("--queued", "--graph"), ("--queued", "--warm"), ("--graph", "--warm")])
+@pytest.mark.parametrize("flags", [("--queued", "--graph"), ("--queued", "--warm"), ("--graph", "--warm"),
+                                   ("--graph", "--method", "kernel"), ("--warm", "--method", "gpumode")])
 def test_timing_modes_that_do_not_combine_are_refused(flags):
     r = invoke("run", "gemm", "v0", "--shape", SHAPE, *flags)
     assert r.exit_code != 0 and "combine" in r.output
@@ -412,3 +413,15 @@ def test_table_recorded_writes_the_plot(tmp_path, isolated_env):
 
 def test_table_published_refuses_a_plot(tmp_path):
     assert_clean_user_error(invoke("table", "gemm", "--published", "--plot", tmp_path / "x.png"), "--published")
+
+
+@pytest.mark.parametrize("flags", [("--budget", "-1"), ("--budget", "0"), ("--target", "0"), ("--flush", "lukewarm"),
+                                   ("--method", "hot")])
+def test_invalid_timing_numbers_and_names_are_refused_before_anything_runs(flags):
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, *flags)
+    assert r.exit_code == 2 and "Invalid value" in r.output
+
+
+def test_compare_refuses_a_negative_margin():
+    r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE, "--margin", "-1")
+    assert r.exit_code == 2 and "--margin" in r.output

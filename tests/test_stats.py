@@ -221,3 +221,18 @@ def test_summarize_over_processes_covers_their_spread():
     assert both["processes"] == 2 and both["process_means_us"] == pytest.approx([100, 110], rel=1e-3)
     assert both["process_spread"] == pytest.approx(0.0952, rel=0.02)
     assert "processes" not in stats.summarize(blocks, True, groups=[0] * 20)
+
+
+def test_paired_ratio_interval():
+    same = [[10.0, 10.2], [9.9, 10.1], [10.1, 10.0], [10.0, 9.8]]
+    point, lo, hi = stats.paired_ratio_interval(same, same)
+    assert point == 1.0 and lo <= 1.0 <= hi
+    faster = [[x / 2 for x in b] for b in same]
+    point, lo, hi = stats.paired_ratio_interval(same, faster)
+    assert point == pytest.approx(2.0) and lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
+    # drift shared by both sides of a pair cancels: B is 5% faster in every pair
+    drifting_a = [[10.0 + r] for r in range(6)]
+    drifting_b = [[(10.0 + r) / 1.05] for r in range(6)]
+    point, lo, hi = stats.paired_ratio_interval(drifting_a, drifting_b)
+    assert lo == pytest.approx(1.05) and hi == pytest.approx(1.05) and stats.verdict(lo, hi, 0.02) == "FASTER"
+    assert all(math.isnan(x) for x in stats.paired_ratio_interval([[1.0]], [[1.0]])[1:])

@@ -143,3 +143,27 @@ def test_kernel_times_attributes_device_work_to_the_call_that_launched_it():
 def test_kernel_times_refuses_a_session_without_one_range_per_call():
     with pytest.raises(RuntimeError, match="1 call ranges for 2 calls"):
         timing.kernel_times([_act(False, timing.CALL_RANGE, 0, 1, 1)], 2)
+
+
+def test_gpumode_batches_the_pool_and_divides_by_the_batch():
+    """On a CPU the batch arithmetic is the same as on a GPU: one sample per batch, its time over its calls."""
+    calls = []
+    block = timing.time_block(lambda d: calls.append(d) or d, [1, 2, 3, 4, 5], "gpumode", batch=2)
+    assert calls == [1, 2, 3, 4, 5] and block.results == [1, 2, 3, 4, 5]
+    assert len(block.times_us) == 3  # batches of 2, 2 and 1
+
+
+def test_method_defaults_and_batch_sizes():
+    from harness import runner
+    plan = runner.TimingPlan()
+    assert plan.mode == "gpumode" == timing.DEFAULT_METHOD
+    assert [plan.batch(p) for p in ("gemv", "gemm", "dual_gemm", "group_gemm")] == [1, 50, 50, 15]
+    assert plan.pool_size("gemm") == 50 and plan.pool_size("gemv") == plan.pool  # gemv: batches of one
+    kernel = runner.TimingPlan(mode="kernel")
+    assert kernel.batch("gemm") == 1 and kernel.pool_size("gemm") == kernel.pool
+    assert runner.TimingPlan(flush="clean").describe("gemm")["flush"] == "clean"
+
+
+def test_unknown_flush_refused():
+    with pytest.raises(ValueError, match="unknown flush"):
+        timing.time_block(lambda d: d, [1], "cold", flush_kind="lukewarm")
