@@ -465,6 +465,10 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
                           f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
                           str(r.ratio.get("processes", "") if plan.isolated else r.ratio.get("pairs", "")),
                           f"[{VERDICT_STYLE.get(v, 'dim')}]{v}[/]" if r.ok else _text(r.message))
+            orders = r.ratio.get("by_order") or {}
+            if all(orders.get(k) for k in ("A", "B")):
+                table.add_row("", "[dim]by order[/dim]", "", "", "", "", "",
+                              f"[dim]{orders['A']:.3f}x A first, {orders['B']:.3f}x B first[/dim]")
             gens = r.ratio.get("by_generation") or []
             if len(gens) > 1:
                 table.add_row("", "[dim]by process pair[/dim]", "", "", "", "", "",

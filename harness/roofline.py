@@ -185,8 +185,9 @@ READ_REPS = 15
 READ_AHEAD_CYCLES = 100_000  # ~50 µs of device sleep: the read is queued before the device reaches it
 
 
-# Triton sweep configurations tried (elements of int32 per load step, steps per program, warps):
-# the read floor is the fastest of them, so one poor configuration cannot raise it.
+# Triton sweep configurations tried (elements of int32 per load step, steps per program, warps),
+# each with plain and evict-first loads: the read floor is the fastest of them, so one poor
+# configuration cannot raise it.
 SWEEP_CONFIGS = ((1024, 16, 4), (2048, 8, 8), (4096, 4, 8), (8192, 2, 16))
 
 
@@ -201,22 +202,28 @@ def _read_kernels(torch):
         return kernels
 
     @triton.jit
-    def sweep(src, out, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+    def sweep(src, out, n, BLOCK: tl.constexpr, ITERS: tl.constexpr, EVICT_FIRST: tl.constexpr):
         pid = tl.program_id(0)
         acc = tl.zeros([BLOCK], dtype=tl.int32)
         for i in range(ITERS):
             offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
-            acc ^= tl.load(src + offs, mask=offs < n, other=0)
+            if EVICT_FIRST:
+                acc ^= tl.load(src + offs, mask=offs < n, other=0, eviction_policy="evict_first")
+            else:
+                acc ^= tl.load(src + offs, mask=offs < n, other=0)
         tl.store(out + pid, tl.xor_sum(acc, axis=0))
 
-    def make(block, iters, warps):
+    def make(block, iters, warps, evict_first):
         def triton_read(buf, out):
             n = buf.numel()
-            sweep[(triton.cdiv(n, block * iters),)](buf, out, n, BLOCK=block, ITERS=iters, num_warps=warps)
+            sweep[(triton.cdiv(n, block * iters),)](buf, out, n, BLOCK=block, ITERS=iters, EVICT_FIRST=evict_first,
+                                                    num_warps=warps)
         return triton_read
 
     for block, iters, warps in SWEEP_CONFIGS:
-        kernels[f"triton sweep {block}x{iters}/{warps}w"] = make(block, iters, warps)
+        for evict_first in (False, True):
+            name = f"triton sweep {block}x{iters}/{warps}w" + (" evict-first" if evict_first else "")
+            kernels[name] = make(block, iters, warps, evict_first)
     return kernels
 
 
@@ -259,7 +266,7 @@ def measure_read(torch, nbytes: int, flush_kind: str, reps: int = READ_REPS) -> 
 def read_floor(torch, gpu_name: str, nbytes: int, flush_kind: str) -> dict:
     """The read floor of ``nbytes`` under ``flush_kind`` on this GPU model: cached in the build
     folder's ceilings file, measured on first use (``measure_read``)."""
-    key = f"read2|{flush_kind}|{nbytes}"
+    key = f"read3|{flush_kind}|{nbytes}"
     entry = cached(gpu_name) or {}
     found = (entry.get("read_floors") or {}).get(key)
     if found:

@@ -351,7 +351,7 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
     blocks (``stats.paired_ratio_interval``). Stops once the verdict is decided and the interval
     lies within ±``plan.precision`` of its point (at least ``min_rounds``), or at the budget."""
     result = ShapeResult(shape, dist, "PASS")
-    min_rounds = 4
+    min_rounds = 6  # three order-balanced units (stats.order_balanced): a t quantile of 4.3, not 12.7
 
     def fail(status: str, message: str, sub: int | None = None) -> ShapeResult:
         result.status = status
@@ -371,6 +371,7 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
     read_floor = reply.get("read_floor")
     blocks: list[list] = [[], []]
     kept: list[list[dict]] = [[], []]
+    a_first: list[bool] = []  # per kept round: whether A's block ran first
     tele_log: list = []
     dropped, rounds, timed_s = 0, 0, 0.0
     decision = None
@@ -398,11 +399,12 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
         for i in (0, 1):
             blocks[i].append(replies[i]["times_us"])
             kept[i].append(replies[i])
+        a_first.append(order[0] == 0)
         n = len(blocks[0])
         if progress and n % 5 == 0:
             progress({"event": "progress", "item": item["id"], "stage": f"timing: {n} block pairs"})
         if n >= min_rounds and timed_s >= plan.rule.min_time_s:
-            point, lo, hi = stats.paired_ratio_interval(blocks[0], blocks[1])
+            point, lo, hi = stats.paired_ratio_interval(*stats.order_balanced(blocks[0], blocks[1], a_first))
             verdict = stats.verdict(lo, hi, plan.margin)
             precise = max(point - lo, hi - point) <= plan.precision * point
             if verdict != "AMBIGUOUS" and precise:
@@ -428,9 +430,13 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
     result.telemetry = tele_log
     result.extra = {"rounds": rounds, "throttle_drops": dropped, "together": True, "read_floor": read_floor,
                     "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
-    point, lo, hi = stats.paired_ratio_interval(blocks[0], blocks[1])
+    point, lo, hi = stats.paired_ratio_interval(*stats.order_balanced(blocks[0], blocks[1], a_first))
+    # NOTE: kept so that an order effect shows: the mean of the rounds' ratios, by which version went first
+    by_order = {first: [stats.ratio_interval([blocks[0][i]], [blocks[1][i]])[0]
+                        for i in range(len(blocks[0])) if a_first[i] == (first == "A")] for first in ("A", "B")}
     result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
-                    "processes": 1, "pairs": len(blocks[0]), "decided": converged}
+                    "processes": 1, "pairs": len(blocks[0]), "decided": converged,
+                    "by_order": {k: (sum(v) / len(v) if v else None) for k, v in by_order.items()}}
     return result
 
 

@@ -164,6 +164,20 @@ def t975(df: int) -> float:
     return float(student_t.ppf(0.975, df))
 
 
+def order_balanced(blocks_a, blocks_b, a_first: list[bool] | None = None) -> tuple[list, list]:
+    """Rounds joined two by two, the k-th round in which A went first with the k-th in which B did
+    (``a_first`` per round; by default rounds alternate, A first in the first), rounds without a
+    partner dropped: each unit has both orders once, so an effect of going first in a round cancels
+    inside the unit instead of masquerading as a difference between the versions."""
+    n = min(len(blocks_a), len(blocks_b))
+    a_first = list(a_first) if a_first is not None else [i % 2 == 0 for i in range(n)]
+    ab = [i for i in range(n) if a_first[i]]
+    ba = [i for i in range(n) if not a_first[i]]
+    units = list(zip(ab, ba))
+    return ([list(blocks_a[i]) + list(blocks_a[j]) for i, j in units],
+            [list(blocks_b[i]) + list(blocks_b[j]) for i, j in units])
+
+
 def paired_ratio_interval(blocks_a, blocks_b, resamples: int = RESAMPLES, seed: int = 4) -> tuple[float, float, float]:
     """Speedup of B over A from blocks timed in pairs (one process, identical inputs, adjacent in
     time): the point is mean time A / mean time B; the 95% interval is the wider of the paired-block

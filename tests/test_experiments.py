@@ -269,55 +269,6 @@ def test_ablation_builds_wait_for_every_child_and_report_a_failure():
     assert not ablation.build_in_parallel([["-c", "raise SystemExit(3)"], ["-c", "pass"]])
 
 
-kernel_compare = _tool("kernel_compare")
-
-
-def test_kernel_compare_sums_every_kernel_but_the_flushs_per_call():
-    rows = [{"name": "gemm_kernel", "calls": 10, "total_us": 900.0},
-            {"name": "decode_a_kernel", "calls": 10, "total_us": 100.0},
-            {"name": "fill_flush", "calls": 10, "total_us": 5000.0}]
-    assert kernel_compare.call_us(rows, 10, {"fill_flush"}) == pytest.approx(100.0)
-
-
-def test_kernel_compare_refuses_a_version_that_launches_the_flushs_kernel():
-    rows = [{"name": "fill_flush", "calls": 20, "total_us": 9000.0}]
-    with pytest.raises(SystemExit, match="flush"):
-        kernel_compare.call_us(rows, 10, {"fill_flush"})
-
-
-def test_kernel_compare_spans_run_from_a_calls_first_kernel_start_to_its_last_kernel_end():
-    # two calls: prepass then a GEMM starting inside it (a programmatic dependent launch), then one
-    # with a gap between the two kernels; each call follows the flush's kernel
-    session = [(0.0, 5.0, "fill_flush"), (10.0, 12.0, "decode"), (11.0, 20.0, "gemm"),
-               (30.0, 35.0, "fill_flush"), (40.0, 42.0, "decode"), (43.0, 50.0, "gemm")]
-    # the sums of durations would be 11 (the overlap counted twice) and 9 (the gap left out)
-    assert kernel_compare.spans_per_call(session, {"fill_flush"}, 2) == [10.0, 10.0]
-    with pytest.raises(SystemExit):
-        kernel_compare.spans_per_call(session, {"fill_flush"}, 3)
-
-
-def test_kernel_compare_spans_skip_the_ahead_sleep_after_each_flush():
-    # --ahead: flush, then the sleep, then the call; both are cut out, neither starts a call
-    session = [(0.0, 5.0, "fill_flush"), (5.0, 60.0, "sleep"), (61.0, 62.0, "decode"), (63.0, 70.0, "gemm"),
-               (80.0, 85.0, "fill_flush"), (85.0, 140.0, "sleep"), (141.0, 142.0, "decode"), (142.5, 150.0, "gemm")]
-    assert kernel_compare.spans_per_call(session, {"fill_flush", "sleep"}, 2) == [9.0, 9.0]
-
-
-def test_kernel_compare_ratios_are_against_the_first_version_named():
-    rows = kernel_compare.ratio_rows({"v7": [100.0, 100.0], "v8": [80.0, 90.0]}, "v7")
-    assert [r[0] for r in rows] == ["v7", "v8"]
-    assert rows[0][3] == pytest.approx(1.0)
-    assert rows[1][1:] == pytest.approx((85.0, 80.0, 100.0 / 85.0))
-
-
-def test_kernel_compare_takes_versions_or_variant_files():
-    def resolve(problem, version):
-        raise AssertionError("a .py path must not be resolved as a version")
-    assert kernel_compare.version_path("gemm", "/tmp/x/submission_v9_l2.py", resolve) == Path("/tmp/x/submission_v9_l2.py")
-    from harness.submissions import resolve as real
-    assert kernel_compare.version_path("gemm", "v8", real).name == "submission_v8.py"
-
-
 host_tiling = _tool("host_tiling")
 
 
@@ -838,15 +789,6 @@ def test_dual_gemm_v24_trades_a_split_for_shorter_tiles_with_tails_only_where_it
     v25 = {(r["m"], r["n"], r["k"]): r for r in
            host_tiling.choices(resolve("dual_gemm", "v25").path, shapes, 132, H100_LIKE_CLUSTERS, "dual_gemm")}
     assert v25 == v24
-
-
-def test_kernel_compare_per_kernel_leaves_out_the_flush_and_lists_the_longest_first():
-    rows = [{"name": "decode_a_kernel", "total_us": 35.0, "calls": 10},
-            {"name": "fill_flush", "total_us": 900.0, "calls": 10},
-            {"name": "dual_gemm_kernel", "total_us": 440.0, "calls": 10}]
-    parts = kernel_compare.per_kernel_us(rows, 10, {"fill_flush"})
-    assert parts == [("dual_gemm_kernel", 44.0), ("decode_a_kernel", 3.5)]
-    assert sum(us for _, us in parts) == pytest.approx(kernel_compare.call_us(rows, 10, {"fill_flush"}))
 
 
 write_rate = _tool("write_rate")

@@ -236,3 +236,17 @@ def test_paired_ratio_interval():
     point, lo, hi = stats.paired_ratio_interval(drifting_a, drifting_b)
     assert lo == pytest.approx(1.05) and hi == pytest.approx(1.05) and stats.verdict(lo, hi, 0.02) == "FASTER"
     assert all(math.isnan(x) for x in stats.paired_ratio_interval([[1.0]], [[1.0]])[1:])
+
+
+def test_order_balanced_units_cancel_an_effect_of_going_first():
+    # identical versions; whichever goes first in a round is 4% slower
+    a_first = [True, False, True, False, True, False]
+    a = [[104.0] if f else [100.0] for f in a_first]
+    b = [[100.0] if f else [104.0] for f in a_first]
+    ua, ub = stats.order_balanced(a, b, a_first)
+    assert len(ua) == 3 and all(len(u) == 2 for u in ua)
+    point, lo, hi = stats.paired_ratio_interval(ua, ub)
+    assert point == pytest.approx(1.0) and lo == pytest.approx(1.0) and hi == pytest.approx(1.0)
+    # unbalanced (a dropped round): the extra A-first round has no partner and is left out
+    ua, ub = stats.order_balanced(a[:5], b[:5], a_first[:5])
+    assert len(ua) == 2
