@@ -7,16 +7,40 @@ Two ways, one result type (:class:`harness.compile_only.CompileResult`):
 - full: import the submission in a child process (its ``load_inline`` builds the extension into
   ``.build/torch_extensions/<source hash>``, the folder the worker uses, so a later ``test`` or
   ``run`` does not build again). A crash or hang while building costs only the child.
+
+The compiled manifest (``submissions/compiled.json``, or ``NVFP4_COMPILE_MANIFEST``; committed):
+every lineage version that passed compile-only, as ``"problem/vN": key`` where the key is
+:func:`harness.compile_only.manifest_key`, the hash of exactly what compile-only compiles for it
+(cuda.cu and main.cpp as written for nvcc and the host compiler, the version's flags, defines and
+arch) with the machine's parts left out (compiler paths, include folders, torch's nvcc flags), plus
+``checked_with``: the nvcc, host compiler and torch that last compiled every version.
+
+- Written only by a compile-only build in which nothing failed (:func:`record_compiled`), at once
+  (a temporary file renamed over it), sorted by problem and version number so a diff shows only the
+  versions that changed, and only when its text changes. Other problems' and versions' entries are
+  kept; a build of all of a problem's versions drops entries of versions that no longer exist.
+- ``--changed`` (CI) compiles only the versions whose key is not in the manifest (changed or new)
+  and counts the others as skipped; a failure of one it compiles fails the command as usual.
+- Policy for another toolchain (nvcc, host compiler or torch unlike ``checked_with``): unchanged
+  versions are still skipped, with a warning. NOTE: keying by the toolchain too would make a CI
+  machine with another nvcc (or a torch bump in constraints/) recompile all ~130 versions (~35
+  minutes on 2 cores) on every run until someone commits a manifest from that exact toolchain; a
+  compiler upgrade is a deliberate step, checked once by the plain ``nvfp4 build all all
+  --compile-only`` (which compiles everything, cache aside, and then records the new toolchain).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from harness import build_cache, compile_only, paths
@@ -95,3 +119,130 @@ def build(subs: list[Submission], mode: str, *, nvcc: str | None = None, jobs: i
     workers = max(1, min(len(subs), jobs or os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(one, subs))
+
+
+# ----------------------------------------------------------------------------------- manifest
+MANIFEST_ENV = "NVFP4_COMPILE_MANIFEST"
+_ABOUT = ("Versions that passed `nvfp4 build --compile-only`, keyed by the hash of what it compiles "
+          "(harness/compile_only.py manifest_key); written only by that command after a build with no "
+          "failure. CI's `--changed` compiles only versions whose key is not here. See harness/build.py.")
+_NAME = re.compile(r"^(\w+)/v(\d+)$")
+
+
+class ManifestError(UserError):
+    """The manifest exists but cannot be read (a merge conflict, hand edits)."""
+
+
+@dataclass
+class Manifest:
+    versions: dict[str, str] = field(default_factory=dict)  # "problem/vN" -> compile_only.manifest_key
+    checked_with: dict[str, str] = field(default_factory=dict)  # compile_only.toolchain of the last build of all
+
+    def keys(self) -> set[str]:
+        return set(self.versions.values())
+
+
+def manifest_path() -> Path:
+    return Path(os.environ.get(MANIFEST_ENV) or paths.submissions_dir() / "compiled.json")
+
+
+def read_manifest(path: Path) -> Manifest:
+    """The manifest at ``path``; empty when there is none. Raises ManifestError when it exists but
+    is not one (never treated as empty: CI would then quietly compile everything)."""
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return Manifest()
+    except (OSError, ValueError) as exc:
+        raise ManifestError(f"the compiled manifest {path} cannot be read ({exc}); "
+                            "`nvfp4 build all all --compile-only` writes it anew") from None
+    doc = doc if isinstance(doc, dict) else {}
+    versions, checked = doc.get("versions"), doc.get("checked_with", {})
+    well_formed = isinstance(versions, dict) and isinstance(checked, dict) and all(
+        isinstance(k, str) and _NAME.match(k) and isinstance(v, str) for k, v in versions.items())
+    if not well_formed:
+        raise ManifestError(f"the compiled manifest {path} is not one (a 'versions' object of "
+                            "\"problem/vN\": key); `nvfp4 build all all --compile-only` writes it anew")
+    return Manifest(dict(versions), {str(k): str(v) for k, v in checked.items()})
+
+
+def manifest_text(m: Manifest) -> str:
+    """Stable text: versions by problem then version number, one a line."""
+    def order(name: str) -> tuple[str, int]:
+        problem, number = _NAME.match(name).groups()
+        return problem, int(number)
+
+    doc = {"about": _ABOUT, "checked_with": dict(sorted(m.checked_with.items())),
+           "versions": {name: m.versions[name] for name in sorted(m.versions, key=order)}}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def write_manifest(path: Path, m: Manifest) -> bool:
+    """Write ``m`` atomically (a temporary file beside it, renamed over it); False when the file
+    already says exactly this (it is then not touched)."""
+    text = manifest_text(m)
+    try:
+        if path.read_text() == text:
+            return False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)  # NOTE: atomic: a reader (or a killed build) never sees half a manifest
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
+
+
+def manifest_name(sub: Submission) -> str | None:
+    """``problem/vN`` for a lineage file (submissions/<problem>/submission_vN.py), else None: a
+    file given by path is checked but never recorded."""
+    if not re.fullmatch(r"v\d+", sub.label):
+        return None
+    expected = paths.submissions_dir() / sub.problem / f"submission_{sub.label}.py"
+    try:
+        return f"{sub.problem}/{sub.label}" if sub.path.resolve() == expected.resolve() else None
+    except OSError:
+        return None
+
+
+def manifest_keys(subs: list[Submission]) -> list[str | None]:
+    """compile_only.manifest_key of each version (None: its contract cannot be read)."""
+    return [compile_only.manifest_key(sub) for sub in subs]
+
+
+def split_changed(subs: list[Submission], keys: list[str | None], manifest: Manifest) -> tuple[list[int], list[int]]:
+    """Indices into ``subs``: those to compile (key not in the manifest, or no key) and those
+    skipped as unchanged. NOTE: by key, not by name: a version renamed, or copied unchanged, is the
+    same compile and is skipped too."""
+    known = manifest.keys()
+    build_idx = [i for i, k in enumerate(keys) if k is None or k not in known]
+    skip_idx = [i for i, k in enumerate(keys) if k is not None and k in known]
+    return build_idx, skip_idx
+
+
+def record_compiled(path: Path, subs: list[Submission], keys: list[str | None], *, complete: set[str],
+                    toolchain: dict[str, str] | None) -> bool:
+    """After a compile-only build in which every one of ``subs`` passed (compiled now, cached, or
+    skipped as unchanged): record each lineage version's key; drop entries of the problems in
+    ``complete`` (those whose every version is in ``subs``) that no longer exist. ``toolchain``:
+    the new ``checked_with``, given only when every version of every problem was compiled (not
+    skipped) with it. Returns whether the file changed. The caller must not call it after a failure.
+
+    Raises ManifestError when the old manifest cannot be read and ``toolchain`` is None (a partial
+    build must not drop the other versions' entries); a build of everything writes it anew."""
+    try:
+        old = read_manifest(path)
+    except ManifestError:
+        if toolchain is None:
+            raise
+        old = Manifest()
+    versions = {name: key for name, key in old.versions.items() if _NAME.match(name).group(1) not in complete}
+    for sub, key in zip(subs, keys):
+        name = manifest_name(sub)
+        if name and key:
+            versions[name] = key
+    checked = dict(toolchain) if toolchain else old.checked_with
+    return write_manifest(path, Manifest(versions, checked))

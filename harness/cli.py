@@ -773,7 +773,23 @@ def _recorded_lines(pc, by_version, order, gpus) -> list:
 
 
 # ----------------------------------------------------------------------------------- leaderboard
-@main.command("leaderboard")
+class _ShowByDefault(click.Group):
+    """``nvfp4 leaderboard [PROBLEM] [--mode M] [--flush F]`` lists as it always has: arguments that
+    do not start with a subcommand's name (or ask for help) go to ``show``."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+@main.group("leaderboard", cls=_ShowByDefault)
+def leaderboard_group():
+    """Recorded results (leaderboard.csv): the best per version and shape (show, the default), or
+    merge another machine's rows in."""
+
+
+@leaderboard_group.command("show")
 @click.argument("problem", required=False)
 @click.option("--mode", "--method", "mode", type=click.Choice(sorted(MODE_TITLES)), default=timing.DEFAULT_METHOD,
               show_default=True, help="Which timing method's rows (a row is only ever compared with rows of its own method).")
@@ -781,7 +797,7 @@ def _recorded_lines(pc, by_version, order, gpus) -> list:
               help="Which flush's rows.")
 @clean_errors
 def leaderboard_cmd(problem, mode, flush_kind):
-    """Best recorded result per version and shape (from leaderboard.csv)."""
+    """Best recorded result per version and shape (from leaderboard.csv); also `nvfp4 leaderboard [PROBLEM]`."""
     if problem:
         submissions.check_problem(problem)
     rows = leaderboard.best(leaderboard.read(), problem, mode, flush_kind)
@@ -790,19 +806,35 @@ def leaderboard_cmd(problem, mode, flush_kind):
                       + " (use --record)")
         return
     table = Table(title=f"best recorded results ({mode}: {MODE_TITLES[mode]}, {flush_kind} flush)", title_justify="left")
-    for col in ("problem", "version", "shape", "dist", "mean µs", "% of floor", "gpu", "commit", "when"):
+    for col in ("problem", "version", "shape", "dist", "mean µs", "TFLOP/s", "TB/s", "% of floor", "gpu", "commit",
+                "when"):
         table.add_column(col)
 
     def order(r):
         m = r["version"].lstrip("v")
         return (r["problem"], int(m) if m.isdigit() else 10**6, r["shape"], r["dist"])
 
-    for r in sorted(rows, key=order):
-        commit = r["git_commit"] + ("+dirty" if r.get("git_dirty") == "true" else "")
+    for r in sorted(map(leaderboard.backfill, rows), key=order):  # backfill: a file not yet normalised
+        # The file keeps the full commit; 12 digits name it here without widening the table.
+        commit = r["git_commit"][:12] + ("+dirty" if r.get("git_dirty") == "true" else "")
         pct = f"{float(r['pct_of_floor']):.1f}%" if r.get("pct_of_floor") else "-"
-        table.add_row(r["problem"], r["version"], r["shape"], r["dist"], _us(float(r["mean_us"])), pct, r["gpu"],
-                      commit, r["timestamp"])
+        table.add_row(r["problem"], r["version"], r["shape"], r["dist"], _us(float(r["mean_us"])),
+                      r.get("tflops") or "-", r.get("tbps") or "-", pct, r["gpu"], commit, r["timestamp"])
     console.print(table)
+
+
+@leaderboard_group.command("merge")
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@clean_errors
+def leaderboard_merge_cmd(files):
+    """Fold the rows of other leaderboards (FILE: another machine's leaderboard.csv, any older header)
+    into this one, with their sidecars from FILE's sibling <stem>_runs/ folder.
+
+    A row already here (same run_id; without one, same timestamp, problem, version, shape, dist and
+    gpu) is skipped. Bad input (a missing file, unknown columns) writes nothing."""
+    result = leaderboard.merge(list(files))
+    console.print(f"merged into {result.path}: {result.added} rows added, {result.skipped} already present and skipped, "
+                  f"{result.sidecars} sidecars copied")
 
 
 
@@ -828,38 +860,80 @@ def _bytes(n: int) -> str:
 @click.argument("version", default="all")
 @click.option("--compile-only", "compile_only_flag", is_flag=True,
               help="nvcc on the CUDA source only, with ptxas's per-kernel resources (automatic without a GPU).")
+@click.option("--changed", is_flag=True,
+              help="Compile-only (implied), and only versions whose compile is not in the compiled manifest "
+                   "(submissions/compiled.json, or NVFP4_COMPILE_MANIFEST): changed or new ones; the rest are "
+                   "counted as skipped. CI's mode. A toolchain unlike the manifest's 'checked_with' still skips "
+                   "unchanged versions (with a warning): recheck all with the plain command.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Versions built at once (default: CPU count).")
 @click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds one version's build may take.")
 @clean_errors
-def build_cmd(problem, version, compile_only_flag, jobs, timeout):
-    """Build versions' extensions (PROBLEM and VERSION may be 'all'); --compile-only needs no GPU."""
+def build_cmd(problem, version, compile_only_flag, changed, jobs, timeout):
+    """Build versions' extensions (PROBLEM and VERSION may be 'all'); --compile-only needs no GPU.
 
-    from harness import build, build_cache, cuda_tools
+    A compile-only build with no failure records each lineage version it checked in the compiled
+    manifest (submissions/compiled.json, committed): the hash of what compile-only compiles for it
+    (sources, flags, defines, arch; not the machine's paths or compiler versions), so --changed can
+    skip it while it stays the same. The plain `build all all --compile-only` compiles every version
+    (before a release, or after changing nvcc, the host compiler or torch) and records that toolchain
+    as the manifest's 'checked_with'; --changed never recompiles for a toolchain change alone (see
+    harness/build.py for why)."""
+
+    from harness import build, build_cache, compile_only, cuda_tools
 
     subs = _tool_subs(problem, version)
     if not subs:
         raise UserError(f"{problem} has no versions yet")
     nvcc = cuda_tools.find("nvcc")
-    mode = build.choose_mode(compile_only_flag, runner.local_capability() is not None, nvcc)
+    mode = build.choose_mode(compile_only_flag or changed, runner.local_capability() is not None, nvcc)
     what = ("nvcc " + cuda_tools.version(nvcc).removeprefix("Cuda compilation tools, ")) if mode == "compile-only" else "load_inline in a child per version"
     console.print(f"build ({mode}, {what}), {len(subs)} version(s)")
+    manifest_file = build.manifest_path()
+    keys = build.manifest_keys(subs) if mode == "compile-only" else []
+    to_build, skipped = subs, []
+    if changed:
+        manifest = build.read_manifest(manifest_file)  # NOTE: unreadable is an error (exit 2), never "all changed"
+        build_idx, skip_idx = build.split_changed(subs, keys, manifest)
+        to_build, skipped = [subs[i] for i in build_idx], [subs[i] for i in skip_idx]
+        console.print(f"--changed: {len(skipped)} unchanged since {manifest_file} (skipped), {len(to_build)} to compile"
+                      + (": " + ", ".join(f"{s.problem} {s.label}" for s in to_build) if 0 < len(to_build) <= 20 else ""),
+                      soft_wrap=True)
+        here = compile_only.toolchain(nvcc)
+        if skipped and manifest.checked_with and manifest.checked_with != here:
+            differ = "; ".join(f"{k}: {manifest.checked_with.get(k, '-')!r} there, {v!r} here"
+                               for k, v in here.items() if manifest.checked_with.get(k) != v)
+            err_console.print(f"[yellow]note:[/] the manifest was checked with another toolchain ({escape(differ)}); "
+                              "unchanged versions are skipped anyway: `nvfp4 build all all --compile-only` rechecks all",
+                              soft_wrap=True)
     done = []
-    with err_console.status(f"building {len(subs)} version(s)...") as status:
+    with err_console.status(f"building {len(to_build)} version(s)...") as status:
         def on_done(sub, result):
             done.append(sub)
-            status.update(f"building: {len(done)}/{len(subs)} done ({sub.problem} {sub.label} {result.status})")
-        results = build.build(subs, mode, nvcc=nvcc, jobs=jobs, timeout_s=timeout, on_done=on_done)
-    several = len({s.problem for s in subs}) > 1
+            status.update(f"building: {len(done)}/{len(to_build)} done ({sub.problem} {sub.label} {result.status})")
+        results = build.build(to_build, mode, nvcc=nvcc, jobs=jobs, timeout_s=timeout, on_done=on_done)
+    several = len({s.problem for s in to_build}) > 1
     if mode == "full":
-        _print_full_builds(subs, results, several)
-    else:
-        _print_compile_only(subs, results, several)
-    failed = [(s, r) for s, r in zip(subs, results) if not r.ok]
+        _print_full_builds(to_build, results, several)
+    elif to_build:
+        _print_compile_only(to_build, results, several)
+    failed = [(s, r) for s, r in zip(to_build, results) if not r.ok]
     for sub, r in failed:
         err_console.print(f"[bold red]{sub.problem} {sub.label} does not build[/] (log: {r.log or '-'})")
         err_console.print(r.message, markup=False, highlight=False)
     n_ok = len(results) - len(failed)
-    console.print(f"{n_ok} built, {len(failed)} failed; build cache {build_cache.root()}")
+    console.print(f"{n_ok} built, {len(failed)} failed" + (f", {len(skipped)} skipped as unchanged" if changed else "")
+                  + f"; build cache {build_cache.root()}")
+    if mode == "compile-only" and not failed:
+        # NOTE: only after a build with no failure, so the manifest never vouches for a version that
+        # does not compile; every version of a problem built (VERSION 'all') also drops deleted ones.
+        complete = set(PROBLEMS) if problem == "all" else ({problem} if version == "all" else set())
+        everything = problem == "all" and not changed
+        try:
+            if build.record_compiled(manifest_file, subs, keys, complete=complete,
+                                     toolchain=compile_only.toolchain(nvcc) if everything else None):
+                console.print(f"compiled manifest updated: {manifest_file}")
+        except build.ManifestError as exc:
+            err_console.print(f"[yellow]note:[/] {escape(str(exc))}; not updated", soft_wrap=True)
     sys.exit(1 if failed else 0)
 
 

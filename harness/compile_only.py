@@ -11,6 +11,7 @@ the files compiled, the commands and the compiler versions, so an unchanged vers
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -144,28 +146,73 @@ def _shim_include() -> list[str]:
     return ["-isystem", str(shim)]
 
 
-def _cuda_include_dir() -> str | None:
-    """The CUDA toolkit's include folder: CUDA_HOME / CUDA_PATH, beside nvcc, or /usr/local/cuda."""
-    nvcc = find_nvcc()
-    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
-                  str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
-    for root in filter(None, candidates):
-        if Path(root, "include", "cuda_runtime_api.h").exists():
-            return str(Path(root, "include"))
+_RUNTIME_HEADER = "cuda_runtime_api.h"  # the toolkit header <c10/cuda/CUDAStream.h> needs first
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_reported_dirs(nvcc: str) -> tuple[str, ...]:
+    """The include folders nvcc passes its own preprocessor, then ``<TOP>/include``, from ``nvcc
+    --dryrun`` (which prints its settings, e.g. ``#$ TOP=/usr/local/cuda-13.0/bin/..`` and ``#$
+    INCLUDES="-I/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include"``, and compiles nothing:
+    the input file need not exist). Empty when nvcc does not run or says neither."""
+    try:
+        out = subprocess.run([nvcc, "--dryrun", "-c", "nvfp4_include_probe.cu"], capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
+                             env=dict(os.environ, LC_ALL="C"))
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    text = out.stdout + out.stderr
+    found = []
+    m = re.search(r"^#\$ INCLUDES=(.*)$", text, re.MULTILINE)
+    if m:
+        found += [arg[2:] for arg in shlex.split(m.group(1)) if arg.startswith("-I") and len(arg) > 2]
+    m = re.search(r"^#\$ TOP=(.*?)\s*$", text, re.MULTILINE)
+    if m:
+        found.append(os.path.join(m.group(1), "include"))
+    return tuple(found)
+
+
+def toolkit_include_dir(nvcc: str | None = None) -> str | None:
+    """The CUDA toolkit's include folder (the one holding cuda_runtime_api.h) for ``nvcc`` (default:
+    the one :func:`find_nvcc` finds), symlinks resolved; None where no candidate has the header.
+
+    Asked of nvcc itself first (:func:`_nvcc_reported_dirs`), then the folder above the real nvcc
+    binary, then CUDA_HOME / CUDA_PATH and /usr/local/cuda.
+    NOTE: nvcc first, because the environment can point elsewhere: the nvcc on PATH may be a wrapper
+    script (/usr/local/bin/nvcc exec-ing /usr/local/cuda-13.0/bin/nvcc, so its folder's parent is
+    /usr/local), and CUDA_HOME, or torch's guess of it from that wrapper, then names a folder with no
+    CUDA headers; nvcc always knows where its own headers are."""
+    nvcc = nvcc or find_nvcc()
+    candidates: list[str] = []
+    if nvcc:
+        candidates += _nvcc_reported_dirs(nvcc)
+        candidates.append(str(Path(nvcc).resolve().parent.parent / "include"))
+    candidates += [os.path.join(root, "include") for root in
+                   (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if root]
+    for folder in candidates:
+        if Path(folder, _RUNTIME_HEADER).is_file():
+            return os.path.realpath(folder)
     return None
 
 
 def _torch_includes(for_cuda: bool) -> list[str]:
+    """``-isystem`` flags for torch's headers as load_inline passes them (its CUDA set when
+    ``for_cuda``), Python's, and for CUDA the toolkit's include folder and the CPU-torch shim.
+
+    NOTE: torch's CUDA set is CUDA_HOME/include, and CUDA_HOME may be unset (a CPU build of torch
+    raises) or wrong (a wrapper script's folder: cuda_runtime_api.h "No such file" with a CUDA
+    build of torch). So the folder nvcc itself uses is added whenever no folder in the list is it,
+    whatever torch build is installed. nvcc finds its own headers anyway; the host compiler needs
+    them named (cuda_runtime_api.h for <c10/cuda/CUDAStream.h> on the C++ side)."""
     from torch.utils import cpp_extension
 
     try:
         paths = cpp_extension.include_paths("cuda" if for_cuda else "cpu")
-    except Exception:  # noqa: BLE001 - a CPU torch without CUDA_HOME: its own headers, and nvcc's
+    except Exception:  # noqa: BLE001 - a CPU torch without CUDA_HOME raises for "cuda": its CPU headers
         paths = cpp_extension.include_paths()
-        toolkit_include = _cuda_include_dir() if for_cuda else None
-        if toolkit_include:
-            # NOTE: nvcc finds its own headers; the host compiler needs them named (cuda_runtime_api.h
-            # for <c10/cuda/CUDAStream.h> on the C++ side).
+    if for_cuda:
+        toolkit_include = toolkit_include_dir()
+        if toolkit_include and toolkit_include not in {os.path.realpath(p) for p in paths}:
             paths = [*paths, toolkit_include]
     flags = []
     for p in [*paths, sysconfig.get_path("include", scheme="posix_prefix")]:
@@ -198,16 +245,30 @@ def fast_cuda_check(c: contract.Contract) -> bool:
     return not c.no_implicit_headers and not names_torch(c.cuda_src)
 
 
-def nvcc_command(nvcc: str, c: contract.Contract, arch: str, prelude: bool | None = None) -> tuple[list[str], str]:
-    """The command (run in the folder holding cuda.cu) and the arch it compiles for."""
+# Stand-ins for the parts of a command that belong to the machine, not to the version (see
+# manifest_key): the programs' paths, the include folders, and torch's own nvcc flags.
+PORTABLE_NVCC, PORTABLE_CXX = "<nvcc>", "<c++>"
+PORTABLE_TORCH_NVCC_FLAGS = "<torch COMMON_NVCC_FLAGS>"
+
+
+def _portable_includes(for_cuda: bool) -> list[str]:
+    return [f"<torch includes: {'cuda' if for_cuda else 'cpu'}>"]
+
+
+def nvcc_command(nvcc: str, c: contract.Contract, arch: str, prelude: bool | None = None,
+                 portable: bool = False) -> tuple[list[str], str]:
+    """The command (run in the folder holding cuda.cu) and the arch it compiles for. ``portable``:
+    the same command with its machine's parts (nvcc's path, the include folders, torch's
+    COMMON_NVCC_FLAGS) as stand-ins, the same on every machine (for :func:`manifest_key`)."""
     from torch.utils import cpp_extension
 
     text = c.cuda_file_text(prelude)
     gencode, compiled_for = arch_flags(arch, c.cuda_flags)
-    cmd = [nvcc, "-c", "cuda.cu", "-o", "cuda.o", "-Xptxas", "-v", *_defines(c)]
+    cmd = [PORTABLE_NVCC if portable else nvcc, "-c", "cuda.cu", "-o", "cuda.o", "-Xptxas", "-v", *_defines(c)]
     if _TORCH_HEADER.search(text):
-        cmd += _torch_includes(for_cuda=True)
-    cmd += [*cpp_extension.COMMON_NVCC_FLAGS, *gencode, "--compiler-options", "-fPIC", *c.cuda_flags]
+        cmd += _portable_includes(True) if portable else _torch_includes(for_cuda=True)
+    common = [PORTABLE_TORCH_NVCC_FLAGS] if portable else cpp_extension.COMMON_NVCC_FLAGS
+    cmd += [*common, *gencode, "--compiler-options", "-fPIC", *c.cuda_flags]
     if not any(f.startswith("-std=") for f in c.cuda_flags):
         cmd.append("-std=c++20")
     return cmd, compiled_for
@@ -240,26 +301,71 @@ def torch_pch(flags: list[str]) -> str | None:
     return str(header)
 
 
-def cpp_command(c: contract.Contract, use_pch: bool = False) -> list[str] | None:
+def cpp_command(c: contract.Contract, use_pch: bool = False, portable: bool = False) -> list[str] | None:
     """The host compiler's syntax check of main.cpp, or None when there is no C++ side. With
     ``use_pch``, main.cpp's implicit <torch/extension.h> comes from torch_pch (when it can be built).
+    ``portable``: the compiler and include folders as stand-ins, as :func:`nvcc_command`'s.
     NOTE: the PCH is built without TORCH_EXTENSION_NAME (the one flag that differs per version and
     that torch's headers do not read); -Winvalid-pch reports a PCH GCC refuses (it then parses the
     header as usual: slower, never wrong)."""
     if not (c.cpp_src or c.functions):
         return None
-    compiler = host_compiler()
+    compiler = PORTABLE_CXX if portable else host_compiler()
     flags = []
     if _TORCH_HEADER.search(c.cpp_file_text()):
         # NOTE: load_inline compiles main.cpp with the CUDA include paths whenever there are CUDA
         # sources, so its C++ side may include <c10/cuda/CUDAStream.h>; check it the same way.
-        flags += _torch_includes(for_cuda=c.compiles_cuda)
+        flags += _portable_includes(c.compiles_cuda) if portable else _torch_includes(for_cuda=c.compiles_cuda)
     flags += ["-fPIC", "-std=c++20", *c.cpp_flags]
     header = None
-    if use_pch and not c.no_implicit_headers:
+    if use_pch and not c.no_implicit_headers and not portable:
         header = torch_pch([compiler, "-DTORCH_API_INCLUDE_EXTENSION_H", *flags])
     pch = ["-include", header, "-Winvalid-pch"] if header else []
     return [compiler, "-fsyntax-only", "-x", "c++", "main.cpp", *pch, *_defines(c), *flags]
+
+
+def manifest_key(sub: Submission) -> str | None:
+    """What :func:`check` compiles for ``sub``, hashed the same on every machine: the cuda.cu and
+    main.cpp texts, both commands in :func:`nvcc_command`'s ``portable`` form (the version's flags,
+    defines, -std, arch and which torch include set it gets) and the arch compiled for. None when
+    the contract cannot be read (check() then fails it: never skip it). A torch-only version
+    compiles nothing, so all of them share one key.
+
+    NOTE: check()'s cache key hashes the same parts plus the machine's: nvcc's and the host
+    compiler's paths and versions, torch's version, include folders and COMMON_NVCC_FLAGS, and the
+    build folder's shim. Those differ on every fresh CI venv (the venv path is random), so a key
+    keeping them would never match a committed manifest; the toolchain is recorded beside the
+    keys instead (:func:`toolchain`)."""
+    try:
+        c = contract.read(sub.path)
+    except contract.ContractError:
+        return None
+    if not c.compiles_cuda:
+        return _key({"cuda": None})
+    fast = fast_cuda_check(c)
+    nv_cmd, compiled_for = nvcc_command(PORTABLE_NVCC, c, sub.arch, prelude=not fast, portable=True)
+    cc_cmd = cpp_command(c, portable=True)
+    return _key({"cu": c.cuda_file_text(prelude=not fast), "cpp": c.cpp_file_text() if cc_cmd else None,
+                 "nvcc": nv_cmd, "cxx": cc_cmd, "arch": compiled_for})
+
+
+def toolchain(nvcc: str) -> dict[str, str]:
+    """The compilers and torch headers a compile-only check depends on beyond the version's own
+    code: nvcc's release line, the host compiler's version line, torch's version."""
+    import torch
+
+    return {"nvcc": cuda_tools.version(nvcc), "c++": _first_line(host_compiler()), "torch": torch.__version__}
+
+
+@functools.lru_cache(maxsize=None)
+def _first_line(exe: str) -> str:
+    """The first line of ``exe --version`` (GCC and Clang name their release there; '' if it does
+    not run). NOTE: not cuda_tools.version, whose 'version'-or-last-line rule picks GCC's warranty line."""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return next((line.strip() for line in (out.stdout or out.stderr).splitlines() if line.strip()), "")
 
 
 # ---------------------------------------------------------------------------------- parsing

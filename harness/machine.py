@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -17,13 +18,28 @@ def _run(cmd: list[str]) -> str:
 
 
 def git_state() -> dict:
-    """Commit and dirty flag; NVFP4_GIT_COMMIT / NVFP4_GIT_DIRTY stand in where the tree has no .git
-    (a copy sent to a GPU machine)."""
+    """Full 40-hex commit and dirty flag ("true"/"false", "" where unknown) of the lab's tree.
+
+    NVFP4_GIT_COMMIT / NVFP4_GIT_DIRTY stand in where the tree has no .git (a copy sent to a GPU
+    machine); a short NVFP4_GIT_COMMIT is expanded by ``full_commit``."""
     if os.environ.get("NVFP4_GIT_COMMIT"):
-        return {"git_commit": os.environ["NVFP4_GIT_COMMIT"], "git_dirty": os.environ.get("NVFP4_GIT_DIRTY", "")}
-    commit = _run(["git", "rev-parse", "--short=12", "HEAD"])
+        return {"git_commit": full_commit(os.environ["NVFP4_GIT_COMMIT"]),
+                "git_dirty": os.environ.get("NVFP4_GIT_DIRTY", "")}
+    commit = _run(["git", "rev-parse", "--verify", "--quiet", "HEAD"])
     dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])) if commit else None
     return {"git_commit": commit or "", "git_dirty": "" if dirty is None else str(dirty).lower()}
+
+
+def full_commit(commit: str) -> str:
+    """``commit`` as 40 hex digits where it abbreviates a commit git can find here; else as given.
+
+    Only hex abbreviations are expanded: a name such as ``HEAD`` or a branch would be read against
+    whatever .git this tree carries (a copy may carry a stale one), not the commit that was meant."""
+    commit = commit.strip()
+    if not re.fullmatch(r"[0-9a-fA-F]{4,39}", commit):
+        return commit
+    full = _run(["git", "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"])
+    return full if re.fullmatch(r"[0-9a-f]{40}", full) else commit
 
 
 def driver_version() -> str:

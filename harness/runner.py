@@ -606,7 +606,11 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
     """Rows for leaderboard.csv and, per row, its reproducibility sidecar (raw samples and context).
 
     An IMPLAUSIBLE (or any failed) result is recorded as its status without times: never as a result.
+    Every row names the full commit (``machine.git_state``) and its shape's dimensions as columns
+    (``leaderboard.shape_columns``); a timed row also its TFLOP/s and TB/s (``leaderboard.throughput``).
     """
+    from harness import leaderboard  # the columns' own rules live with the file they describe
+
     sub = outcome.submissions[sub_index]
     git = machine.git_state()
     try:
@@ -629,11 +633,13 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
                "cuda": dev.get("cuda", ""), "torch": dev.get("torch", ""),
                "timing_mode": (outcome.plan.mode if outcome.plan else ""),
                "flush": (outcome.plan.flush if outcome.plan else ""),
-               "batch": (outcome.plan.batch(sub.problem) if outcome.plan else ""), **git}
+               "batch": (outcome.plan.batch(sub.problem) if outcome.plan else ""), **git,
+               **leaderboard.shape_columns(r.shape.params)}
         if st:
             row.update({k: _fmt(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us",
                                                      "ci95_lo_us", "ci95_hi_us", "iqr_us")})
             row.update(n=st["n"], converged=str(st["converged"]).lower())
+            row.update(leaderboard.throughput(sub.problem, r.shape.params, st.get("mean_us")))
             if r.floor_us:
                 row.update(floor_us=_fmt(r.floor_us), pct_of_floor=_fmt(100 * r.floor_us / st["mean_us"]))
             if r.read_floor_us:
@@ -659,4 +665,5 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
 
 
 def _fmt(x):
-    return "" if x is None else f"{x:.4g}" if abs(x) < 1e-3 else f"{x:.3f}"
+    from harness import leaderboard  # one rule for every figure in the file
+    return leaderboard.format_number(x)

@@ -14,8 +14,9 @@ back, end event, synchronise; the sample is the batch's event time over its call
 between the flush and the start event, so the first call's host path overlaps the flush and the
 later calls' host paths overlap the earlier calls' device time, as in the competition.
 
-``kernel``: what the device spends on the call. Per call: flush, a device sleep (``AHEAD_US``) so
-that the whole call is queued before the device reaches it, then the call inside a profiler range;
+``kernel``: what the device spends on the call. The block is queued whole behind one device sleep
+(``AHEAD_US`` a call), so every call is enqueued before the device reaches it; per call a flush,
+then the call inside a profiler range;
 CUPTI activity records (torch.profiler / kineto) of every kernel, memcpy and memset the call
 launched, on any stream, attributed to the call by the op that launched it (``kernel_times``). The
 sample is the *span*, first activity's start to last one's end (overlapping kernels counted once,
@@ -72,11 +73,12 @@ DEFAULT_METHOD = "gpumode"
 # dual_gemm run eval_better_bench.py (50), group_gemm eval_better_bench_grouped_gemm.py (15), gemv
 # eval.py (one call per pair of events).
 GPUMODE_BATCH = {"gemv": 1, "gemm": 50, "dual_gemm": 50, "group_gemm": 15}
-# NOTE: the device sleep queued before each call in kernel mode, so the whole call (a prepass, its
-# GEMM) is enqueued before the device reaches it and the span holds no host launch latency; a
-# call's host path on the lent hosts is ~10-60 µs (tools' host_path measurements), so 200 µs
-# covers it with room. torch.cuda._sleep spins cycles: ~2000 a µs at an H100/H200's SM clock.
-AHEAD_US = 200.0
+# NOTE: the device sleep queued before a kernel-method block, per call in it, so every call (a
+# prepass, its GEMM) is enqueued before the device reaches it and no span holds host launch
+# latency; a call's host path on the lent hosts is ~10-60 µs (kernel method's host µs: 26-50 for
+# gemv v16, H200), so 150 µs a call covers it with room. torch.cuda._sleep spins cycles: ~2000 a
+# µs at an H100/H200's SM clock.
+AHEAD_US = 150.0
 SLEEP_CYCLES_PER_US = 2000
 CALL_RANGE = "nvfp4::call"
 
@@ -278,40 +280,40 @@ def _time_batches(b, fn, pool, batch, flush_kind, telemetry) -> Block:
 
 
 def _time_kernels(b, fn, pool, flush_kind, telemetry) -> Block:
-    """``kernel``: each call flushed, queued behind a device sleep, profiled (see the module's
-    docstring). Events and the wall clock bracket every call as in ``queued``, for the escape check."""
-    torch = b.torch
+    """``kernel``: the block queued whole behind one device sleep, each call after its own flush
+    and inside its own profiler range (see the module's docstring); events and the wall clock
+    bracket the block for the escape check."""
     from torch.profiler import ProfilerActivity
-    befores = [b.Event(enable_timing=True) for _ in pool]
-    ends = [b.Event(enable_timing=True) for _ in pool]
-    results, walls, host_us, sample = [], [], [], None
     import warnings
+    before, end = b.Event(enable_timing=True), b.Event(enable_timing=True)
+    results, host_us, sample = [], [], None
     with warnings.catch_warnings():
         # NOTE: torch warns once per session that events are cleared at the end of each cycle: we
         # read every event of the one cycle there is
         warnings.simplefilter("ignore")
         prof = b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     with prof:
-        for i, data in enumerate(pool):
-            b.synchronize()
-            t0 = _now()
-            b.record(befores[i])
+        b.synchronize()
+        t0 = _now()
+        b.record(before)
+        # NOTE: one sleep for the whole block, long enough for the host to enqueue every call ahead
+        # of the device, so no call waits on a launch and the device never idles inside the block.
+        # (A sleep and a synchronise around every call left gemm's short shapes 2-4% apart between
+        # two instances of the same file in one process, H200: the device idled between calls.)
+        if b.sleep is not None:
+            b.sleep(int(AHEAD_US * len(pool) * SLEEP_CYCLES_PER_US))
+        for data in pool:
             flush(flush_kind)
-            if b.sleep is not None:
-                b.sleep(int(AHEAD_US * SLEEP_CYCLES_PER_US))
             with b.record_function(CALL_RANGE):
                 h0 = _now()
                 results.append(fn(data))
                 host_us.append((_now() - h0) * 1e6)
-            b.record(ends[i])
-            extra = 0.0
-            if i == len(pool) - 1:
-                sample, extra = _sample_telemetry(telemetry)
-            b.synchronize()
-            walls.append((_now() - t0 - extra) * 1e6)
-    per_call, stray = kernel_times(kineto_activities(torch, prof), len(pool))
-    wall_us = sum(walls)
-    span_us = sum(b.elapsed(s, e) * 1e3 for s, e in zip(befores, ends))
+        b.record(end)
+        sample, extra = _sample_telemetry(telemetry)
+        b.synchronize()
+        wall_us = (_now() - t0 - extra) * 1e6
+    per_call, stray = kernel_times(kineto_activities(b.torch, prof), len(pool))
+    span_us = b.elapsed(before, end) * 1e3
     kernel = {"span_us": [c["span_us"] for c in per_call], "sum_us": [c["sum_us"] for c in per_call],
               "activities": [c["activities"] for c in per_call], "host_us": host_us, "stray_activities": stray}
     return Block(kernel["span_us"], results, wall_us, span_us, escape_of("kernel", len(pool), wall_us, span_us),

@@ -29,9 +29,16 @@ K_ATOM = 4  # scale columns (of 16 K each) per tile
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
                -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 
+E2M1_MAX = 6.0
 E4M3_MAX = 448.0
 E4M3_MIN_EXP = -9  # 2^-9 is the smallest positive (subnormal) e4m3 value
+E4M3_MIN_NORMAL_EXP = -6  # 2^-6 is the smallest normal e4m3 value
 E4M3_MAX_EXP = 8  # 448 = 1.75 * 2^8
+E4M3_MANTISSA_BITS = 3
+
+# Midpoints between consecutive e2m1 magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6. A value exactly on
+# midpoint i lies between magnitude codes i and i + 1 and goes to the even one: up when i is odd.
+_E2M1_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -84,6 +91,61 @@ def dequantize(values: torch.Tensor, scales: torch.Tensor,
     if s.shape[-1] * SF_VEC_SIZE != k:
         raise ValueError(f"{s.shape[-1]} scale columns do not cover K={k} in blocks of {SF_VEC_SIZE}")
     return v * s.repeat_interleave(SF_VEC_SIZE, dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Quantisation (the standard NVFP4 recipe, global scale already folded into the data)
+# ---------------------------------------------------------------------------------------------
+
+def round_to_e4m3(v: torch.Tensor) -> torch.Tensor:
+    """Non-negative finite values -> the nearest e4m3 (ties to even), saturating at 448.
+
+    Returns ``float8_e4m3fn``. Rounds in float64 with an explicit quantum, because torch's cast
+    goes through fp32 and a double rounding (float64 -> fp32 -> e4m3) can land on an e4m3 tie the
+    exact value is not on. Values below half the smallest subnormal (2^-10) round to 0.
+    """
+    v = v.to(torch.float64)
+    if bool((v < 0).any()) or not bool(torch.isfinite(v).all()):
+        raise ValueError("round_to_e4m3 takes finite non-negative values")
+    _, exp = torch.frexp(v)  # v = m * 2^exp, m in [0.5, 1): binade 2^(exp - 1); exact, unlike log2
+    # Subnormals share the smallest normal binade's quantum 2^-9.
+    binade = torch.clamp(exp - 1, min=E4M3_MIN_NORMAL_EXP)
+    quantum = torch.ldexp(torch.ones_like(v), binade - E4M3_MANTISSA_BITS)
+    rounded = torch.round(v / quantum) * quantum  # v / quantum is exact; torch.round is half-to-even
+    return torch.clamp(rounded, max=E4M3_MAX).to(torch.float32).to(torch.float8_e4m3fn)
+
+
+def quantize_nvfp4(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The standard NVFP4 recipe on ``x [..., K]`` (finite fp32, K a multiple of 16), global scale 1.
+
+    Per 16 consecutive elements along K: ``scale = round_to_e4m3(amax / 6)`` (nearest, ties to
+    even, saturating at 448); each element ``x / scale`` rounded to the nearest e2m1 (ties to
+    even), clamped to +-6, sign kept (small negatives give -0). A block whose scale rounds to 0
+    (amax < 6 * 2^-10, all-zero blocks included) gets scale 0 and zero codes: it decodes to 0,
+    like every block, finite. Returns ``(packed uint8 [..., K/2], scales float8_e4m3fn [..., K/16])``.
+    A caller folding a per-tensor global scale multiplies it into ``x`` first.
+    """
+    if x.dtype != torch.float32:
+        raise ValueError(f"quantize_nvfp4 takes float32, got {x.dtype}")
+    k = x.shape[-1]
+    if k % SF_VEC_SIZE:
+        raise ValueError(f"K={k} is not a multiple of {SF_VEC_SIZE}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("quantize_nvfp4 takes finite values")
+    blocks = x.reshape(*x.shape[:-1], k // SF_VEC_SIZE, SF_VEC_SIZE)
+    mag = blocks.abs()
+    # amax / 6 in float64 is within 2^-53 of exact, so it cannot fall on an e4m3 tie it is not on.
+    scales = round_to_e4m3(mag.amax(dim=-1).to(torch.float64) / E2M1_MAX)
+    s = scales.to(torch.float32).unsqueeze(-1)
+    # Compare |x| with midpoint * scale rather than rounding |x| / scale: the products have at most
+    # 3 + 4 significant bits and are exact in fp32, so every decision (ties included) is exact.
+    code = torch.zeros(mag.shape, dtype=torch.uint8, device=x.device)
+    for i, mid in enumerate(_E2M1_MIDPOINTS):
+        edge = mid * s
+        code += (mag >= edge) if i % 2 else (mag > edge)
+    code = torch.where(s > 0, code, torch.zeros_like(code))  # scale 0: nothing to divide by
+    code |= (blocks < 0).to(torch.uint8) << 3
+    return pack_e2m1_codes(code.reshape(x.shape)), scales
 
 
 # ---------------------------------------------------------------------------------------------

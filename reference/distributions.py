@@ -11,6 +11,28 @@ one K-block has the same exponent. That keeps the fp32 sum of a dot product exac
 (so every correct fp32-accumulating kernel returns the reference's fp32 value bit for bit, and
 the rtol/atol of 1e-3 only absorbs the final fp16 rounding), while both operands still see
 subnormal and largest scales. ``offset`` is chosen from K so outputs stay finite in fp16.
+
+``realistic``: what ``general`` cannot see. Because ``general`` mirrors the scale exponents, every
+fp32 partial sum is exact, so a kernel that forms its partial sums badly (a lossy split of K, a
+rescale between K-blocks, accumulation in a narrower type) still returns the reference's bits.
+Real weights and activations have mixed exponents: the terms of a dot product span many binades
+and fp32 sums round. Here each operand is a real-looking matrix, its kind drawn per operand by
+the seed: ``gaussian`` (N(0, 1)) or ``heavy`` (Student-t with 3 degrees of freedom, plus
+``max(1, rows // 64)`` outlier rows per matrix scaled by 10^U(1, 2), i.e. 10x to 100x). It is
+quantised with the standard NVFP4 recipe (:func:`reference.codec.quantize_nvfp4`: per 16
+elements along K, scale = e4m3(amax / 6), values = e2m1(x / scale), both round to nearest even).
+
+NVFP4 normally carries a per-tensor fp32 global scale (amax / (6 * 448)); GPU MODE's tuples have
+none, so it is folded into the data: operand X is multiplied by ``g_X = 2^-s_X * 6 * 448 /
+amax(X)`` before quantising, and the reference (like every kernel) sees that already-scaled
+matrix, i.e. its global scale is 1. ``s_X = 0`` is the textbook recipe (largest block scale 448),
+but then a product's outputs are ~1e7 at K = 16384, far past fp16's 65504; so the shifts
+``s_X >= 0`` (powers of two: the block scales' mantissas stay those of the textbook recipe) are
+the smallest that bring an estimate of the largest output under 2^13 (dual GEMM: each product
+under 2^6.5, as the output multiplies them), split between the operands to keep their small
+block scales in e4m3's normal range (>= 2^-6) where the outlier ranges allow; see
+:func:`realistic_shifts`. Products of two e2m1 x e4m3 values are still exact in fp32, so the
+reference stays exact; only the sums round, and kernels are judged at GPU MODE's tolerance.
 """
 
 from __future__ import annotations
@@ -21,7 +43,7 @@ import torch
 
 from reference import codec
 
-DISTS = ("competition", "general")
+DISTS = ("competition", "general", "realistic")
 
 # RMS of one product term v_a * v_b * s_a * s_b in units of 2^(offset - 8) under ``general``:
 # rms(2v) over the 8 magnitudes = sqrt(34.25), squared = 34.25; rms of (8 + mantissa) = 11.7,
@@ -152,6 +174,139 @@ def general_scales(gen: torch.Generator, rows: int, sf_k: int, binades: torch.Te
     return _finish_scales(bits, rows, sf_k)
 
 
+# ---------------------------------------------------------------------------------------------
+# Realistic: Gaussian or heavy-tailed matrices, quantised with the standard NVFP4 recipe
+# ---------------------------------------------------------------------------------------------
+
+REALISTIC_KINDS = ("gaussian", "heavy")
+STUDENT_T_DOF = 3  # finite variance, heavy tail: P(|t| > x) ~ x^-3
+OUTLIER_ROW_EVERY = 64  # max(1, rows // 64) outlier rows per matrix of a heavy operand
+OUTLIER_GAIN_LOG10 = (1.0, 2.0)  # outlier rows scaled by 10^U(1, 2): 10x to 100x
+# Largest |output| of one product the shifts aim for: 2^13, 8x under fp16's 65504, for what the
+# estimate below misses (a few coinciding heavy-tail terms). Several products that multiply
+# (dual GEMM's silu(h1) * h2) share the exponent budget.
+REALISTIC_OUTPUT_LOG2 = 13.0
+# The estimate of the largest |A_i . B_j|: this many times max ||A_i|| * max ||B_j|| / sqrt(K),
+# the spread of a dot product of independent zero-mean rows (Gaussian max over ~1e6 outputs ~5).
+_OUTPUT_SIGMAS = 6.0
+# "Small block scales" for the normal-range split: this quantile of an operand's block amaxes.
+_SMALL_BLOCK_QUANTILE = 0.01
+
+
+def realistic_kind(gen: torch.Generator) -> str:
+    """One operand's kind, ``gaussian`` or ``heavy``, drawn from ``gen`` (one draw)."""
+    i = int(torch.randint(0, len(REALISTIC_KINDS), (1,), generator=gen, device=gen.device))
+    return REALISTIC_KINDS[i]
+
+
+def outlier_rows(rows: int) -> int:
+    """Outlier rows per matrix (per batch) of a heavy operand with ``rows`` rows."""
+    return max(1, rows // OUTLIER_ROW_EVERY)
+
+
+def realistic_raw(gen: torch.Generator, l: int, rows: int, k: int, kind: str) -> torch.Tensor:
+    """Unscaled fp32 data ``(L, rows_pad, K_pad)`` of one operand (padded to whole scale tiles).
+
+    ``gaussian``: N(0, 1). ``heavy``: Student-t (``STUDENT_T_DOF``), z / sqrt(chi2 / dof) from
+    normals, and per batch :func:`outlier_rows` of the first ``rows`` rows (the real ones) scaled
+    by ``10^U(OUTLIER_GAIN_LOG10)``. Padding rows and columns only feed the permuted scales'
+    padding slots (see :func:`realistic_quantised`).
+    """
+    device = gen.device
+    rows_pad, sfk_pad = _padded_plain(rows, k // codec.SF_VEC_SIZE)
+    shape = (l, rows_pad, sfk_pad * codec.SF_VEC_SIZE)
+    x = torch.randn(shape, dtype=torch.float32, generator=gen, device=device)
+    if kind == "gaussian":
+        return x
+    if kind != "heavy":
+        raise ValueError(f"unknown realistic kind {kind!r}")
+    chi2 = torch.zeros(shape, dtype=torch.float32, device=device)
+    for _ in range(STUDENT_T_DOF):
+        chi2 += torch.randn(shape, dtype=torch.float32, generator=gen, device=device).square()
+    # chi2 = 0 needs dof exact-zero normals; the floor only keeps the quotient finite regardless.
+    x *= torch.rsqrt(torch.clamp(chi2 / STUDENT_T_DOF, min=1e-30))
+    n_out = outlier_rows(rows)
+    which = torch.rand((l, rows), generator=gen, device=device).argsort(dim=1)[:, :n_out]
+    lo, hi = OUTLIER_GAIN_LOG10
+    gain = 10.0 ** (lo + (hi - lo) * torch.rand((l, n_out), dtype=torch.float32, generator=gen, device=device))
+    rows_gain = torch.ones((l, rows_pad), dtype=torch.float32, device=device)
+    rows_gain.scatter_(1, which, gain)
+    return x * rows_gain.unsqueeze(-1)
+
+
+def _realistic_stats(x: torch.Tensor, rows: int, k: int) -> tuple[float, float, float]:
+    """(amax, max row L2 norm, small block amax) of the real region ``x[:, :rows, :k]``."""
+    real = x[:, :rows, :k]
+    mag = real.abs()
+    amax = float(mag.max())
+    norm = float(torch.linalg.vector_norm(real, dim=-1).max())
+    blocks = mag.reshape(-1, codec.SF_VEC_SIZE).amax(dim=-1)
+    kth = max(1, int(_SMALL_BLOCK_QUANTILE * blocks.numel()))
+    small = float(torch.kthvalue(blocks, kth).values)
+    return amax, norm, small
+
+
+def realistic_shifts(log2_norms: list[float], headrooms: list[float], k: int) -> list[int]:
+    """Power-of-two shifts ``[s_A, s_B1, ...]`` (all >= 0) of the textbook global scales.
+
+    ``log2_norms``: log2 of each operand's largest row norm at its textbook scale (largest block
+    scale 448), A first. ``headrooms``: log2 of each operand's small block scale over 2^-6 at that
+    scale (how far it can move down and stay normal). For each product A.B_j the estimate
+    ``_OUTPUT_SIGMAS * ||A|| * ||B_j|| / sqrt(K)`` must be at most
+    ``2^(REALISTIC_OUTPUT_LOG2 / n_products)``, i.e. ``s_A + s_Bj >= need_j``; among those, the
+    split maximises the smallest remaining headroom (ties: the smallest ``s_A``).
+    """
+    n_products = len(log2_norms) - 1
+    budget = REALISTIC_OUTPUT_LOG2 / n_products
+    base = math.log2(_OUTPUT_SIGMAS) + log2_norms[0] - 0.5 * math.log2(k) - budget
+    need = [max(0, math.ceil(base + lb)) for lb in log2_norms[1:]]
+    best_score, best = -math.inf, None
+    for s_a in range(max(need) + 1):
+        shifts = [s_a] + [max(0, n - s_a) for n in need]
+        score = min(h - s for h, s in zip(headrooms, shifts))
+        if score > best_score:
+            best_score, best = score, shifts
+    return best
+
+
+def realistic_data(gen: torch.Generator, l: int, k: int, rows: list[int]) -> tuple[list[torch.Tensor], list[str]]:
+    """The pre-quantisation data of operands sharing one K (``rows[0]`` is A, the rest B1, B2, ...).
+
+    Returns ``(xs, kinds)``: each ``x`` is fp32 ``(L, rows_pad, K_pad)`` with its folded global
+    scale ``2^-s * 6 * 448 / amax`` already multiplied in (amax over the real rows and columns,
+    ``s`` from :func:`realistic_shifts`); :func:`realistic_quantised` turns it into the operand.
+    Draws, in order: per operand its kind and its raw data.
+    """
+    kinds, raws = [], []
+    for r in rows:
+        kinds.append(realistic_kind(gen))
+        raws.append(realistic_raw(gen, l, r, k, kinds[-1]))
+    textbook, log2_norms, headrooms = [], [], []
+    for x, r in zip(raws, rows):
+        amax, norm, small = _realistic_stats(x, r, k)
+        g = codec.E2M1_MAX * codec.E4M3_MAX / amax if amax > 0 else 1.0
+        textbook.append(g)
+        log2_norms.append(math.log2(norm * g) if norm > 0 else -math.inf)
+        headrooms.append(math.log2(small * g / codec.E2M1_MAX) - codec.E4M3_MIN_NORMAL_EXP if small > 0 else -math.inf)
+    shifts = realistic_shifts(log2_norms, headrooms, k)
+    # One fp32 multiply by the folded global scale: the result is the matrix being quantised.
+    xs = [x * torch.tensor(g * 2.0 ** -s, dtype=torch.float32, device=x.device) for x, g, s in zip(raws, textbook, shifts)]
+    return xs, kinds
+
+
+def realistic_quantised(x: torch.Tensor, rows: int, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One operand from its pre-quantisation data ``(L, rows_pad, K_pad)``: ``(values, plain, permuted)``.
+
+    The whole padded tensor is quantised; values and plain scales are the real ``rows`` x ``K``
+    part, and the permuted tensor's padding slots hold the padding blocks' scales (saturated at
+    448 where a padding block exceeds the real data), so they follow the same distribution.
+    """
+    packed, scales = codec.quantize_nvfp4(x)
+    values = codec.batched(packed[:, :rows, : k // 2].contiguous()).view(torch.float4_e2m1fn_x2)
+    plain, permuted = _finish_scales(scales.view(torch.uint8), rows, k // codec.SF_VEC_SIZE)
+    return values, plain, permuted
+
+
 def random_output(gen: torch.Generator, l: int, m: int, n: int) -> torch.Tensor:
     """The ``c`` buffer ``[M, N, L]`` fp16 (random, as GPU MODE hands it over)."""
     return codec.batched(torch.randn((l, m, n), dtype=torch.float16, generator=gen, device=gen.device))
@@ -169,6 +324,11 @@ def operands(gen: torch.Generator, dist: str, l: int, k: int, rows: list[int], c
         value_kind, scale_kind = competition
         values = [random_values(gen, l, r, k, value_kind) for r in rows]
         pairs = [competition_scales(gen, l, r, sf_k, scale_kind) for r in rows]
+    elif dist == "realistic":
+        xs, _ = realistic_data(gen, l, k, rows)
+        quantised = [realistic_quantised(x, r, k) for x, r in zip(xs, rows)]
+        values = [q[0] for q in quantised]
+        pairs = [q[1:] for q in quantised]
     else:
         values = [random_values(gen, l, r, k, "all") for r in rows]
         binade_a, binades_b = general_binades(gen, l, sf_k, general_offsets(k, len(rows) - 1))

@@ -1,11 +1,22 @@
-"""harness.leaderboard: append/read, one header, concurrent appends, best()."""
+"""harness.leaderboard: append/read, one header, concurrent appends, best(); a file pandas and
+duckdb load with their defaults ("\n" only, shape and throughput columns, full commits); merge."""
 
 from __future__ import annotations
 
 import csv
+import gzip
+import json
 import multiprocessing as mp
+from pathlib import Path
 
-from harness import leaderboard
+import pytest
+from click.testing import CliRunner
+
+from harness import cli, config, leaderboard, machine, runner, submissions
+from reference import problem_module
+
+REPO_LEADERBOARD = Path(__file__).resolve().parents[1] / "leaderboard.csv"
+GROUP_SHAPE = '{"m":[80,176,128],"n":[4096,4096,4096],"k":[7168,7168,7168],"g":3}'
 
 
 def row(**kw):
@@ -110,3 +121,222 @@ def test_best_keeps_timing_modes_apart():
     assert [r["mean_us"] for r in leaderboard.best(rows)] == ["45.0"]
     assert [r["mean_us"] for r in leaderboard.best(rows, mode="queued")] == ["40.0"]
     assert [r["mean_us"] for r in leaderboard.best(rows, mode="graph")] == ["30.0"]
+
+
+# ------------------------------------------------------------------------- loadable by tools
+def _load_with_tools(path: Path):
+    """(pandas frame, duckdb rows and column names) of ``path``, both readers at their defaults."""
+    import duckdb
+    import pandas
+    frame = pandas.read_csv(path)
+    relation = duckdb.read_csv(str(path))
+    return frame, relation.fetchall(), relation.columns
+
+
+def test_repo_leaderboard_loads_with_pandas_and_duckdb():
+    raw = REPO_LEADERBOARD.read_bytes()
+    assert b"\r" not in raw
+    with open(REPO_LEADERBOARD, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and list(rows[0]) == list(leaderboard.COLUMNS)
+    frame, records, columns = _load_with_tools(REPO_LEADERBOARD)
+    assert len(frame) == len(records) == len(rows)
+    assert list(frame.columns) == list(columns) == list(leaderboard.COLUMNS)
+    assert list(frame["problem"]) == [r["problem"] for r in rows]
+    assert list(frame["mean_us"]) == pytest.approx([float(r["mean_us"]) for r in rows])
+    timed = frame[(frame["status"] == "PASS") & frame["mean_us"].notna()]
+    assert len(timed) and (timed["tflops"] > 0).all() and (timed["tbps"] > 0).all()
+    groups = frame[frame["problem"] == "group_gemm"]
+    assert len(groups) and all(len(str(m).split(";")) == g for m, g in zip(groups["shape_m"], groups["shape_g"]))
+    gemm = frame[frame["problem"] == "gemm"].iloc[0]
+    shape = json.loads(gemm["shape"])
+    assert (gemm["shape_m"], gemm["shape_k"]) == (str(shape["m"]), str(shape["k"]))
+    assert gemm["tflops"] == pytest.approx(problem_module("gemm").flops(**shape) / gemm["mean_us"] / 1e6, rel=1e-3)
+
+
+def test_fresh_leaderboard_loads_with_pandas_and_duckdb(tmp_path):
+    path = tmp_path / "fresh.csv"
+    leaderboard.append([leaderboard.backfill(row()), leaderboard.backfill(row(message='a, "quoted"\r\nline'))], path)
+    leaderboard.append([leaderboard.backfill(row(problem="group_gemm", shape=GROUP_SHAPE, mean_us="20.0",
+                                                 git_commit="a" * 40))], path)
+    frame, records, columns = _load_with_tools(path)
+    assert len(frame) == len(records) == 3 and list(columns) == list(leaderboard.COLUMNS)
+    assert list(frame["version"]) == ["v0", "v0", "v0"] and frame["message"].iloc[1] == 'a, "quoted"\nline'
+    assert frame["shape_m"].iloc[2] == "80;176;128" and frame["shape_g"].iloc[2] == 3
+    assert frame["git_commit"].iloc[2] == "a" * 40
+    assert frame["tflops"].iloc[0] == pytest.approx(2 * 128 * 256 * 256 / 10.0 / 1e6, rel=1e-3)
+    by_name = dict(zip(columns, records[2]))
+    assert by_name["problem"] == "group_gemm" and by_name["shape_m"] == "80;176;128" and by_name["mean_us"] == 20.0
+
+
+# -------------------------------------------------------------------------------- line endings
+def test_append_never_writes_carriage_returns(tmp_path):
+    path = tmp_path / "board.csv"
+    leaderboard.append([row(message="windows\r\nline"), row(message="old mac\rline", version="v1")], path)
+    assert b"\r" not in path.read_bytes()
+    assert [r["message"] for r in leaderboard.read(path)] == ["windows\nline", "old mac\nline"]
+
+
+def test_header_upgrade_writes_lf_only_and_backfills(tmp_path):
+    """A file from before the flush columns, its rows ended by CRLF (as a hand merge left them)."""
+    path = tmp_path / "board.csv"
+    old = leaderboard.COLUMNS[:leaderboard.COLUMNS.index("flush")]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=old, extrasaction="ignore", lineterminator="\r\n")
+        writer.writeheader()
+        writer.writerows([row(), row(version="v1", problem="group_gemm", shape=GROUP_SHAPE)])
+    leaderboard.append([row(version="v2")], path)
+    assert b"\r" not in path.read_bytes()
+    rows = leaderboard.read(path)
+    assert [r["version"] for r in rows] == ["v0", "v1", "v2"] and list(rows[0]) == list(leaderboard.COLUMNS)
+    assert rows[1]["shape_k"] == "7168;7168;7168" and rows[1]["tflops"] and rows[0]["shape_n"] == "256"
+
+
+def test_normalise_keeps_rows_and_order(tmp_path):
+    path = tmp_path / "board.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=leaderboard.COLUMNS, extrasaction="ignore", lineterminator="\r\n")
+        writer.writeheader()
+        writer.writerows([row(version=f"v{i}", mean_us=str(10 + i), tflops="9.999" if i == 2 else "")
+                          for i in range(4)])
+    before = leaderboard.read(path)
+    assert leaderboard.normalise(path) == 4
+    after = leaderboard.read(path)
+    assert b"\r" not in path.read_bytes()
+    assert all(all(a[k] == b[k] for k in leaderboard.COLUMNS if b[k]) for a, b in zip(after, before))
+    assert [r["version"] for r in after] == ["v0", "v1", "v2", "v3"]
+    assert after[2]["tflops"] == "9.999"  # recorded cells are kept, only empty ones derived
+    assert after[0]["tflops"] and after[0]["shape_l"] == "1"
+    text = path.read_bytes()
+    leaderboard.normalise(path)
+    assert path.read_bytes() == text  # idempotent
+    assert leaderboard.normalise(tmp_path / "absent.csv") == 0 and not (tmp_path / "absent.csv").exists()
+
+
+# ---------------------------------------------------------------------------- derived columns
+def test_shape_columns_and_throughput():
+    assert leaderboard.shape_columns({"m": 128, "k": 256, "l": 2, "seed": 1}) == {
+        "shape_m": "128", "shape_n": "", "shape_k": "256", "shape_l": "2", "shape_g": ""}
+    assert leaderboard.shape_columns(json.loads(GROUP_SHAPE))["shape_n"] == "4096;4096;4096"
+    params = json.loads(GROUP_SHAPE)
+    mod = problem_module("group_gemm")
+    got = leaderboard.throughput("group_gemm", {**params, "seed": 5}, 25.0)
+    assert float(got["tflops"]) == pytest.approx(mod.flops(**params) / 25e-6 / 1e12, rel=1e-3)
+    assert float(got["tbps"]) == pytest.approx(mod.bytes_moved(**params) / 25e-6 / 1e12, rel=1e-3)
+    assert leaderboard.throughput("group_gemm", params, None) == {"tflops": "", "tbps": ""}
+    assert leaderboard.throughput("nope", params, 1.0) == {"tflops": "", "tbps": ""}
+    assert leaderboard.derived_columns(row(status="FAIL"))["tflops"] == ""  # a failed row has no throughput
+    assert leaderboard.derived_columns(row(shape="not json")) == dict.fromkeys(leaderboard.DERIVED_COLUMNS, "")
+
+
+def test_full_commit_expands_an_abbreviation_the_repo_knows(monkeypatch):
+    head = machine._run(["git", "rev-parse", "--verify", "--quiet", "HEAD"])
+    if len(head) != 40:
+        pytest.skip("no .git here")
+    assert machine.full_commit(head[:7]) == head and machine.full_commit(head) == head
+    assert machine.full_commit("0000000") == "0000000"  # unknown: kept as given
+    assert machine.full_commit("HEAD") == "HEAD"  # a name is not resolved against a possibly stale .git
+    monkeypatch.setenv("NVFP4_GIT_COMMIT", head[:9])
+    monkeypatch.setenv("NVFP4_GIT_DIRTY", "true")
+    assert machine.git_state() == {"git_commit": head, "git_dirty": "true"}
+    monkeypatch.delenv("NVFP4_GIT_COMMIT")
+    assert machine.git_state()["git_commit"] == head
+
+
+def test_leaderboard_rows_carry_shape_columns_and_throughput(monkeypatch):
+    monkeypatch.setattr(machine, "git_state", lambda: {"git_commit": "b" * 40, "git_dirty": "false"})
+    sub = submissions.resolve("group_gemm", "v0")
+    params = {**json.loads(GROUP_SHAPE), "seed": 1111}
+    shape = config.Shape("group_gemm", "custom", 0, params)
+    stat = {"mean_us": 25.0, "median_us": 24.0, "std_us": 1.0, "ci95_us": 0.5, "best_us": 23.0, "ci95_lo_us": 24.5,
+            "ci95_hi_us": 25.5, "iqr_us": 1.0, "n": 30, "converged": True}
+    results = [runner.ShapeResult(shape, "competition", "PASS", stats=[stat], samples=[[25.0]]),
+               runner.ShapeResult(shape, "general", "FAIL", message="mismatch")]
+    rows, sidecars = runner.leaderboard_rows(runner.JobOutcome([sub], {"gpu": "cpu"}, results))
+    timed, failed = rows
+    assert timed["git_commit"] == "b" * 40 and timed["shape"] == shape.key
+    assert (timed["shape_m"], timed["shape_g"], timed["shape_l"]) == ("80;176;128", "3", "")
+    assert timed["tflops"] == leaderboard.throughput("group_gemm", params, 25.0)["tflops"] != ""
+    assert failed["shape_k"] == "7168;7168;7168" and "tflops" not in failed
+
+
+# ----------------------------------------------------------------------------------------- merge
+def _invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+def _write_board(path: Path, columns, rows, line_end="\n"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore", lineterminator=line_end)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_merge_skips_rows_present_upgrades_an_older_header_and_copies_sidecars(isolated_env, tmp_path):
+    target = isolated_env["leaderboard"]
+    leaderboard.append([row(version="v0")])  # from before the sidecars: no run_id
+    leaderboard.append([row(version="v1")], sidecars=[{"mine": True}])
+    (mine,) = [r["run_id"] for r in leaderboard.read() if r["run_id"]]
+
+    # Another machine's file, written before the flush columns, CRLF-ended as a hand copy left it.
+    other = tmp_path / "device" / "leaderboard.csv"
+    older = leaderboard.COLUMNS[:leaderboard.COLUMNS.index("flush")]
+    _write_board(other, older, [
+        row(version="v0"),  # the same row without a run_id: same timestamp, problem, version, shape, dist, gpu
+        row(version="v1", run_id=mine, mean_us="1.0"),  # the same run
+        row(version="v2", run_id="gemm-v2-0123456789ab", mean_us="8.0"),
+        row(version="v3", timestamp="2026-02-02T00:00:00+0000"),
+        row(version="v2", run_id="gemm-v2-0123456789ab", mean_us="8.0"),  # twice in the sources
+    ], line_end="\r\n")
+    runs = leaderboard.sidecar_dir(other)
+    runs.mkdir()
+    with gzip.open(runs / "gemm-v2-0123456789ab.json.gz", "wt") as f:
+        json.dump({"theirs": True}, f)
+    with gzip.open(runs / f"{mine}.json.gz", "wt") as f:
+        json.dump({"theirs": True}, f)  # ours already has it: never overwritten
+
+    r = _invoke("leaderboard", "merge", other)
+    assert r.exit_code == 0, r.output
+    assert "2 rows added, 3 already present and skipped, 1 sidecars copied" in r.output
+    rows = leaderboard.read()
+    assert [r["version"] for r in rows] == ["v0", "v1", "v2", "v3"]
+    assert b"\r" not in target.read_bytes()
+    assert rows[1]["mean_us"] == "10.0" and leaderboard.read_sidecar(mine) == {"mine": True}
+    assert leaderboard.read_sidecar("gemm-v2-0123456789ab") == {"theirs": True}
+    assert rows[2]["shape_n"] == "256" and rows[2]["tflops"] and rows[2]["flush"] == ""  # backfilled, padded
+
+    r = _invoke("leaderboard", "merge", other, other)
+    assert r.exit_code == 0 and "0 rows added, 10 already present and skipped" in r.output, r.output
+    assert len(leaderboard.read()) == 4
+    r = _invoke("leaderboard", "gemm", "--mode", "cold")  # the listing is still the default
+    assert r.exit_code == 0 and "v2" in r.output and "v3" in r.output, r.output
+
+
+def test_merge_refuses_bad_input_and_writes_nothing(isolated_env, tmp_path):
+    target = isolated_env["leaderboard"]
+    leaderboard.append([row()])
+    before = target.read_bytes()
+    good = tmp_path / "good.csv"
+    _write_board(good, leaderboard.COLUMNS, [row(version="v9")])
+    unknown = tmp_path / "unknown.csv"
+    _write_board(unknown, (*leaderboard.COLUMNS, "surprise"), [row(surprise="x")])
+    short = tmp_path / "short.csv"
+    short.write_text(",".join(leaderboard.IDENTITY_COLUMNS) + "\n2026,gemm,v1\n")
+    hostile = tmp_path / "hostile.csv"
+    _write_board(hostile, leaderboard.COLUMNS, [row(run_id="../../escape")])
+    for bad, needle in ((tmp_path / "missing.csv", "no such leaderboard file"), (unknown, "unknown leaderboard columns surprise"),
+                        (short, "line 2 has 3 cells"), (hostile, "is not a file name"), (tmp_path, "no such leaderboard file")):
+        r = _invoke("leaderboard", "merge", good, bad)  # the good file first: still nothing written
+        assert r.exit_code == 2, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], r.stderr
+        assert "Traceback" not in r.output
+        assert target.read_bytes() == before
+
+
+def test_leaderboard_help_lists_show_and_merge():
+    r = _invoke("leaderboard", "--help")
+    assert r.exit_code == 0 and "show" in r.output and "merge" in r.output
+    r = _invoke("leaderboard", "merge", "--help")
+    assert r.exit_code == 0 and "FILE" in r.output.upper()
