@@ -10,6 +10,11 @@ Limit (stated, not hidden): the key lives in the child's memory, and Python code
 same process can in principle read any object. The channel defeats writing, forging and replaying
 lines; it cannot defeat a submission that deliberately searches the harness's memory for the key.
 That is why the parent, not the child, computes every statistic and verdict from raw samples.
+
+Bytes from the child are never trusted, signed or not: a line longer than ``MAX_LINE_BYTES`` is
+TAMPERED as soon as the buffer passes the bound (the parent never holds more than one bound plus
+one read of the child's bytes), and so is a signed payload that is not UTF-8, not JSON, not a JSON
+object or an object without a string ``"event"``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ import os
 import secrets
 
 KEY_BYTES = 32
+# NOTE: the largest genuine line is a block reply (a pool's samples, telemetry, the kernel
+# method's lists): tens of KiB at most; 1 MiB leaves a wide margin and caps what a child can make
+# the parent hold.
+MAX_LINE_BYTES = 1 << 20
 
 
 def new_key() -> bytes:
@@ -50,11 +59,17 @@ class Sender:
 
 
 class Tampered(Exception):
-    """A line on the verdict pipe that the harness did not sign (or out of order)."""
+    """A line on the verdict pipe that the harness did not sign, out of order, overlong or not a
+    JSON object event."""
 
 
 class Receiver:
-    """Parent side: splits the byte stream into lines and verifies each."""
+    """Parent side: splits the byte stream into lines and verifies each.
+
+    Contract: ``feed`` returns only events that are signed with the key, in sequence, UTF-8 JSON
+    objects with a string ``"event"``; anything else raises ``Tampered`` with a message that shows
+    at most 80 bytes of the line, escaped (``repr``). The unfinished line kept between calls never
+    exceeds ``MAX_LINE_BYTES``."""
 
     def __init__(self, key: bytes):
         self._key = key
@@ -62,12 +77,21 @@ class Receiver:
         self._buffer = b""
 
     def feed(self, chunk: bytes) -> list[dict]:
-        """Verified events in ``chunk``; raises Tampered at the first bad line."""
+        """Verified events in ``chunk``; raises Tampered at the first bad or overlong line."""
         self._buffer += chunk
         events = []
-        while b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            events.append(self._verify(line))
+        start = 0
+        while True:
+            end = self._buffer.find(b"\n", start)
+            if end < 0:
+                break
+            if end - start > MAX_LINE_BYTES:
+                raise Tampered(_overlong(end - start))
+            events.append(self._verify(self._buffer[start:end]))
+            start = end + 1
+        self._buffer = self._buffer[start:]
+        if len(self._buffer) > MAX_LINE_BYTES:
+            raise Tampered(_overlong(len(self._buffer), unfinished=True))
         return events
 
     def _verify(self, line: bytes) -> dict:
@@ -79,16 +103,38 @@ class Receiver:
             seq = int(seq_txt)
         except ValueError:
             raise Tampered(f"unsigned line on the verdict channel: {line[:80]!r}") from None
-        if not hmac.compare_digest(mac.decode(errors="replace"), _mac(self._key, seq, payload)):
+        # NOTE: bytes, not text: compare_digest raises TypeError on a str with non-ASCII characters,
+        # so a MAC field of b"\xff" decoded with errors="replace" was a harness exception.
+        if not hmac.compare_digest(mac, _mac(self._key, seq, payload).encode()):
             raise Tampered(f"a line with a bad signature on the verdict channel: {line[:80]!r}")
         if seq != self._seq:
             raise Tampered(f"verdict channel out of order (line {seq}, expected {self._seq}): replayed or dropped")
         self._seq += 1
-        try:
-            return json.loads(payload)
-        except json.JSONDecodeError:
-            raise Tampered("a signed line that is not JSON") from None
+        return _decode(payload)
 
     @property
     def pending(self) -> bytes:
         return self._buffer
+
+
+def _overlong(size: int, unfinished: bool = False) -> str:
+    bound = f"{MAX_LINE_BYTES >> 20} MiB" if MAX_LINE_BYTES % (1 << 20) == 0 else f"{MAX_LINE_BYTES} bytes"
+    seen = f"{size} bytes and no end yet" if unfinished else f"{size} bytes"
+    return f"a line longer than {bound} on the verdict channel ({seen})"
+
+
+def _decode(payload: bytes) -> dict:
+    """The event of a signed payload; Tampered unless it is a UTF-8 JSON object with a string "event"."""
+    try:
+        text = payload.decode("utf-8")  # strict: json.loads(bytes) would also take UTF-16 and UTF-32
+    except UnicodeDecodeError as exc:
+        raise Tampered(f"a signed line that is not UTF-8 (byte {exc.start}): {payload[:80]!r}") from None
+    try:
+        event = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the parser allows
+        raise Tampered(f"a signed line that is not JSON ({type(exc).__name__}): {payload[:80]!r}") from None
+    if not isinstance(event, dict):
+        raise Tampered(f"a signed line that is JSON but not an object ({type(event).__name__}): {payload[:80]!r}")
+    if not isinstance(event.get("event"), str):
+        raise Tampered(f'a signed JSON object without a string "event": {payload[:80]!r}')
+    return event

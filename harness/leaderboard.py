@@ -241,8 +241,10 @@ def _read_source(source: Path) -> list[dict]:
     """The rows of another machine's leaderboard, checked: raises UserError (one line) where the
     file is missing or unreadable, its header names a column we do not know or lacks one that
     identifies a row, a row's cell count differs from the header's, or a run_id is no file name."""
-    if not source.is_file():
+    if not source.exists():
         raise UserError(f"{source}: no such leaderboard file")
+    if not source.is_file():
+        raise UserError(f"{source}: not a file (give the leaderboard's .csv)")
     try:
         with open(source, newline="", encoding="utf-8") as f:
             records = csv.reader(f)

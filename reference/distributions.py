@@ -254,17 +254,19 @@ def realistic_shifts(log2_norms: list[float], headrooms: list[float], k: int) ->
     scale (how far it can move down and stay normal). For each product A.B_j the estimate
     ``_OUTPUT_SIGMAS * ||A|| * ||B_j|| / sqrt(K)`` must be at most
     ``2^(REALISTIC_OUTPUT_LOG2 / n_products)``, i.e. ``s_A + s_Bj >= need_j``; among those, the
-    split maximises the smallest remaining headroom (ties: the smallest ``s_A``).
+    split maximises the remaining headrooms ``h_X - s_X`` leximin-wise (the smallest first, then
+    the next: an operand whose small blocks are subnormal whatever the split does not drag the
+    others down with it); ties go to the smallest ``s_A``.
     """
     n_products = len(log2_norms) - 1
     budget = REALISTIC_OUTPUT_LOG2 / n_products
     base = math.log2(_OUTPUT_SIGMAS) + log2_norms[0] - 0.5 * math.log2(k) - budget
     need = [max(0, math.ceil(base + lb)) for lb in log2_norms[1:]]
-    best_score, best = -math.inf, None
+    best_score, best = None, None
     for s_a in range(max(need) + 1):
         shifts = [s_a] + [max(0, n - s_a) for n in need]
-        score = min(h - s for h, s in zip(headrooms, shifts))
-        if score > best_score:
+        score = sorted(h - s for h, s in zip(headrooms, shifts))
+        if best_score is None or score > best_score:
             best_score, best = score, shifts
     return best
 
