@@ -69,7 +69,7 @@ class Receiver:
     Contract: ``feed`` returns only events that are signed with the key, in sequence, UTF-8 JSON
     objects with a string ``"event"``; anything else raises ``Tampered`` with a message that shows
     at most 80 bytes of the line, escaped (``repr``). The unfinished line kept between calls never
-    exceeds ``MAX_LINE_BYTES``."""
+    exceeds ``MAX_LINE_BYTES`` (one past it is dropped as it raises)."""
 
     def __init__(self, key: bytes):
         self._key = key
@@ -86,12 +86,14 @@ class Receiver:
             if end < 0:
                 break
             if end - start > MAX_LINE_BYTES:
+                self._buffer = b""  # nothing of the overlong line is kept
                 raise Tampered(_overlong(end - start))
             events.append(self._verify(self._buffer[start:end]))
             start = end + 1
         self._buffer = self._buffer[start:]
         if len(self._buffer) > MAX_LINE_BYTES:
-            raise Tampered(_overlong(len(self._buffer), unfinished=True))
+            size, self._buffer = len(self._buffer), b""
+            raise Tampered(_overlong(size, unfinished=True))
         return events
 
     def _verify(self, line: bytes) -> dict:

@@ -7,13 +7,14 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness import config, isolation, leaderboard, roofline, runner, stats, submissions, timing
+from harness import config, isolation, leaderboard, report, roofline, runner, scaffold, stats, submissions, timing
 from harness.errors import UserError
 from reference import PROBLEMS
 from reference.distributions import DISTS
@@ -174,6 +175,35 @@ def method_title(plan) -> str:
     return f"{plan.mode}: {MODE_TITLES.get(plan.mode, plan.mode)}, {plan.flush} flush"
 
 
+def output_options(fn):
+    fn = click.option("--format", "fmt", type=click.Choice(report.FORMATS), default=None,
+                      help="table (default on a terminal), or json / csv / md: one schema for every command "
+                           "(harness/report.py), nothing else on stdout.")(fn)
+    fn = click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), default=None,
+                      help="Write the json / csv / md output to this file (format from --format, else the "
+                           "file's extension); the table still prints.")(fn)
+    return fn
+
+
+def _output_format(fmt: str | None, output_path: str | None) -> str:
+    """The machine format asked for (``table`` when none): ``--format``, else ``-o``'s extension."""
+    if fmt:
+        return fmt
+    if output_path:
+        ext = output_path.rsplit(".", 1)[-1].lower() if "." in output_path else ""
+        if ext in ("json", "csv", "md"):
+            return ext
+        raise UserError(f"-o {output_path}: say --format json|csv|md (the extension does not name one)")
+    return "table"
+
+
+def _emit(doc: dict, fmt: str, output_path: str | None) -> None:
+    if fmt != "table":
+        report.emit(doc, fmt, output_path)
+        if output_path:
+            err_console.print(f"wrote {fmt} to {output_path}")
+
+
 def run_processes_option(fn):
     return click.option("--processes", "run_processes", type=click.IntRange(min=1), default=runner.TimingPlan.run_processes,
                         show_default=True,
@@ -205,7 +235,23 @@ def _record(outcome) -> str:
     return f"recorded {len(rows)} rows in {path} (raw samples in {leaderboard.sidecar_dir(path)}/)"
 
 
+def _version_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from harness import machine
+    try:
+        package = version("nvfp4-lab")
+    except PackageNotFoundError:
+        package = "not installed"
+    git = machine.git_state()
+    commit = git.get("git_commit") or "unknown commit"
+    return f"nvfp4 {package} (commit {commit}{', dirty' if git.get('git_dirty') == 'true' else ''})"
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, _p, v: (click.echo(_version_text()), ctx.exit()) if v and not ctx.resilient_parsing else None,
+              help="The package version and the git commit, then exit.")
 def main():
     """Check, time and record NVFP4 kernels (gemv, gemm, dual_gemm, group_gemm)."""
 
@@ -213,20 +259,31 @@ def main():
 # ------------------------------------------------------------------------------------------ list
 @main.command("list")
 @click.argument("problem", required=False)
+@output_options
 @clean_errors
-def list_cmd(problem):
-    """Problems, their versions (change line, arch) and shapes."""
+def list_cmd(problem, fmt, output_path):
+    """Problems, their versions (change, arch, analogue) and shapes."""
+    fmt = _output_format(fmt, output_path)
     cfg = config.load()
-    for name in [problem] if problem else PROBLEMS:
+    names = [problem] if problem else list(PROBLEMS)
+    for name in names:
         submissions.check_problem(name)
+    if fmt != "table":
+        rows = [{"problem": name, "version": sub.label, "arch": sub.arch, "analogue": sub.analogue or "",
+                 "parent": sub.header.get("parent", ""), "change": sub.change, "file": str(sub.path)}
+                for name in names for sub in submissions.versions(name)]
+        _emit(report.document("list", problem, rows), fmt, output_path)
+        if not output_path:
+            return
+    for name in names:
         pc = cfg[name]
         table = Table(title=f"{name}", title_justify="left")
         table.add_column("version")
         table.add_column("arch")
         table.add_column("analogue")
-        table.add_column("change")
+        table.add_column("change (first sentence)")
         for sub in submissions.versions(name):
-            table.add_row(sub.label, sub.arch, _text(sub.analogue) or "-", _text(sub.change))
+            table.add_row(sub.label, sub.arch, _text(sub.analogue) or "-", _text(sub.summary))
         console.print(table)
         console.print("  benchmarks: " + "; ".join(s.label for s in pc.benchmarks))
         console.print(f"  tests: {len(pc.tests)} shapes" + (f" (e.g. {pc.tests[0].label})" if pc.tests else ""))
@@ -243,20 +300,27 @@ def list_cmd(problem):
 @click.option("--shapes", "shapes_spec", default="tests", show_default=True,
               help="tests, benchmarks, edges (the issues' 'any shape' contracts), or SET:N.")
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
+@output_options
 @gpus_option
 @common_options
 @clean_errors
-def test_cmd(problem, version, dist, seeds, shapes_spec, custom, gpus_spec, timeout, compile_timeout):
+def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_path, gpus_spec, timeout, compile_timeout):
     """Correctness on the tests shapes: poisoned outputs, input mutation check, several seeds."""
+    fmt = _output_format(fmt, output_path)
+    machine_only = fmt != "table" and not output_path
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     shapes, _ = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
-    with Progress(f"test {problem} {sub.label}") as prog:
+    with Progress(f"test {problem} {sub.label}", quiet=machine_only) as prog:
         outcome = runner.run([sub], shapes, _dists(dist), "test", seeds=seeds, timeout_s=timeout,
                              compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec))
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
+    _emit(report.document("test", problem, report.result_rows(outcome), device=outcome.device, seeds=seeds),
+          fmt, output_path)
+    if machine_only:
+        sys.exit(0 if outcome.ok else 1)
     table = Table(title=f"{problem} {sub.label}: correctness ({seeds} seeds per shape)", title_justify="left")
     for col in ("shape", "dist", "status", "detail"):
         table.add_column(col)
@@ -276,38 +340,49 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, gpus_spec, time
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
 @click.option("--record", is_flag=True, help="Append the results to leaderboard.csv.")
-@click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@output_options
 @timing_options()
 @run_processes_option
 @gpus_option
 @common_options
 @clean_errors
-def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, budget, min_samples, min_time, target, pool,
-            method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
+def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, fmt, output_path, budget, min_samples, min_time,
+            target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
+    fmt = _output_format("json" if as_json else fmt, output_path)
+    machine_only = fmt != "table" and not output_path
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
                  flush_kind=flush_kind)
     plan.run_processes = run_processes
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
-    if note and not as_json:
+    if note and not machine_only:
         err_console.print(f"[yellow]note:[/yellow] {note}")
-    with Progress(f"run {problem} {sub.label}", quiet=as_json) as prog:
+    with Progress(f"run {problem} {sub.label}", quiet=machine_only) as prog:
         outcome = runner.run([sub], shapes, [dist], "run", plan=plan, timeout_s=timeout,
                              compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec))
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
-    if as_json:
-        click.echo(json.dumps(_json_outcome(outcome), indent=1))
-    else:
+    if not machine_only:
         _print_run(problem, sub, outcome)
+    _emit(_run_document("run", problem, outcome), fmt, output_path)
     if record:
         line = _record(outcome)
-        if not as_json:
+        if not machine_only:
             console.print(line)
     sys.exit(0 if outcome.ok else 1)
+
+
+def _run_document(command: str, problem: str, outcome: runner.JobOutcome) -> dict:
+    """run's document: the common schema, plus the full outcome (stats, ratio, geomean) as before."""
+    full = _json_outcome(outcome)
+    doc = report.document(command, problem, report.result_rows(outcome), device=full.pop("device"), plan=outcome.plan,
+                          **full)
+    doc["device"] = outcome.device
+    return doc
 
 
 def _json_outcome(outcome: runner.JobOutcome) -> dict:
@@ -417,12 +492,18 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=runner.TimingPlan.precision,
               show_default=True, help="One process: stop once the verdict is decided and the interval is within "
                                       "this fraction of the speedup.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["slower", "ambiguous"]), default=None,
+              help="Exit 3 when a shape or the geomean is SLOWER (ambiguous: also when AMBIGUOUS): a regression gate.")
+@click.option("--max-regression", type=click.FloatRange(min=0, max=1), default=None,
+              help="Exit 3 when B is slower than A by more than this fraction with 95% confidence (the interval's "
+                   "upper end below 1 - this) on a shape or the geomean, e.g. 0.02.")
+@output_options
 @timing_options(method="kernel", budget=10.0)
 @common_options
 @clean_errors
 def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, isolated,
-                precision, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm, timeout,
-                compile_timeout):
+                precision, fail_on, max_regression, fmt, output_path, budget, min_samples, min_time, target, pool, method,
+                flush_kind, graph, queued, warm, timeout, compile_timeout):
     """A and B taking turns block by block (A B B A ...) on identical, never-seen inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from the speedup's 95% interval. Your own versions share one
     process (paired blocks); --isolated, or a file from outside submissions/, gives each version
@@ -431,6 +512,8 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
                  flush_kind=flush_kind, default_method="kernel")
     plan.processes, plan.max_processes = processes, max(processes, max_processes)
     plan.precision = precision
+    fmt = _output_format(fmt, output_path)
+    machine_only = fmt != "table" and not output_path
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
     outside = [s.label for s in (sub_a, sub_b) if not submissions.in_lab(s)]
@@ -445,12 +528,20 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
     if note:
         err_console.print(f"[yellow]note:[/yellow] {note}")
-    with Progress(f"compare {problem} {sub_a.label} vs {sub_b.label}") as prog:
+    with Progress(f"compare {problem} {sub_a.label} vs {sub_b.label}", quiet=machine_only) as prog:
         outcome = runner.run([sub_a, sub_b], shapes, [dist], "compare", plan=plan, timeout_s=timeout,
                              compile_timeout_s=compile_timeout, capability=cap, progress=prog)
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
+    gm = (outcome.geomean or {}).get("ratio")
+    gate = regression_gate([r.ratio for r in outcome.results if r.ratio], gm, margin, fail_on, max_regression,
+                           on_gpu=cap is not None)
+    _emit(report.document("compare", problem, report.compare_rows(outcome), device=outcome.device, plan=plan,
+                          geomean=({"speedup": gm[0], "lo": gm[1], "hi": gm[2]} if gm else None), gate=gate),
+          fmt, output_path)
+    if machine_only:
+        sys.exit(3 if gate and outcome.ok else 0 if outcome.ok else 1)
     over = "paired blocks in one process" if not plan.isolated else "blocks and process generations"
     table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
                         f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})",
@@ -477,7 +568,6 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
         else:
             table.add_row(r.shape.label, _status(r.status), "-", "-", "-", "-", "-", _text(r.message))
     console.print(table)
-    gm = (outcome.geomean or {}).get("ratio")
     if gm and cap is None:
         console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: {gm[0]:.3f}x (CPU times: no verdict)")
     elif gm:
@@ -487,7 +577,31 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     else:
         console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: - (only when every shape passes)")
     console.print(f"[dim]{_device_line(outcome.device)}[/dim]")
+    if gate and outcome.ok:
+        err_console.print(f"[red]regression gate:[/red] {gate}")
+        sys.exit(3)
     sys.exit(0 if outcome.ok else 1)
+
+
+def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | None, max_regression: float | None,
+                    on_gpu: bool = True) -> str | None:
+    """Why compare's regression gate fails, or None. ``fail_on``: slower (a SLOWER verdict on a shape
+    or the geomean) or ambiguous (SLOWER or AMBIGUOUS); ``max_regression``: B slower than A by more
+    than this fraction with 95% confidence (the interval's upper end below 1 - it). CPU times open
+    no gate: they give no verdict."""
+    if not on_gpu or (fail_on is None and max_regression is None):
+        return None
+    cases = [("shape " + str(i), r["speedup"], r["lo"], r["hi"]) for i, r in enumerate(ratios)]
+    if geomean:
+        cases.append(("geomean", *geomean))
+    bad = {"slower": ("SLOWER",), "ambiguous": ("SLOWER", "AMBIGUOUS")}.get(fail_on or "", ())
+    for name, point, lo, hi in cases:
+        v = stats.verdict(lo, hi, margin)
+        if v in bad:
+            return f"{name}: {point:.3f}x [{lo:.3f}, {hi:.3f}] {v}"
+        if max_regression is not None and math.isfinite(hi) and hi < 1 - max_regression:
+            return f"{name}: {point:.3f}x [{lo:.3f}, {hi:.3f}], slower by more than {max_regression:.1%}"
+    return None
 
 
 # ----------------------------------------------------------------------------------------- table
@@ -499,16 +613,21 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
 @click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv.")
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
 @click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
+@output_options
 @timing_options()
 @run_processes_option
 @gpus_option
 @common_options
 @clean_errors
-def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, budget, min_samples, min_time,
-              target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
+def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, fmt, output_path, budget,
+              min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec,
+              timeout, compile_timeout):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
     if published and recorded:
         raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
+    fmt = _output_format(fmt, output_path)
+    if plot_path:
+        _require_matplotlib()
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
                  flush_kind=flush_kind)
     plan.run_processes = run_processes
@@ -535,13 +654,18 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
     on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(pc.benchmarks)
     outcomes = []
     for sub in subs:
-        with Progress(f"table {problem} {sub.label}") as prog:
+        with Progress(f"table {problem} {sub.label}", quiet=fmt != "table" and not output_path) as prog:
             outcome = runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
                                  compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=gpus)
         outcomes.append(outcome)
         if record and not outcome.refused:
             _record(outcome)
     _flag_speedups(outcomes)
+    rows = [row for o in outcomes if not o.refused for row in report.result_rows(o)]
+    _emit(report.document("table", problem, rows, device=next((o.device for o in outcomes if o.device), None), plan=plan,
+                          not_run={o.submissions[0].label: o.refused for o in outcomes if o.refused}), fmt, output_path)
+    if fmt != "table" and not output_path:
+        sys.exit(1 if any(not o.refused and not o.ok for o in outcomes) else 0)
     _print_table(problem, pc, shapes, outcomes, on_benchmarks)
     _note_recorded_gpus(problem, outcomes)
     if plot_path:
@@ -549,10 +673,37 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
         console.print(f"plot written to {plot_path}")
     skipped = [o for o in outcomes if o.refused]
     if skipped:
-        console.print(f"[yellow]{len(skipped)} version(s) not run here:[/yellow] "
-                      + "; ".join(o.refused for o in skipped))
+        # NOTE: one line per reason, not one per version: on a CPU 41 versions share one reason
+        reasons: dict[str, list[str]] = {}
+        for o in skipped:
+            label = o.submissions[0].label
+            reasons.setdefault(o.refused.removeprefix(f"{label}: "), []).append(label)
+        for why, labels in reasons.items():
+            console.print(f"[yellow]not run here ({len(labels)}):[/yellow] {_text(why)}: {_version_ranges(labels)}")
     failed = [o for o in outcomes if not o.refused and not o.ok]
     sys.exit(1 if failed else 0)
+
+
+def _require_matplotlib() -> None:
+    """--plot needs matplotlib: said before anything is measured, not after."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UserError("--plot needs matplotlib: pip install -e '.[plot]'") from None
+
+
+def _version_ranges(labels: list[str]) -> str:
+    """v1, v2, v3, v7 -> 'v1-v3, v7'."""
+    nums = sorted(int(v[1:]) for v in labels if v[1:].isdigit())
+    others = [v for v in labels if not v[1:].isdigit()]
+    parts, start = [], None
+    for i, n in enumerate(nums):
+        if start is None:
+            start = n
+        if i + 1 == len(nums) or nums[i + 1] != n + 1:
+            parts.append(f"v{start}" if start == n else f"v{start}-v{n}")
+            start = None
+    return ", ".join(parts + others)
 
 
 def _flag_speedups(outcomes) -> None:
@@ -573,8 +724,8 @@ def _flag_speedups(outcomes) -> None:
 def _note_recorded_gpus(problem, outcomes) -> None:
     """Says when a version's recorded results come from a GPU other than the one measured now."""
     here = next((o.device.get("gpu") for o in outcomes if o.device), None)
-    if not here:
-        return
+    if not here or here.lower() == "cpu":
+        return  # NOTE: a CPU run's times compare with no GPU's; one note per version said nothing new
     rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS"]
     for o in outcomes:
         sub = o.submissions[0]
@@ -836,6 +987,40 @@ def leaderboard_merge_cmd(files):
     console.print(f"merged into {result.path}: {result.added} rows added, {result.skipped} already present and skipped, "
                   f"{result.sidecars} sidecars copied")
 
+
+
+# ------------------------------------------------------------------------------------ new, export
+@main.command("new")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--from", "parent", required=True, help="The parent version (vM) the new file starts from.")
+@click.option("--change", default="TODO: the one idea this version changes", show_default=True,
+              help="The Change line of the new docstring.")
+@clean_errors
+def new_cmd(problem, version, parent, change):
+    """A new version file from its parent: the code copied, a fresh docstring header (Version,
+    Parent, Change, Arch, Analogue, Prediction, Measured: not yet run), EXTENSION_NAME renamed."""
+    target, text = scaffold.new_version(problem, version, parent, change)
+    target.write_text(text)
+    console.print(f"wrote {target} (from {parent}); next: edit the code and the docstring's Change and "
+                  f"Prediction, then nvfp4 test {problem} {version} --dist both && nvfp4 compare {problem} {parent} {version}")
+
+
+@main.command("export")
+@click.argument("problem")
+@click.argument("version")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), default=None,
+              help="Write here (default: stdout).")
+@click.option("--gpu", default="B200", show_default=True, help="The #!POPCORN gpu line (the NVFP4 leaderboards run on B200).")
+@clean_errors
+def export_cmd(problem, version, output_path, gpu):
+    """The version as GPU MODE's submission CLI takes it: #!POPCORN leaderboard and gpu lines first."""
+    text = scaffold.export(submissions.resolve(problem, version), gpu)
+    if output_path:
+        Path(output_path).write_text(text)
+        err_console.print(f"wrote {output_path}")
+    else:
+        sys.stdout.write(text)
 
 
 # ------------------------------------------------------------------------------ developer tools
@@ -1194,7 +1379,7 @@ def ceilings_cmd(repeats):
     import torch
 
     if not torch.cuda.is_available():
-        raise click.ClickException("no GPU here: ceilings belong to a GPU model (the reference table is in harness/roofline.py)")
+        raise UserError("no GPU here: ceilings belong to a GPU model (the reference table is in harness/roofline.py)")
     gpu = torch.cuda.get_device_name()
     used = roofline.ceilings(torch, gpu, allow_measure=False)
     table = Table(title=f"ceilings, {gpu}", title_justify="left")

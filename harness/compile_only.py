@@ -7,6 +7,8 @@ The nvcc command is the one torch's ``load_inline`` runs (same defines, include 
 side (declarations and bindings, as load_inline's main.cpp) is checked with the host compiler's
 ``-fsyntax-only``. Each result is cached in ``.build/compile/<key>/result.json``, the key hashing
 the files compiled, the commands and the compiler versions, so an unchanged version is instant.
+:func:`manifest_key` hashes the same with the machine's parts (paths, compiler and torch versions)
+left out: the key of the committed manifest of compiled versions (:mod:`harness.build`).
 """
 
 from __future__ import annotations

@@ -191,8 +191,16 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
             children = [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env)
                         for d in described]
         try:
+            timed_out: dict[str, str] = {}  # shape key -> the dist that timed out
+            needs_gpu = None  # why the submission cannot run on this CPU machine, once seen
             for i in indices:
                 shape, dist = items[i]
+                if needs_gpu or shape.key in timed_out:
+                    # NOTE: a hanging kernel would cost the timeout again for every other dist of the shape,
+                    # and a GPU-only file fails every shape the same way on a CPU: said once, skipped after
+                    why = needs_gpu or f"not run: {timed_out[shape.key]} timed out on this shape"
+                    results[i] = ShapeResult(shape, dist, "SKIP", why)
+                    continue
                 item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist,
                         "problem": shape.problem}
                 if progress:
@@ -205,6 +213,10 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 else:
                     results[i] = _measure_item(children, shape, dist, item, plan, timeout_s, progress)
                 results[i].device = next((c.device for c in children if c.device), None)
+                if results[i].status == "TIMEOUT":
+                    timed_out[shape.key] = dist
+                if capability is None and results[i].status != "PASS" and gpu_only(results[i].message):
+                    needs_gpu = f"needs a GPU (first failure: {results[i].message[:160]})"
                 if capability is None and results[i].ratio:
                     # NOTE: CPU times of a Python path are not comparable: no verdict is given on them
                     results[i].ratio["verdict"] = NO_VERDICT
@@ -237,6 +249,17 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     outcome.device = next((d for d in devices.values() if d), None)
     _finish(outcome)
     return outcome
+
+
+# What a submission says when it needs CUDA that a CPU machine lacks (torch's and the driver's words).
+_GPU_ONLY = ("Torch not compiled with CUDA", "Found no NVIDIA driver", "no CUDA GPUs are available", "CUDA_HOME",
+             "cuda_runtime", "libcuda", "CUDA driver", "device='cuda'", "cudaGetDevice", "No CUDA")
+
+
+def gpu_only(message: str) -> bool:
+    """Whether a failure on a CPU machine says the submission needs a GPU (then its other shapes are
+    skipped with that reason instead of failing one by one)."""
+    return any(marker.lower() in (message or "").lower() for marker in _GPU_ONLY)
 
 
 def done_line(result: ShapeResult, labels: list[str]) -> str:

@@ -41,6 +41,13 @@ class Submission:
         return self.header.get("change", "")
 
     @property
+    def summary(self) -> str:
+        """The change's first sentence, whole (for one-line listings)."""
+        text = self.change
+        m = re.search(r"(?<=[a-z0-9)\]])\.\s|;\s", text)
+        return text[:m.start() + 1].rstrip(";") if m else text
+
+    @property
     def analogue(self) -> str | None:
         a = self.header.get("analogue", "").strip()
         return None if a.lower() in ("", "none", "-") else a
@@ -87,11 +94,22 @@ def resolve(problem: str, version: str) -> Submission:
 
 
 def parse_header(docstring: str | None) -> dict:
-    header = {}
+    """The ``Key: value`` lines of a docstring (Version, Parent, Change, Arch, Analogue, Measured); a
+    value continues on the lines after it until a blank line or the next key (a Change line wrapped
+    at 100 columns is one sentence, not its first 90 characters)."""
+    header: dict = {}
+    current = None
     for line in (docstring or "").splitlines():
         m = re.match(r"^\s*([A-Za-z]+)\s*:\s*(.*?)\s*$", line)
-        if m and m.group(1).lower() in _HEADER_KEYS and m.group(1).lower() not in header:
-            header[m.group(1).lower()] = m.group(2)
+        if m and m.group(1).lower() in _HEADER_KEYS:
+            key = m.group(1).lower()
+            current = key if key not in header else None
+            if current:
+                header[current] = m.group(2)
+        elif not line.strip():
+            current = None
+        elif current and current != "arch":
+            header[current] = f"{header[current]} {line.strip()}".strip()
     if "arch" in header:
         header["arch"] = header["arch"].split()[0].rstrip(",;.") if header["arch"] else "any"
     return header

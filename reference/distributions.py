@@ -37,6 +37,7 @@ reference stays exact; only the sums round, and kernels are judged at GPU MODE's
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -182,13 +183,9 @@ REALISTIC_KINDS = ("gaussian", "heavy")
 STUDENT_T_DOF = 3  # finite variance, heavy tail: P(|t| > x) ~ x^-3
 OUTLIER_ROW_EVERY = 64  # max(1, rows // 64) outlier rows per matrix of a heavy operand
 OUTLIER_GAIN_LOG10 = (1.0, 2.0)  # outlier rows scaled by 10^U(1, 2): 10x to 100x
-# Largest |output| of one product the shifts aim for: 2^13, 8x under fp16's 65504, for what the
-# estimate below misses (a few coinciding heavy-tail terms). Several products that multiply
-# (dual GEMM's silu(h1) * h2) share the exponent budget.
-REALISTIC_OUTPUT_LOG2 = 13.0
-# The estimate of the largest |A_i . B_j|: this many times max ||A_i|| * max ||B_j|| / sqrt(K),
-# the spread of a dot product of independent zero-mean rows (Gaussian max over ~1e6 outputs ~5).
-_OUTPUT_SIGMAS = 6.0
+# The shifts bring the largest |output| of the scaled, unquantised data under 2^14: 4x under
+# fp16's 65504, room for what quantisation moves. Dual GEMM: the bound is on |h1 * h2| (>= |silu(h1) * h2|).
+REALISTIC_OUTPUT_LOG2 = 14
 # "Small block scales" for the normal-range split: this quantile of an operand's block amaxes.
 _SMALL_BLOCK_QUANTILE = 0.01
 
@@ -234,40 +231,71 @@ def realistic_raw(gen: torch.Generator, l: int, rows: int, k: int, kind: str) ->
     return x * rows_gain.unsqueeze(-1)
 
 
-def _realistic_stats(x: torch.Tensor, rows: int, k: int) -> tuple[float, float, float]:
-    """(amax, max row L2 norm, small block amax) of the real region ``x[:, :rows, :k]``."""
-    real = x[:, :rows, :k]
-    mag = real.abs()
-    amax = float(mag.max())
-    norm = float(torch.linalg.vector_norm(real, dim=-1).max())
-    blocks = mag.reshape(-1, codec.SF_VEC_SIZE).amax(dim=-1)
-    kth = max(1, int(_SMALL_BLOCK_QUANTILE * blocks.numel()))
-    small = float(torch.kthvalue(blocks, kth).values)
-    return amax, norm, small
+def block_profile(x: torch.Tensor, rows: int, k: int, g: float) -> tuple[dict[int, int], float]:
+    """How the block scales of ``x[:, :rows, :k]`` scaled by ``g`` spread over the e4m3 binades.
+
+    Returns ``(binades, low)``: the number of blocks per binade ``floor(log2(amax * g / 6))``
+    (the unrounded scale; all-zero blocks left out), and log2 of the ``_SMALL_BLOCK_QUANTILE``
+    quantile of those scales.
+    """
+    amax = x[:, :rows, :k].abs().reshape(-1, codec.SF_VEC_SIZE).amax(dim=-1)
+    amax = amax[amax > 0].to(torch.float64) * (g / codec.E2M1_MAX)
+    if amax.numel() == 0:
+        return {}, -math.inf
+    _, exp = torch.frexp(amax)  # amax = m * 2^exp, m in [0.5, 1): binade exp - 1, exactly
+    binades, counts = torch.unique(exp - 1, return_counts=True)
+    kth = max(1, int(_SMALL_BLOCK_QUANTILE * amax.numel()))
+    low = math.log2(float(torch.kthvalue(amax, kth).values))
+    return dict(zip(binades.tolist(), counts.tolist())), low
 
 
-def realistic_shifts(log2_norms: list[float], headrooms: list[float], k: int) -> list[int]:
+@torch.no_grad()
+def _log2_largest_output(xs: list[torch.Tensor], rows: list[int], k: int) -> float:
+    """log2 max |prod_j (A_l B_j,l^T)| over every output (and batch l) of the unquantised data.
+
+    One product for gemv / GEMM, the elementwise product of both for dual GEMM, which bounds its
+    ``|silu(h1) * h2|``. fp32 matmuls: it sizes a power-of-two shift, it need not be exact.
+    """
+    a = xs[0][:, :rows[0], :k]
+    out = None
+    for x, r in zip(xs[1:], rows[1:]):
+        h = torch.bmm(a, x[:, :r, :k].transpose(1, 2))
+        out = h if out is None else out * h
+    biggest = float(out.abs().max())
+    return math.log2(biggest) if biggest > 0 else -math.inf
+
+
+def realistic_shifts(log2_output: float, profiles: list[tuple[dict[int, int], float]]) -> list[int]:
     """Power-of-two shifts ``[s_A, s_B1, ...]`` (all >= 0) of the textbook global scales.
 
-    ``log2_norms``: log2 of each operand's largest row norm at its textbook scale (largest block
-    scale 448), A first. ``headrooms``: log2 of each operand's small block scale over 2^-6 at that
-    scale (how far it can move down and stay normal). For each product A.B_j the estimate
-    ``_OUTPUT_SIGMAS * ||A|| * ||B_j|| / sqrt(K)`` must be at most
-    ``2^(REALISTIC_OUTPUT_LOG2 / n_products)``, i.e. ``s_A + s_Bj >= need_j``; among those, the
-    split maximises the remaining headrooms ``h_X - s_X`` leximin-wise (the smallest first, then
-    the next: an operand whose small blocks are subnormal whatever the split does not drag the
-    others down with it); ties go to the smallest ``s_A``.
+    ``log2_output``: log2 of the largest |output| at the textbook scales (largest block scale 448
+    in every operand). Each output multiplies A once per product and each B_j once, so the shifts
+    must satisfy ``n * s_A + sum_j s_Bj >= need = ceil(log2_output - REALISTIC_OUTPUT_LOG2)``.
+    ``profiles``: each operand's :func:`block_profile` at its textbook scale. Among the shifts
+    meeting ``need``, the one chosen has the smallest worst fraction of an operand's blocks
+    pushed below e4m3's normal range (scale < 2^-6), then the smallest sum of those fractions,
+    then the small-block quantiles' distances above 2^-6 largest leximin-wise (the smallest
+    first, then the next), then comes first in order of ``(s_A, s_B1, ...)``.
     """
-    n_products = len(log2_norms) - 1
-    budget = REALISTIC_OUTPUT_LOG2 / n_products
-    base = math.log2(_OUTPUT_SIGMAS) + log2_norms[0] - 0.5 * math.log2(k) - budget
-    need = [max(0, math.ceil(base + lb)) for lb in log2_norms[1:]]
-    best_score, best = None, None
-    for s_a in range(max(need) + 1):
-        shifts = [s_a] + [max(0, n - s_a) for n in need]
-        score = sorted(h - s for h, s in zip(headrooms, shifts))
-        if best_score is None or score > best_score:
-            best_score, best = score, shifts
+    n = len(profiles) - 1
+    need = max(0, math.ceil(log2_output - REALISTIC_OUTPUT_LOG2))
+
+    def below_normal(profile, shift):
+        binades, _ = profile
+        total = sum(binades.values())
+        low = sum(c for b, c in binades.items() if b - shift < codec.E4M3_MIN_NORMAL_EXP)
+        return low / total if total else 0.0
+
+    best_key, best = None, None
+    # Every B but the last is free; the last takes what is still needed.
+    for s_a in range(codec.ceil_div(need, n) + 1):
+        for free in itertools.product(range(max(0, need - n * s_a) + 1), repeat=n - 1):
+            shifts = [s_a, *free, max(0, need - n * s_a - sum(free))]
+            fractions = [below_normal(p, sh) for p, sh in zip(profiles, shifts)]
+            margins = sorted(p[1] - sh - codec.E4M3_MIN_NORMAL_EXP for p, sh in zip(profiles, shifts))
+            key = (max(fractions), sum(fractions), [-m for m in margins])
+            if best_key is None or key < best_key:
+                best_key, best = key, shifts
     return best
 
 
@@ -283,17 +311,16 @@ def realistic_data(gen: torch.Generator, l: int, k: int, rows: list[int]) -> tup
     for r in rows:
         kinds.append(realistic_kind(gen))
         raws.append(realistic_raw(gen, l, r, k, kinds[-1]))
-    textbook, log2_norms, headrooms = [], [], []
+    textbook = []
     for x, r in zip(raws, rows):
-        amax, norm, small = _realistic_stats(x, r, k)
-        g = codec.E2M1_MAX * codec.E4M3_MAX / amax if amax > 0 else 1.0
-        textbook.append(g)
-        log2_norms.append(math.log2(norm * g) if norm > 0 else -math.inf)
-        headrooms.append(math.log2(small * g / codec.E2M1_MAX) - codec.E4M3_MIN_NORMAL_EXP if small > 0 else -math.inf)
-    shifts = realistic_shifts(log2_norms, headrooms, k)
+        amax = float(x[:, :r, :k].abs().max())
+        textbook.append(codec.E2M1_MAX * codec.E4M3_MAX / amax if amax > 0 else 1.0)
+    profiles = [block_profile(x, r, k, g) for x, r, g in zip(raws, rows, textbook)]
+    log2_output = _log2_largest_output([x * g for x, g in zip(raws, textbook)], rows, k)
+    shifts = realistic_shifts(log2_output, profiles)
     # One fp32 multiply by the folded global scale: the result is the matrix being quantised.
-    xs = [x * torch.tensor(g * 2.0 ** -s, dtype=torch.float32, device=x.device) for x, g, s in zip(raws, textbook, shifts)]
-    return xs, kinds
+    return [x * torch.tensor(g * 2.0 ** -s, dtype=torch.float32, device=x.device)
+            for x, g, s in zip(raws, textbook, shifts)], kinds
 
 
 def realistic_quantised(x: torch.Tensor, rows: int, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -6,6 +6,8 @@ compiling torch/types.h takes a minute on a small machine."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -123,6 +125,42 @@ def test_cpp_side_of_a_cuda_extension_sees_the_toolkit_headers(tmp_path, monkeyp
     cmd = compile_only.cpp_command(contract.read(path))
     folders = [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "-isystem"]
     assert not any(Path(f, "cuda_runtime_api.h").exists() for f in folders if "cuda" in f.lower()), folders
+
+
+@needs_nvcc
+def test_toolkit_include_dir_is_asked_of_nvcc(tmp_path, monkeypatch):
+    """The folder holding cuda_runtime_api.h comes from nvcc itself (`nvcc --dryrun`), so a wrapper
+    script on PATH whose own folder has no CUDA headers, with CUDA_HOME naming that folder (as torch
+    guesses it from such a wrapper), still finds the toolkit's."""
+    found = compile_only.toolkit_include_dir(NVCC)
+    assert found and Path(found, "cuda_runtime_api.h").is_file(), found
+    home = tmp_path / "wrapped"
+    (home / "bin").mkdir(parents=True)
+    (home / "include").mkdir()
+    wrapper = home / "bin" / "nvcc"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(NVCC)} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    assert any(Path(d, "cuda_runtime_api.h").is_file() for d in compile_only._nvcc_reported_dirs(str(wrapper)))
+    assert compile_only.toolkit_include_dir(str(wrapper)) == found
+
+
+@needs_nvcc
+def test_toolkit_include_is_added_whatever_torch_build(monkeypatch):
+    """A CUDA build of torch names CUDA_HOME/include, which may lack the headers (CUDA_HOME a
+    wrapper's folder): the toolkit's folder is added. Where torch already names it, under any
+    spelling (here <include>/../include), it is not added twice."""
+    from torch.utils import cpp_extension
+
+    own = cpp_extension.include_paths()
+    toolkit = compile_only.toolkit_include_dir()
+    monkeypatch.setattr(cpp_extension, "include_paths", lambda *a, **k: [*own, "/usr/local/include"])
+    folders = compile_only._torch_includes(for_cuda=True)[1::2]
+    assert toolkit in folders and "/usr/local/include" in folders
+    assert toolkit not in compile_only._torch_includes(for_cuda=False)[1::2]
+    monkeypatch.setattr(cpp_extension, "include_paths", lambda *a, **k: [*own, os.path.join(toolkit, "..", "include")])
+    folders = compile_only._torch_includes(for_cuda=True)[1::2]
+    assert [os.path.realpath(f) for f in folders].count(os.path.realpath(toolkit)) == 1, folders
 
 
 def test_names_torch_sees_code_not_comments():

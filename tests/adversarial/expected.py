@@ -9,5 +9,18 @@ TIMING_ADVERSARIES = {
     "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
     "first_call_only": ("FAIL", "of round 1"),
 }
+# Attacks on how the parent reads the child (harness.isolation, harness.channel): what they get
+# from isolation.Child with short timeouts (tests/test_isolation_hardening.py).
+CHANNEL_ADVERSARIES = {
+    "extends_deadline": ("TIMEOUT", "while importing/compiling"),
+    "floods_event_pipe": ("TAMPERED", "longer than 1 MiB"),
+    "signs_non_utf8": ("TAMPERED", "not UTF-8"),
+    "escapes_terminal": ("FAIL", "import failed: RuntimeError: forged verdict"),
+    "floods_log": ("CRASH", "exited with code 3"),
+}
+# The ones whose verdict comes within seconds under `nvfp4 run`'s default timeouts get it there too
+# (extends_deadline needs a short --compile-timeout; floods_log writes 32 MiB per child started).
+TIMING_ADVERSARIES.update({name: CHANNEL_ADVERSARIES[name]
+                           for name in ("floods_event_pipe", "signs_non_utf8", "escapes_terminal")})
 # Needs a GPU: work left on a side stream.
 GPU_TIMING_ADVERSARIES = {**TIMING_ADVERSARIES, "side_stream": ("FAIL", "escapes the timed stream")}

@@ -1,0 +1,123 @@
+"""Machine-readable output (harness/report.py), the regression gate, and the conventions commands:
+--version, new, export (CPU)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from harness import cli, paths, report, runner, scaffold, submissions
+
+SHAPE = "m=128,n=256,k=256"
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, list(args), catch_exceptions=False)
+
+
+def _doc():
+    rows = [{"version": "v1", "shape": "128x256", "m": 128, "mean_us": 12.3456789, "message": "a | b\nc"},
+            {"version": "v2", "shape": "128x256", "m": 128, "mean_us": None, "message": ""}]
+    return report.document("run", "gemm", rows, device={"gpu": "NVIDIA H200"})
+
+
+def test_every_encoding_carries_the_schema_and_context():
+    doc = _doc()
+    parsed = json.loads(report.encode(doc, "json"))
+    assert parsed["schema_version"] == report.SCHEMA_VERSION and parsed["gpu"] == "NVIDIA H200"
+    assert parsed["problem"] == "gemm" and parsed["timestamp"] and len(parsed["rows"]) == 2
+    table = list(csv.DictReader(io.StringIO(report.encode(doc, "csv"))))
+    assert [r["version"] for r in table] == ["v1", "v2"]
+    assert table[0]["schema_version"] == "1" and table[0]["command"] == "run" and table[0]["mean_us"] == "12.3457"
+    assert table[1]["mean_us"] == ""
+    md = report.encode(doc, "md").splitlines()
+    assert md[1].startswith("| version | shape") and "a \\| b c" in md[3]  # pipes escaped, one line per row
+
+
+def test_csv_output_loads_in_pandas_and_duckdb(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "out.csv"
+    path.write_text(report.encode(_doc(), "csv"))
+    assert len(pandas.read_csv(path)) == 2
+    assert duckdb.sql(f"select count(*) from read_csv('{path}')").fetchall()[0][0] == 2
+
+
+def test_list_as_json_and_csv(tmp_path):
+    r = invoke("list", "gemv", "--format", "json")
+    assert r.exit_code == 0
+    doc = json.loads(r.output)
+    assert doc["command"] == "list" and any(row["version"] == "v0" for row in doc["rows"])
+    out = tmp_path / "versions.csv"
+    r = invoke("list", "gemv", "-o", str(out))
+    assert r.exit_code == 0 and "v0" in r.output  # the table still prints
+    assert list(csv.DictReader(out.open()))[0]["version"] == "v0"
+    r = invoke("list", "gemv", "-o", str(tmp_path / "versions.txt"))
+    assert r.exit_code == 2 and "--format" in r.output
+
+
+def test_run_as_csv_on_a_cpu(tmp_path):
+    out = tmp_path / "run.csv"
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--budget", "0.3", "--pool", "2", "--format", "csv", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    (row,) = list(csv.DictReader(out.open()))
+    assert row["status"] == "PASS" and row["method"] == "gpumode" and row["m"] == "128" and float(row["mean_us"]) > 0
+
+
+@pytest.mark.parametrize("fail_on,max_regression,ratio,expected", [
+    (None, None, (0.9, 0.88, 0.92), None),                    # no gate asked for
+    ("slower", None, (0.9, 0.88, 0.92), "SLOWER"),
+    ("slower", None, (0.99, 0.97, 1.01), None),               # AMBIGUOUS passes a slower-only gate
+    ("ambiguous", None, (0.99, 0.97, 1.01), "AMBIGUOUS"),
+    (None, 0.02, (0.97, 0.96, 0.975), "more than 2.0%"),
+    (None, 0.02, (0.985, 0.97, 0.99), None),                  # slower, but not surely by 2%
+])
+def test_regression_gate(fail_on, max_regression, ratio, expected):
+    ratios = [{"speedup": ratio[0], "lo": ratio[1], "hi": ratio[2]}]
+    why = cli.regression_gate(ratios, None, 0.02, fail_on, max_regression)
+    assert (why is None) if expected is None else (expected in why)
+    assert cli.regression_gate(ratios, None, 0.02, "slower", 0.0, on_gpu=False) is None  # CPU: no verdict, no gate
+
+
+def test_version_names_the_package_and_commit():
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.output.startswith("nvfp4 ") and "commit" in r.output
+
+
+def test_new_starts_a_version_from_its_parent(tmp_path, monkeypatch):
+    lab = tmp_path / "submissions" / "gemv"
+    lab.mkdir(parents=True)
+    parent = submissions.resolve("gemv", "v16").path
+    (lab / "submission_v16.py").write_text(parent.read_text())
+    monkeypatch.setattr(paths, "submissions_dir", lambda: tmp_path / "submissions")
+    target, text = scaffold.new_version("gemv", "v90", "v16", "one idea")
+    header = submissions.parse_header(text.split('"""')[1])
+    assert target == lab / "submission_v90.py"
+    assert header["version"] == "v90" and header["parent"] == "v16" and header["change"] == "one idea"
+    assert header["measured"] == "not yet run" and 'EXTENSION_NAME = "nvfp4_gemv_v90"' in text
+    assert "def custom_kernel" in text
+    with pytest.raises(Exception, match="exists"):
+        scaffold.new_version("gemv", "v16", "v16", "x")
+    with pytest.raises(Exception, match="vN"):
+        scaffold.new_version("gemv", "latest", "v16", "x")
+
+
+def test_export_puts_the_popcorn_lines_first_once():
+    text = scaffold.export(submissions.resolve("gemm", "v0"), "B200")
+    lines = text.splitlines()
+    assert lines[:2] == ["#!POPCORN leaderboard nvfp4_gemm", "#!POPCORN gpu B200"]
+    assert sum(line.startswith("#!POPCORN") for line in lines) == 2 and "def custom_kernel" in text
+
+
+def test_a_change_line_is_read_whole_and_summarised_by_its_first_sentence():
+    header = submissions.parse_header("T\n\nVersion: v3\nChange: one thing (a detail,\n  more). Then the why.\nArch: sm_90a\n")
+    assert header["change"] == "one thing (a detail, more). Then the why." and header["arch"] == "sm_90a"
+
+
+def test_gpu_only_failures_are_recognised():
+    assert runner.gpu_only("custom_kernel raised AssertionError: Torch not compiled with CUDA enabled")
+    assert runner.gpu_only("import failed: RuntimeError: Found no NVIDIA driver on your system")
+    assert not runner.gpu_only("custom_kernel raised ValueError: K must be a multiple of 64")
