@@ -73,6 +73,18 @@ def tensors_of(obj, out: list | None = None) -> list:
     return out
 
 
+def structure_of(obj):
+    """The shape of an input's containers: per list or tuple its type and length, per tensor its
+    identity, shape, dtype and storage, nested. A call that empties, extends or swaps what it was
+    given changes this (group_gemm's lists emptied in place made '0 groups match' pass)."""
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return ("tensor", id(obj), tuple(obj.shape), str(obj.dtype), obj.untyped_storage().data_ptr())
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, len(obj), tuple(structure_of(x) for x in obj))
+    return (type(obj).__name__, id(obj))
+
+
 def _same_bits(torch, a, b) -> bool:
     """Bitwise equality (fp8 and fp4 tensors have no comparison ops; NaN == NaN here)."""
     if a.element_size() == 1:
@@ -143,6 +155,7 @@ class Worker:
         output_ids = {id(t) for t in outputs}
         inputs = [t for t in tensors_of(data) if id(t) not in output_ids]
         snapshots = [t.clone() for t in inputs]
+        shape_before = structure_of(data)
         self._poison(data)
         self._deterministic(True)
         try:
@@ -165,6 +178,8 @@ class Worker:
         problem = self.guard.verdict()
         if problem:
             return problem
+        if structure_of(data) != shape_before:
+            return "FAIL", "custom_kernel changed the structure of its input (a list emptied, resized or an item replaced)"
         for i, (t, snap) in enumerate(zip(inputs, snapshots)):
             if not _same_bits(torch, t, snap):
                 return "FAIL", f"custom_kernel modified input tensor #{i} (shape {tuple(t.shape)}, {t.dtype})"
@@ -296,6 +311,7 @@ class Worker:
                 self.kernel(self.scratch)
         options = dict(flush_kind=self.flush_kind, batch=self.batch, poison=self._poison, graph=self.graph,
                        telemetry=self.telemetry, prelude=prelude)
+        shapes_before = [structure_of(data) for data in self.pool]
         block = timing.time_block(self.kernel, self.pool, mode, **options)
         first_escape = None
         if block.escape and not self.guard.verdict():
@@ -324,6 +340,10 @@ class Worker:
             return dict(reply, status="FAIL", message=f"timed call {empty + 1} of round {self.pool_round} launched no "
                         "device work the profiler saw (the kernel method times device work only)")
         _, base = self._params(self.item)
+        changed = [slot for slot, data in enumerate(self.pool) if structure_of(data) != shapes_before[slot]]
+        if changed:
+            return dict(reply, status="FAIL", message=f"timed call {changed[0] + 1} of round {self.pool_round}: custom_kernel "
+                        "changed the structure of its input (a list emptied, resized or an item replaced)")
         for slot, (data, result) in enumerate(zip(self.pool, block.results)):
             ok, msg = self.mod.check(data, result)
             if not ok:

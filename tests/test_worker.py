@@ -68,3 +68,34 @@ def test_a_wrong_output_after_a_retry_names_the_retry_inputs_seed(monkeypatch):
     reply, _ = _timed_pass(monkeypatch, [FLAGGED, None])
     seed = worker.round_seed(1, worker.retry_round(0), 0)
     assert reply["status"] == "FAIL" and f"seed {seed}" in reply["message"]
+
+
+def test_a_call_that_empties_its_input_lists_fails_the_check():
+    """group_gemm's inputs are lists: one adversary emptied them in place and returned [], and the
+    check, reading the emptied lists, found '0 groups match'."""
+    import torch
+
+    from reference import problem_module
+    mod = problem_module("group_gemm")
+    data = mod.generate_input(m=[64, 32], n=[128, 128], k=[64, 64], g=2, seed=5, dist="competition")
+
+    def empties(d):
+        for part in d:
+            if isinstance(part, list):
+                part.clear()
+        return []
+
+    w = worker.Worker(torch, mod, empties, SimpleNamespace(verdict=lambda: None), None, None)
+    status, message = w.checked_call(data, [])
+    assert status == "FAIL" and "changed the structure of its input" in message
+
+
+def test_structure_of_sees_a_replaced_item_but_not_new_values():
+    import torch
+    t = torch.zeros(4)
+    data = [t, [torch.ones(2)]]
+    before = worker.structure_of(data)
+    t.fill_(3.0)  # values may change only where outputs live (checked elsewhere), structure is unchanged
+    assert worker.structure_of(data) == before
+    data[1][0] = torch.ones(2)
+    assert worker.structure_of(data) != before
