@@ -26,7 +26,8 @@ arch) with the machine's parts left out (compiler paths, include folders, torch'
   machine with another nvcc (or a torch bump in constraints/) recompile all ~130 versions (~35
   minutes on 2 cores) on every run until someone commits a manifest from that exact toolchain; a
   compiler upgrade is a deliberate step, checked once by the plain ``nvfp4 build all all
-  --compile-only`` (which compiles everything, cache aside, and then records the new toolchain).
+  --compile-only`` (which compiles every version again: the build cache's key includes the
+  compiler and torch versions; then it records the new toolchain).
 """
 
 from __future__ import annotations

@@ -412,10 +412,15 @@ def _interval(lo, hi) -> str:
     return f"[{_us(lo)}, {_us(hi)}]" if lo is not None and math.isfinite(lo) else "-"
 
 
+# run's columns kept in a terminal narrower than WIDE_COLUMNS (80 columns must read, not show "…").
+NARROW_RUN_COLUMNS = ("shape", "status", "mean µs", "95% CI", "n", "sum µs", "host µs", "% of floor", "% of read")
+WIDE_COLUMNS = 130
+
+
 def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
     plan = outcome.plan
     mode = method_title(plan) if plan else "cold"
-    table = Table(title=f"{problem} {sub.label}: {_text(sub.change or '')} ({mode})", title_justify="left")
+    table = Table(title=f"{problem} {sub.label}: {_text(sub.summary or '')} ({mode})", title_justify="left")
     cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
     if plan and plan.warm:
         cols.append("warm mean µs")
@@ -423,30 +428,29 @@ def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
     if kernel_method:
         cols += ["sum µs", "host µs"]
     cols += ["floor µs", "% of floor", "read µs", "% of read"]
+    if console.width < WIDE_COLUMNS:
+        cols = [c for c in cols if c in NARROW_RUN_COLUMNS]
     for col in cols:
         table.add_column(col, justify="left" if col in ("shape", "status") else "right")
     not_converged = []
     for r in outcome.results:
         st = r.stats[0] if r.stats else None
+        cells = {"shape": r.shape.label, "status": _status(r.status), "floor µs": _us(r.floor_us)}
         if st:
-            pct = f"{100 * r.floor_us / st['mean_us']:.1f}%" if r.floor_us else "-"
-            n_txt = f"{st['n']}" + ("" if st["converged"] else "*")
             if not st["converged"]:
                 not_converged.append(f"{r.shape.label}: {st['stop_reason']}")
-            cells = [r.shape.label, _status(r.status), _us(st["mean_us"]), _interval(st["ci95_lo_us"], st["ci95_hi_us"]),
-                     _us(st["median_us"]), _us(st["iqr_us"]), _us(st["best_us"]), n_txt]
-            if plan and plan.warm:
-                cells.append(_us(st["warm"]["mean_us"]) if st.get("warm") else "-")
-            if kernel_method:
-                k = st.get("kernel") or {}
-                cells += [_us(k.get("sum_us")), _us(k.get("host_us"))]
+            k = st.get("kernel") or {}
             read_us = r.read_floor_us
-            read_pct = f"{100 * read_us / st['mean_us']:.1f}%" if read_us else "-"
-            table.add_row(*cells, _us(r.floor_us), pct, _us(read_us), read_pct)
-            if not r.ok and r.message:  # timed, but failed (escape, implausible): say why
-                table.add_row("", f"[dim]{_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
-        else:
-            table.add_row(r.shape.label, _status(r.status), *["-"] * (len(cols) - 6), _us(r.floor_us), "-", "-", "-")
+            cells.update({"mean µs": _us(st["mean_us"]), "95% CI": _interval(st["ci95_lo_us"], st["ci95_hi_us"]),
+                          "median µs": _us(st["median_us"]), "IQR": _us(st["iqr_us"]), "best µs": _us(st["best_us"]),
+                          "n": f"{st['n']}" + ("" if st["converged"] else "*"),
+                          "warm mean µs": _us(st["warm"]["mean_us"]) if st.get("warm") else "-",
+                          "sum µs": _us(k.get("sum_us")), "host µs": _us(k.get("host_us")),
+                          "% of floor": f"{100 * r.floor_us / st['mean_us']:.1f}%" if r.floor_us else "-",
+                          "read µs": _us(read_us),
+                          "% of read": f"{100 * read_us / st['mean_us']:.1f}%" if read_us else "-"})
+        table.add_row(*[cells.get(c, "-") for c in cols])
+        if r.message and not r.ok:  # failed, or timed but failed (escape, implausible): say why
             table.add_row("", f"[dim]{_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
     console.print(table)
     gm = (outcome.geomean or {}).get(sub.label)
@@ -1084,6 +1088,8 @@ def build_cmd(problem, version, compile_only_flag, changed, jobs, timeout):
                       + (": " + ", ".join(f"{s.problem} {s.label}" for s in to_build) if 0 < len(to_build) <= 20 else ""),
                       soft_wrap=True)
         here = compile_only.toolchain(nvcc)
+        # NOTE: another toolchain warns but recompiles nothing, or CI on a machine with another nvcc
+        # would take ~35 minutes every run (harness/build.py's docstring says why).
         if skipped and manifest.checked_with and manifest.checked_with != here:
             differ = "; ".join(f"{k}: {manifest.checked_with.get(k, '-')!r} there, {v!r} here"
                                for k, v in here.items() if manifest.checked_with.get(k) != v)

@@ -1,4 +1,6 @@
-"""Random NVFP4 operands in the two input distributions every kernel must be exact for.
+"""Random NVFP4 operands in the three input distributions kernels are checked on: two every
+kernel must be exact for (``competition``, ``general``) and one of real-looking data
+(``realistic``), where a correct kernel matches the reference at GPU MODE's tolerance.
 
 ``competition``: each problem's GPU MODE value and scale distribution (the problem module picks
 which, see ``VALUE_DISTS`` / ``SCALE_DISTS``).
@@ -20,19 +22,22 @@ and fp32 sums round. Here each operand is a real-looking matrix, its kind drawn 
 the seed: ``gaussian`` (N(0, 1)) or ``heavy`` (Student-t with 3 degrees of freedom, plus
 ``max(1, rows // 64)`` outlier rows per matrix scaled by 10^U(1, 2), i.e. 10x to 100x). It is
 quantised with the standard NVFP4 recipe (:func:`reference.codec.quantize_nvfp4`: per 16
-elements along K, scale = e4m3(amax / 6), values = e2m1(x / scale), both round to nearest even).
+elements along K, scale = e4m3(amax / 6), values = e2m1(x / scale) clamped to +-6, both rounded
+to nearest, ties to even).
 
 NVFP4 normally carries a per-tensor fp32 global scale (amax / (6 * 448)); GPU MODE's tuples have
 none, so it is folded into the data: operand X is multiplied by ``g_X = 2^-s_X * 6 * 448 /
 amax(X)`` before quantising, and the reference (like every kernel) sees that already-scaled
-matrix, i.e. its global scale is 1. ``s_X = 0`` is the textbook recipe (largest block scale 448),
-but then a product's outputs are ~1e7 at K = 16384, far past fp16's 65504; so the shifts
-``s_X >= 0`` (powers of two: the block scales' mantissas stay those of the textbook recipe) are
-the smallest that bring an estimate of the largest output under 2^13 (dual GEMM: each product
-under 2^6.5, as the output multiplies them), split between the operands to keep their small
-block scales in e4m3's normal range (>= 2^-6) where the outlier ranges allow; see
-:func:`realistic_shifts`. Products of two e2m1 x e4m3 values are still exact in fp32, so the
-reference stays exact; only the sums round, and kernels are judged at GPU MODE's tolerance.
+matrix, i.e. its global scale is 1. ``s_X = 0`` is the textbook recipe (largest block scale
+448), but then outputs reach ~1e9 at K = 16384, far past fp16's 65504. So the integer shifts
+``s_X >= 0`` (powers of two: the block scales' mantissas stay the textbook recipe's) are the
+smallest that bring the largest |output| of the unquantised data under 2^14 (dual GEMM: of
+``h1 * h2``), split between the operands to keep as many block scales as possible in e4m3's
+normal range (>= 2^-6); see :func:`realistic_shifts`. Only a heavy operand meeting another heavy
+one (or dual GEMM's doubled range) pushes some small blocks into subnormal scales. Every
+e2m1 x e4m3 product is still exact in fp32, so the reference is as exact as before (float64
+sums on the CPU, fp32 on CUDA); only a kernel's fp32 sums round, and it is judged at GPU MODE's
+tolerance, where sums in fp32 in any order pass.
 """
 
 from __future__ import annotations
@@ -278,7 +283,7 @@ def realistic_shifts(log2_output: float, profiles: list[tuple[dict[int, int], fl
     first, then the next), then comes first in order of ``(s_A, s_B1, ...)``.
     """
     n = len(profiles) - 1
-    need = max(0, math.ceil(log2_output - REALISTIC_OUTPUT_LOG2))
+    need = max(0, math.ceil(log2_output - REALISTIC_OUTPUT_LOG2)) if math.isfinite(log2_output) else 0
 
     def below_normal(profile, shift):
         binades, _ = profile
