@@ -501,13 +501,16 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @click.option("--max-regression", type=click.FloatRange(min=0, max=1), default=None,
               help="Exit 3 when B is slower than A by more than this fraction with 95% confidence (the interval's "
                    "upper end below 1 - this) on a shape or the geomean, e.g. 0.02.")
+@click.option("--recorded", is_flag=True,
+              help="Measure nothing: compare the two versions' latest recorded runs (leaderboard.csv and their "
+                   "sidecars' samples) of this --method and --flush on one GPU.")
 @output_options
 @timing_options(method="kernel", budget=10.0)
 @common_options
 @clean_errors
 def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, isolated,
-                precision, fail_on, max_regression, fmt, output_path, budget, min_samples, min_time, target, pool, method,
-                flush_kind, graph, queued, warm, timeout, compile_timeout):
+                precision, fail_on, max_regression, recorded, fmt, output_path, budget, min_samples, min_time, target,
+                pool, method, flush_kind, graph, queued, warm, timeout, compile_timeout):
     """A and B taking turns block by block (A B B A ...) on identical, never-seen inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from the speedup's 95% interval. Your own versions share one
     process (paired blocks); --isolated, or a file from outside submissions/, gives each version
@@ -518,6 +521,8 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     plan.precision = precision
     fmt = _output_format(fmt, output_path)
     machine_only = fmt != "table" and not output_path
+    if recorded:
+        sys.exit(_compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_regression, fmt, output_path))
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
     outside = [s.label for s in (sub_a, sub_b) if not submissions.in_lab(s)]
@@ -585,6 +590,59 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
         err_console.print(f"[red]regression gate:[/red] {gate}")
         sys.exit(3)
     sys.exit(0 if outcome.ok else 1)
+
+
+def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_regression, fmt, output_path) -> int:
+    """compare --recorded: per benchmark shape, the latest recorded PASS row of each version of this
+    method and flush, on the GPU of B's latest row, compared from their sidecars' samples. Exit code
+    as compare's (3: the gate failed; 1: a shape has no pair of rows)."""
+    submissions.check_problem(problem)
+    pc = config.load()[problem]
+    rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS" and r.get("run_id")
+            and leaderboard.timing_mode(r) == plan.mode and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist]
+    latest = lambda version, shape, gpu=None: max(  # noqa: E731
+        (r for r in rows if r["version"] == version and r["shape"] == shape and (gpu is None or r["gpu"] == gpu)),
+        key=lambda r: r["timestamp"], default=None)
+    out, ratios, missing = [], [], []
+    for shape, label in zip(pc.benchmarks, pc.benchmark_labels):
+        row_b = latest(version_b, shape.key)
+        row_a = latest(version_a, shape.key, row_b["gpu"]) if row_b else None
+        if not (row_a and row_b):
+            missing.append(label)
+            out.append({"shape": label, "status": "MISSING", "message": f"no recorded {plan.mode}/{plan.flush} pair"})
+            continue
+        blocks = [leaderboard.read_sidecar(r["run_id"]).get("samples_us") or [] for r in (row_a, row_b)]
+        point, lo, hi = stats.independent_ratio_interval(*blocks)
+        ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin)}
+        ratios.append(ratio)
+        out.append({"shape": label, "status": "PASS", "gpu": row_b["gpu"], "mean_a_us": float(row_a["mean_us"]),
+                    "mean_b_us": float(row_b["mean_us"]), "commit_a": row_a.get("git_commit"),
+                    "commit_b": row_b.get("git_commit"), **ratio})
+    gm = None
+    if ratios and not missing:
+        logs = [math.log(r["speedup"]) for r in ratios]
+        gm = (math.exp(sum(logs) / len(logs)), math.nan, math.nan)
+    gate = regression_gate(ratios, None, plan.margin, fail_on, max_regression)
+    _emit(report.document("compare", problem, out, plan=plan, recorded=True, gate=gate), fmt, output_path)
+    if fmt == "table" or output_path:
+        table = Table(title=f"{problem}: {version_a} vs {version_b} from recorded runs ({plan.mode}, {plan.flush} flush; "
+                            "speedup = time A / time B; interval from each run's blocks alone: runs of other processes "
+                            "and days can differ by more)", title_justify="left")
+        for col in ("shape", "gpu", f"{version_a} µs", f"{version_b} µs", "speedup", "95% CI", "verdict"):
+            table.add_column(col)
+        for r in out:
+            if r["status"] != "PASS":
+                table.add_row(r["shape"], "-", "-", "-", "-", "-", _text(r["message"]))
+                continue
+            table.add_row(r["shape"], _text(r["gpu"]), _us(r["mean_a_us"]), _us(r["mean_b_us"]), f"{r['speedup']:.3f}x",
+                          f"[{r['lo']:.3f}, {r['hi']:.3f}]", f"[{VERDICT_STYLE.get(r['verdict'], 'dim')}]{r['verdict']}[/]")
+        console.print(table)
+        if gm:
+            console.print(f"geomean speedup of {version_b} over {version_a}: {gm[0]:.3f}x")
+    if gate:
+        err_console.print(f"[red]regression gate:[/red] {gate}")
+        return 3
+    return 1 if missing else 0
 
 
 def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | None, max_regression: float | None,

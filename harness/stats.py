@@ -178,6 +178,19 @@ def order_balanced(blocks_a, blocks_b, a_first: list[bool] | None = None) -> tup
             [list(blocks_b[i]) + list(blocks_b[j]) for i, j in units])
 
 
+def independent_ratio_interval(blocks_a, blocks_b, resamples: int = RESAMPLES, seed: int = 5) -> tuple[float, float, float]:
+    """Speedup of B over A (mean A / mean B) from blocks that were not timed together (two recorded
+    runs): each side's blocks resampled on their own. Such runs can also differ by their process
+    and their day, which no interval from their samples can see; the caller says so."""
+    if not blocks_a or not blocks_b:
+        return float("nan"), float("nan"), float("nan")
+    point = float(_flat(blocks_a).mean() / _flat(blocks_b).mean())
+    if len(blocks_a) < 2 or len(blocks_b) < 2:
+        return point, float("nan"), float("nan")
+    lo, hi = _interval(bootstrap_means(blocks_a, resamples, seed) / bootstrap_means(blocks_b, resamples, seed + 1))
+    return point, lo, hi
+
+
 def paired_ratio_interval(blocks_a, blocks_b, resamples: int = RESAMPLES, seed: int = 4) -> tuple[float, float, float]:
     """Speedup of B over A from blocks timed in pairs (one process, identical inputs, adjacent in
     time): the point is mean time A / mean time B; the 95% interval is the wider of the paired-block

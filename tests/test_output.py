@@ -121,3 +121,29 @@ def test_gpu_only_failures_are_recognised():
     assert runner.gpu_only("custom_kernel raised AssertionError: Torch not compiled with CUDA enabled")
     assert runner.gpu_only("import failed: RuntimeError: Found no NVIDIA driver on your system")
     assert not runner.gpu_only("custom_kernel raised ValueError: K must be a multiple of 64")
+
+
+def test_compare_recorded_from_sidecar_samples_with_a_gate(isolated_env):
+    from harness import config, leaderboard
+    shapes = config.load()["gemv"].benchmarks
+
+    def rows(version, scale):
+        out, sides = [], []
+        for shape in shapes:
+            out.append({"timestamp": "2026-11-27T10:00:00", "problem": "gemv", "version": version, "shape": shape.key,
+                        "dist": "competition", "status": "PASS", "mean_us": 10.0 * scale, "gpu": "NVIDIA H200",
+                        "timing_mode": "kernel", "flush": "dirty", "git_commit": "abc"})
+            sides.append({"samples_us": [[10.0 * scale + 0.01 * i] for i in range(8)]})
+        return out, sides
+
+    for version, scale in (("v1", 1.0), ("v2", 1.1)):
+        leaderboard.append(*rows(version, scale)[:1], sidecars=rows(version, scale)[1])
+    r = invoke("compare", "gemv", "v1", "v2", "--recorded", "--method", "kernel", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["recorded"] and all(row["verdict"] == "SLOWER" for row in doc["rows"])
+    assert doc["rows"][0]["speedup"] == pytest.approx(1 / 1.1, rel=1e-3)
+    r = invoke("compare", "gemv", "v1", "v2", "--recorded", "--method", "kernel", "--fail-on", "slower")
+    assert r.exit_code == 3 and "regression gate" in r.output
+    r = invoke("compare", "gemv", "v1", "v2", "--recorded", "--method", "gpumode")
+    assert r.exit_code == 1 and "no recorded gpumode/dirty pair" in " ".join(r.output.split())
