@@ -10,16 +10,37 @@ Nothing here changes a clock or a limit.
 
 from __future__ import annotations
 
-# NVML clocks-event (throttle) reason bits.
-_REASONS = {
-    0x1: "gpu_idle", 0x2: "app_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
-    0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake", 0x100: "display_clocks",
+# NVML clocks-event (throttle) reasons by the names nvidia-ml-py gives their bits (newer releases
+# say ClocksEvent, older ones ClocksThrottle; the values are the same). The numbers are only the
+# fallback for a missing constant (and for tests without pynvml).
+_REASON_NAMES = {
+    "GpuIdle": ("gpu_idle", 0x1), "ApplicationsClocksSetting": ("app_clocks", 0x2), "SwPowerCap": ("sw_power_cap", 0x4),
+    "HwSlowdown": ("hw_slowdown", 0x8), "SyncBoost": ("sync_boost", 0x10), "SwThermalSlowdown": ("sw_thermal", 0x20),
+    "HwThermalSlowdown": ("hw_thermal", 0x40), "HwPowerBrakeSlowdown": ("hw_power_brake", 0x80),
+    "DisplayClockSetting": ("display_clocks", 0x100),
 }
 THROTTLING = frozenset({"hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"})
 
 
-def decode_reasons(mask: int) -> list[str]:
-    return [name for bit, name in _REASONS.items() if mask & bit]
+def reason_bits(nvml=None) -> dict[int, str]:
+    """Bit -> our name, from ``nvml``'s named constants where it has them."""
+    out = {}
+    for suffix, (name, fallback) in _REASON_NAMES.items():
+        bit = None
+        for prefix in ("nvmlClocksEventReason", "nvmlClocksThrottleReason"):
+            bit = getattr(nvml, prefix + suffix, None) if nvml is not None else None
+            if bit is not None:
+                break
+        out[int(bit if bit is not None else fallback)] = name
+    return out
+
+
+_REASONS = reason_bits()
+
+
+def decode_reasons(mask: int, nvml=None) -> list[str]:
+    bits = reason_bits(nvml) if nvml is not None else _REASONS
+    return [name for bit, name in bits.items() if mask & bit]
 
 
 def is_throttled(sample: dict | None) -> bool:
@@ -47,7 +68,14 @@ class Telemetry:
             self.error = f"NVML unavailable: {exc}"
 
     def _find(self, uuid: str):
+        """The NVML handle of the GPU torch uses: by UUID (nvmlDeviceGetHandleByUUID), else by
+        scanning, else device 0."""
         nv = self._nvml
+        wanted = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+        try:
+            return nv.nvmlDeviceGetHandleByUUID(wanted)
+        except Exception:  # noqa: BLE001 - an older NVML, or a MIG UUID form: scan instead
+            pass
         for i in range(nv.nvmlDeviceGetCount()):
             handle = nv.nvmlDeviceGetHandleByIndex(i)
             found = nv.nvmlDeviceGetUUID(handle)
@@ -82,7 +110,7 @@ class Telemetry:
             out["temp_c"] = nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
             out["power_w"] = round(nv.nvmlDeviceGetPowerUsage(h) / 1000, 1)
             getter = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
-            out["reasons"] = decode_reasons(int(getter(h)))
+            out["reasons"] = decode_reasons(int(getter(h)), nv)
         except Exception as exc:  # noqa: BLE001
             out["error"] = str(exc)
         return out

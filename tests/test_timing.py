@@ -167,3 +167,11 @@ def test_method_defaults_and_batch_sizes():
 def test_unknown_flush_refused():
     with pytest.raises(ValueError, match="unknown flush"):
         timing.time_block(lambda d: d, [1], "cold", flush_kind="lukewarm")
+
+
+def test_telemetry_reason_bits_come_from_the_library_constants():
+    from types import SimpleNamespace
+    fake = SimpleNamespace(nvmlClocksEventReasonHwSlowdown=0x8000, nvmlClocksThrottleReasonGpuIdle=0x1)
+    bits = telemetry.reason_bits(fake)
+    assert bits[0x8000] == "hw_slowdown" and bits[0x1] == "gpu_idle" and bits[0x4] == "sw_power_cap"  # fallback
+    assert telemetry.decode_reasons(0x8000, fake) == ["hw_slowdown"]
