@@ -43,7 +43,13 @@ def clean_errors(fn):
 
 
 def _dists(dist: str) -> list[str]:
-    return list(DISTS) if dist == "both" else [dist]
+    """``both``: the two exact-sum distributions (competition, general); ``all``: every distribution
+    (with ``realistic``, judged against the float64 reference the same way)."""
+    if dist == "all":
+        return list(DISTS)
+    if dist == "both":
+        return ["competition", "general"]
+    return [dist]
 
 
 def _status(s: str) -> str:
@@ -295,7 +301,8 @@ def list_cmd(problem, fmt, output_path):
 @main.command("test")
 @click.argument("problem")
 @click.argument("version")
-@click.option("--dist", type=click.Choice([*DISTS, "both"]), default="both", show_default=True)
+@click.option("--dist", type=click.Choice([*DISTS, "both", "all"]), default="both", show_default=True,
+              help="A distribution, both (competition and general) or all of them.")
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per shape.")
 @click.option("--shapes", "shapes_spec", default="tests", show_default=True,
               help="tests, benchmarks, edges (the issues' 'any shape' contracts), or SET:N.")
