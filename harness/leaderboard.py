@@ -176,10 +176,19 @@ def append(rows: list[dict], path: Path | None = None, sidecars: list[dict] | No
 def _upgrade_header(f, header: str) -> None:
     """An older file whose columns are a prefix of ours: rewrite it in place (lock held) with the
     full header, old rows padded and backfilled (``_rewrite``). Anything else is refused, never guessed."""
-    old = header.split(",")
-    if old != list(COLUMNS[:len(old)]):
-        raise ValueError(f"{f.name}: unknown leaderboard columns; expected a prefix of {','.join(COLUMNS)}")
+    if not _known_header(header):
+        raise ValueError(_unknown_header(f.name))
     _rewrite(f, _rows_of(f))
+
+
+def _known_header(header: str) -> bool:
+    """True for our header or an older one (a prefix of COLUMNS): the only files we rewrite."""
+    names = header.split(",")
+    return names == list(COLUMNS[:len(names)])
+
+
+def _unknown_header(where) -> str:
+    return f"{where}: unknown leaderboard columns; expected a prefix of {','.join(COLUMNS)}"
 
 
 def _rows_of(f) -> list[dict]:
@@ -211,9 +220,8 @@ def normalise(path: Path | None = None) -> int:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             header = f.readline().strip()
-            old = header.split(",")
-            if header and old != list(COLUMNS[:len(old)]):
-                raise ValueError(f"{path}: unknown leaderboard columns; expected a prefix of {','.join(COLUMNS)}")
+            if header and not _known_header(header):
+                raise ValueError(_unknown_header(path))
             rows = _rows_of(f)
             _rewrite(f, rows)
             return len(rows)
@@ -293,9 +301,8 @@ def merge(sources: list[Path | str], path: Path | None = None) -> MergeResult:
             f.seek(0)
             text = f.read()
             header = text.split("\n", 1)[0].strip()
-            old = header.split(",")
-            if header and old != list(COLUMNS[:len(old)]):
-                raise UserError(f"{path}: unknown leaderboard columns; expected a prefix of {','.join(COLUMNS)}")
+            if header and not _known_header(header):
+                raise UserError(_unknown_header(path))
             existing = list(csv.DictReader(io.StringIO(text, newline="")))
             seen = {row_identity(row) for row in existing}
             added, skipped, copied = [], 0, 0

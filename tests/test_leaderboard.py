@@ -340,7 +340,18 @@ def test_merge_refuses_bad_input_and_writes_nothing(isolated_env, tmp_path):
         assert target.read_bytes() == before
 
 
+def test_merge_refuses_a_target_of_unknown_columns(isolated_env, tmp_path):
+    target = isolated_env["leaderboard"]
+    target.write_text("when,what\n1,2\n")
+    good = tmp_path / "good.csv"
+    _write_board(good, leaderboard.COLUMNS, [row()])
+    r = _invoke("leaderboard", "merge", good)
+    assert r.exit_code == 2 and "unknown leaderboard columns" in r.stderr and target.read_text() == "when,what\n1,2\n"
+
+
 def test_leaderboard_help_lists_show_and_merge():
+    r = _invoke("leaderboard")  # no subcommand, no problem: the listing, of an empty leaderboard
+    assert r.exit_code == 0 and "no recorded gpumode results" in r.output, r.output
     r = _invoke("leaderboard", "--help")
     assert r.exit_code == 0 and "show" in r.output and "merge" in r.output
     r = _invoke("leaderboard", "merge", "--help")

@@ -1,0 +1,366 @@
+"""Process isolation: each submission runs in a child process in its own process group.
+
+``Child`` starts ``python -m harness.worker`` with two private pipes (commands in, signed events
+out; stdout and stderr go to a log), hands it a fresh channel key with the job, and then serves
+one command at a time with a deadline. What can go wrong is a verdict, never a dead tool:
+
+- an exception in ``custom_kernel`` is the item's FAIL (the child goes on);
+- a crash (segfault, ``os._exit``, a CUDA error that poisons the context) is CRASH for the item in
+  progress; the next command starts a fresh child;
+- a command past its deadline is TIMEOUT, and the whole process group is killed;
+- a line on the verdict pipe the harness did not sign is TAMPERED, and the child is killed;
+- importing (which compiles) has its own, longer limit.
+
+The parent never trusts the child's bytes, signed or not (a submission can find the signing key
+in its own process, see :mod:`harness.channel`):
+
+- deadlines are the parent's: before ``ready`` an ``import`` phase event may push the start-up
+  deadline to ``compile_timeout_s`` from its arrival, at most once per submission the parent asked
+  the child to import; after ``ready`` nothing the child sends moves a deadline;
+- reads are bounded: a verdict-pipe line over ``channel.MAX_LINE_BYTES`` is TAMPERED, and only
+  the last ``LOG_TAIL_BYTES`` of the child's log are read back for a CRASH message;
+- a line that is not a UTF-8 JSON object event, or an event whose printed fields are not text, is
+  TAMPERED (a verdict, never a harness exception);
+- every string of an event is passed through :func:`printable` before it leaves this module:
+  no terminal escape sequence or control character the child wrote reaches a screen or a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from harness import build_cache, channel, paths
+
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_COMPILE_TIMEOUT_S = 900.0
+# The end of the child's log quoted in a CRASH message: a few lines, so a few KiB are plenty.
+LOG_TAIL_BYTES = 16 * 1024
+# NOTE: a child whose verdict pipe closed is waited for until its deadline, but at least this long:
+# the pipe closes while the process ends and its exit status follows, after the GPU driver's
+# descriptors (opened later, closed after the pipe) are released. A child that closed the pipe
+# itself and kept running no longer gets a fixed 30 s past a deadline of a few seconds.
+EXIT_GRACE_S = 5.0
+# The type of each field the parent or its printers (harness.cli.Progress) read; an event whose
+# field has another type is TAMPERED. Fields not named here are data (samples, device facts).
+FIELD_TYPES = {"event": str, "status": str, "message": str, "label": str, "stage": str, "phase": str,
+               "detail": str, "item": str, "line": str, "seconds": (int, float)}
+# Fields an event must carry, by kind (and by kind and phase): the printers index them.
+REQUIRED_FIELDS = {"reply": ("status",), "progress": ("stage",), "phase": ("phase",),
+                   ("phase", "imported"): ("seconds",)}
+# Kinds only the runner sends (a shape started, a shape's result line): from a child, a forgery.
+RUNNER_EVENTS = ("start", "done")
+# Fields whose text may span lines (a traceback); every other string is made one line.
+MULTILINE_FIELDS = frozenset({"detail"})
+IMPORT_STATUSES = ("FAIL", "TAMPERED")  # what an import_error may claim; anything else reads FAIL
+MAX_EVENT_DEPTH = 32  # genuine events nest 4 levels (device -> telemetry -> ...); deeper is hostile
+
+# Terminal escape sequences (ECMA-48): CSI (ESC [ or 8-bit 0x9b) with parameters and a final byte;
+# OSC (ESC ] or 0x9d) and DCS/SOS/PM/APC strings up to their terminator (BEL or ST), or to the end
+# if unterminated; any other ESC + intermediates + final byte (ESC c resets the terminal).
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]")
+# What is left after the sequences: C0 controls, DEL, C1 controls, and the Unicode bidi overrides
+# and isolates (they reorder what a terminal shows: "PASS" displayed for text that says otherwise).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAK = re.compile(r"\r\n|[\r\n\v\f\u2028\u2029]")
+
+
+class ChildFailure(Exception):
+    """The child cannot answer: ``status`` is CRASH, TIMEOUT, TAMPERED or FAIL (import)."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def printable(text: str, multiline: bool = False) -> str:
+    """``text`` with every terminal escape sequence removed and no control character left.
+
+    Line breaks (CR, LF, CRLF, VT, FF, U+2028/9) become one space, or one LF where ``multiline``;
+    a tab becomes a space; every other control character (BEL, BS, NUL, a stray ESC, DEL, C1) and
+    the bidi overrides are dropped. The result holds no character in ``_CONTROL`` except LF where
+    ``multiline``, so nothing it prints can move the cursor, retitle or clear a terminal."""
+    text = _ESCAPE_SEQUENCE.sub("", text)
+    text = _LINE_BREAK.sub("\n" if multiline else " ", text).replace("\t", " ")
+    if multiline:
+        return "\n".join(_CONTROL.sub("", line) for line in text.split("\n"))
+    return _CONTROL.sub("", text)
+
+
+def _printable_tree(value, multiline: bool = False, depth: int = 0):
+    """Every string in a decoded JSON value (keys included) through :func:`printable`; strings
+    under a ``MULTILINE_FIELDS`` key keep their line breaks. Tampered past ``MAX_EVENT_DEPTH``."""
+    if isinstance(value, str):
+        return printable(value, multiline)
+    if depth >= MAX_EVENT_DEPTH:
+        raise channel.Tampered(f"an event nested deeper than {MAX_EVENT_DEPTH} levels")
+    if isinstance(value, dict):
+        return {printable(str(k)): _printable_tree(v, k in MULTILINE_FIELDS, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable_tree(v, multiline, depth + 1) for v in value]
+    return value
+
+
+def checked_event(event: dict) -> dict:
+    """A verified event made safe to read and print: every string through :func:`printable`.
+
+    Raises ``channel.Tampered`` where a field has another type than ``FIELD_TYPES`` says, where a
+    ``REQUIRED_FIELDS`` field is missing, where the kind is one of ``RUNNER_EVENTS``, or where the
+    event nests past ``MAX_EVENT_DEPTH``: an event that would make the parent or a printer raise,
+    or speak for the runner, is the child's fault, not a harness error."""
+    kind = event.get("event")
+    shown = repr(printable(str(kind))[:40])
+    if kind in RUNNER_EVENTS:
+        raise channel.Tampered(f"a {shown} event, which only the harness itself sends")
+    for field, types in FIELD_TYPES.items():
+        if field in event and not isinstance(event[field], types):
+            raise channel.Tampered(f"a {shown} event whose {field!r} is a {type(event[field]).__name__}")
+    for field in REQUIRED_FIELDS.get(kind, ()) + REQUIRED_FIELDS.get((kind, event.get("phase")), ()):
+        if field not in event:
+            raise channel.Tampered(f"a {shown} event without {field!r}")
+    return _printable_tree(event)
+
+
+def _tail(path: Path, lines: int = 6) -> str:
+    """The last ``lines`` non-empty lines of the log, one line, made printable; reads at most the
+    last ``LOG_TAIL_BYTES`` of the file (a child can write gigabytes to it)."""
+    try:
+        with open(path, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            log.seek(max(0, size - LOG_TAIL_BYTES))
+            data = log.read(LOG_TAIL_BYTES)
+    except OSError:
+        return ""
+    text = data.decode(errors="replace").splitlines()
+    if size > LOG_TAIL_BYTES and text:
+        text = text[1:]  # the first line was cut by the seek
+    kept = [line for line in (printable(raw).strip() for raw in text) if line]
+    return " | ".join(kept[-lines:])
+
+
+class Child:
+    """One submission's worker process, restarted on demand after a crash."""
+
+    def __init__(self, job: dict, submission: dict, *, compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+                 on_event: Callable[[dict], None] | None = None, extra_env: dict | None = None,
+                 together: list[dict] | None = None):
+        self.job = job
+        self.submission = submission
+        self.together = list(together or [])  # more submissions imported into this same process
+        self.compile_timeout_s = compile_timeout_s
+        self.on_event = on_event
+        self.extra_env = extra_env or {}
+        self.proc: subprocess.Popen | None = None
+        self.device: dict | None = None
+        self.logs: list[Path] = []
+        self.import_failure: ChildFailure | None = None  # an import error is final: never retried
+        self._device_seen = False  # per process: the worker reports its device once
+
+    @property
+    def label(self) -> str:
+        return self.submission["label"]
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.import_failure:
+            raise self.import_failure
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        log_path = build_cache.logs_dir() / (f"{self.job['problem']}-{self.label.replace('/', '_')}-"
+                                             f"{self.job['mode']}-{stamp}-{os.getpid()}-{len(self.logs)}.log")
+        self.logs.append(log_path)
+        cmd_read, self._cmd_write = os.pipe()
+        self._event_read, event_write = os.pipe()
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **self.extra_env)
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.worker", str(cmd_read), str(event_write)],
+                cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(cmd_read, event_write), start_new_session=True, env=env)
+        os.close(cmd_read)
+        os.close(event_write)
+        # NOTE: a child that stops reading its commands must not block the parent in os.write once
+        # the pipe's 64 KiB are full: writes wait in select, under the command's deadline (_send).
+        os.set_blocking(self._cmd_write, False)
+        self._log_path = log_path
+        self._device_seen = False
+        key = channel.new_key()
+        self._receiver = channel.Receiver(key)
+        job = dict(self.job, submission=self.submission, together=self.together, repo_root=str(paths.REPO_ROOT),
+                   code_root=str(paths.CODE_ROOT))
+        started = time.monotonic()
+        try:
+            self._send({"key": key.hex(), "job": job}, started + self.compile_timeout_s)
+        except OSError:
+            pass  # the child is gone already; _await reports how
+        try:
+            # Each submission the parent asked for may take compile_timeout_s from its import event.
+            event = self._await(("ready", "import_error"), self.compile_timeout_s, "while importing/compiling",
+                                since=started, import_extensions=1 + len(self.together))
+        except ChildFailure as exc:
+            if exc.status == "CRASH":
+                exc = ChildFailure("CRASH", f"{exc.message} before the first shape (import/compile)")
+            raise
+        if event["event"] == "import_error":
+            self.stop()
+            status = event.get("status", "FAIL")
+            status = status if status in IMPORT_STATUSES else "FAIL"
+            message = event.get("message", "")
+            message = message if status == "TAMPERED" else f"import failed: {message}"
+            if self.together and event.get("label"):
+                message = f"{event['label']}: {message}"
+            self.import_failure = ChildFailure(status, message)
+            raise self.import_failure
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                self._send({"cmd": "exit"}, time.monotonic() + 10)
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired, ChildFailure):
+                pass
+        self._kill()
+
+    def _kill(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the child and anything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for fd in (self._cmd_write, self._event_read):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.proc = None
+
+    # -- commands ---------------------------------------------------------------------------
+    def request(self, command: dict, timeout_s: float) -> dict:
+        """Sends one command and returns its reply; starts the child if needed. Raises ChildFailure.
+
+        Sending and waiting share one deadline, ``timeout_s`` from now, which nothing the child
+        sends can move."""
+        if not self.alive():
+            self.start()
+        started = time.monotonic()
+        try:
+            self._send(command, started + timeout_s)
+        except OSError:
+            pass  # the child is gone; _await reports how
+        event = self._await(("reply",), timeout_s, "on this shape", since=started)
+        reply = {k: v for k, v in event.items() if k != "event"}
+        if reply.get("status") == "CRASH" or reply.pop("restart", False):
+            self._kill()
+        return reply
+
+    def _send(self, obj: dict, deadline: float) -> None:
+        """Writes one command line; TIMEOUT (the child killed) if the child has not taken it all by
+        ``deadline`` (it stopped reading). OSError where the child is gone."""
+        data = (json.dumps(obj) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._cmd_write, view):]
+            except BlockingIOError:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    self._kill()
+                    raise ChildFailure("TIMEOUT", "TIMEOUT: the child stopped reading its commands "
+                                       "(process group killed)") from None
+                select.select([], [self._cmd_write], [], min(wait, 1.0))
+
+    def _await(self, kinds: tuple[str, ...], timeout_s: float, where: str, *, since: float | None = None,
+               import_extensions: int = 0) -> dict:
+        """The first event of one of ``kinds``, every event before it passed to ``on_event``
+        (after :func:`checked_event`). TIMEOUT ``timeout_s`` after ``since`` (default: now).
+
+        The deadline moves only for an ``import`` phase event, and only for the first
+        ``import_extensions`` of them (the parent's count of submissions it asked the child to
+        import; 0 after ``ready``): to ``compile_timeout_s`` after that event, never earlier. So
+        the wait ends at most ``(1 + import_extensions) * compile_timeout_s`` after ``since``."""
+        started = time.monotonic() if since is None else since
+        deadline = started + timeout_s
+        # NOTE: counted here, never from the child's words: a submission that signed an "import"
+        # phase event every second kept a 5 s compile timeout alive for 52 s when each one reset it.
+        extensions_left = import_extensions
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                self._kill()
+                raise ChildFailure("TIMEOUT", f"TIMEOUT: no result after {deadline - started:.0f} s {where} "
+                                   "(process group killed)")
+            ready, _, _ = select.select([self._event_read], [], [], min(wait, 1.0))
+            if not ready:
+                continue
+            # NOTE: one bounded read per turn, and the deadline is checked before the next: a child
+            # that floods the pipe with valid events cannot keep the parent in here past it.
+            chunk = os.read(self._event_read, 65536)
+            if not chunk:
+                raise self._died(deadline)
+            try:
+                events = [checked_event(event) for event in self._receiver.feed(chunk)]
+                for event in events:
+                    if event["event"] == "device":
+                        if self._device_seen:
+                            # the worker sends its device once, before any submission code runs
+                            raise channel.Tampered("a second device event (the device is reported once, "
+                                                   "before the submission is imported)")
+                        self._device_seen = True
+            except channel.Tampered as exc:
+                self._kill()
+                raise ChildFailure("TAMPERED", f"TAMPERED: {exc}") from None
+            for event in events:
+                if event["event"] == "device":
+                    self.device = {k: v for k, v in event.items() if k != "event"}
+                if event["event"] == "phase" and event["phase"] == "import" and extensions_left > 0:
+                    extensions_left -= 1
+                    deadline = max(deadline, time.monotonic() + self.compile_timeout_s)
+                if self.on_event:
+                    self.on_event(dict(event, label=event.get("label", self.label)))
+                if event["event"] in kinds:
+                    return event
+
+    def _died(self, deadline: float) -> ChildFailure:
+        """CRASH for a child whose verdict pipe closed: its exit status (waited for until
+        ``deadline``, at least ``EXIT_GRACE_S``) and the end of its log."""
+        try:
+            code = self.proc.wait(timeout=max(EXIT_GRACE_S, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            code = None
+        self._kill()
+        if code is None:
+            how = "closed its verdict channel and did not exit (process group killed)"
+        elif code < 0:
+            how = f"killed by {_signal_name(code)}"
+        else:
+            how = f"exited with code {code}"
+        tail = _tail(self._log_path)
+        return ChildFailure("CRASH", f"CRASH: child {how}" + (f"; log: {tail}" if tail else ""))

@@ -1,0 +1,379 @@
+"""leaderboard.csv: append-only, one row per (problem, version, shape, dist) measurement,
+appended under an exclusive file lock so concurrent runs never interleave or corrupt rows.
+
+Each row names a reproducibility sidecar (``run_id``): ``<leaderboard>_runs/<run_id>.json.gz``
+with the raw per-call samples, seeds, source hash, versions (torch, CUDA, driver, nvcc, harness),
+GPU UUID, clocks, power limit, telemetry per block, and the timing and flush mode.
+
+The file is plain RFC 4180 CSV that pandas.read_csv and duckdb.read_csv load with their defaults:
+one header, every line ended by "\n" alone (a quoted cell's own line breaks too), the shape's
+dimensions as numeric columns beside its JSON, and throughput beside the times.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import gzip
+import io
+import json
+import re
+import secrets
+import shutil
+from pathlib import Path
+from typing import NamedTuple
+
+from harness import paths
+from harness.errors import UserError
+
+COLUMNS = (
+    "timestamp", "problem", "version", "file", "sha256", "code_hash", "shape_set", "shape_index", "shape", "dist",
+    "status", "mean_us", "median_us", "std_us", "ci95_us", "best_us", "n", "converged",
+    "floor_us", "pct_of_floor", "gpu", "sm_count", "driver", "cuda", "torch",
+    "git_commit", "git_dirty", "message",
+    # Added with the sidecars; older rows leave them empty.
+    "run_id", "gpu_uuid", "timing_mode", "ci95_lo_us", "ci95_hi_us", "iqr_us",
+    # Added with the named timing methods (harness.timing.METHODS) and flushes; older rows: dirty.
+    "flush", "batch", "read_floor_us", "kernel_sum_us", "host_us",
+    # Added so a tool can filter and plot without parsing `shape`: its dimensions (prefixed, as `n`
+    # is the sample count; a group_gemm list as "80;176;128") and TFLOP/s, TB/s of mean_us.
+    # Derived from `shape` and `mean_us` (``derived_columns``), so older rows are backfilled.
+    "shape_m", "shape_n", "shape_k", "shape_l", "shape_g", "tflops", "tbps",
+)
+SHAPE_COLUMNS = {"m": "shape_m", "n": "shape_n", "k": "shape_k", "l": "shape_l", "g": "shape_g"}
+DERIVED_COLUMNS = (*SHAPE_COLUMNS.values(), "tflops", "tbps")
+# What makes a row the same measurement when it has no run_id (rows from before the sidecars).
+IDENTITY_COLUMNS = ("timestamp", "problem", "version", "shape", "dist", "gpu")
+_SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # it names a file: no separators, no "..", no dotfiles
+
+
+def sidecar_dir(path: Path | None = None) -> Path:
+    path = Path(path) if path else paths.leaderboard_path()
+    return path.with_name(path.stem + "_runs")
+
+
+def read_sidecar(run_id: str, path: Path | None = None) -> dict:
+    with gzip.open(sidecar_dir(path) / f"{run_id}.json.gz", "rt") as f:
+        return json.load(f)
+
+
+# ------------------------------------------------------------------------------- derived columns
+def format_number(x: float | None) -> str:
+    """A measured figure as written to the file: 3 decimals, 4 significant digits under 1e-3, "" for None."""
+    return "" if x is None else f"{x:.4g}" if abs(x) < 1e-3 else f"{x:.3f}"
+
+
+def shape_columns(params: dict) -> dict:
+    """``shape_m`` .. ``shape_g`` of shape ``params`` (a seed is ignored): a number as itself, a
+    per-group list as its numbers joined by ";" (e.g. "80;176;128"), "" for a dimension it lacks."""
+    def cell(value) -> str:
+        if isinstance(value, (list, tuple)):
+            return ";".join(str(int(v)) for v in value)
+        return "" if value is None else str(int(value))
+    return {column: cell(params.get(dim)) for dim, column in SHAPE_COLUMNS.items()}
+
+
+def throughput(problem: str, params: dict, mean_us: float | None) -> dict:
+    """``tflops`` and ``tbps``: the problem's flops and bytes_moved (reference, of ``params`` without
+    their seed) over ``mean_us``. Both "" where there is no positive mean or the reference cannot
+    size the shape (an unknown problem, a malformed shape)."""
+    blank = {"tflops": "", "tbps": ""}
+    if not mean_us or mean_us <= 0:
+        return blank
+    from reference import problem_module  # imports torch: only paid when a figure is needed
+    dims = {k: v for k, v in params.items() if k != "seed"}
+    try:
+        mod = problem_module(problem)
+        flops, moved = mod.flops(**dims), mod.bytes_moved(**dims)
+    except (KeyError, TypeError, ValueError):
+        return blank
+    seconds = mean_us * 1e-6
+    return {"tflops": format_number(flops / seconds / 1e12), "tbps": format_number(moved / seconds / 1e12)}
+
+
+def derived_columns(row: dict) -> dict:
+    """The DERIVED_COLUMNS of a recorded row, from its ``shape`` JSON and, for a PASS row with a
+    mean, its ``mean_us``; a cell that cannot be derived is ""."""
+    try:
+        params = json.loads(row.get("shape") or "")
+    except ValueError:
+        params = None
+    if not isinstance(params, dict):
+        return dict.fromkeys(DERIVED_COLUMNS, "")
+    try:
+        out = shape_columns(params)
+    except (TypeError, ValueError):
+        out = dict.fromkeys(SHAPE_COLUMNS.values(), "")
+    try:
+        mean = float(row["mean_us"]) if row.get("status") == "PASS" and row.get("mean_us") else None
+    except ValueError:
+        mean = None
+    out.update(throughput(row.get("problem") or "", params, mean))
+    return out
+
+
+def backfill(row: dict) -> dict:
+    """A copy of ``row`` with its empty DERIVED_COLUMNS filled by ``derived_columns``; a cell that
+    holds something keeps it (what was recorded stays as recorded)."""
+    missing = [k for k in DERIVED_COLUMNS if not row.get(k)]
+    if not missing:
+        return dict(row)
+    derived = derived_columns(row)
+    return {**row, **{k: derived[k] for k in missing}}
+
+
+# ------------------------------------------------------------------------------------ writing
+def _cell(value) -> str:
+    # Every line break the file holds is "\n", a quoted cell's own too: one stray "\r" and
+    # duckdb's sniffer takes the file for CRLF and refuses the "\n"-ended rows.
+    return "" if value is None else str(value).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _csv_text(rows: list[dict], header: bool = False) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    if header:
+        writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(row.get(k)) for k in COLUMNS})
+    return buf.getvalue()
+
+
+def append(rows: list[dict], path: Path | None = None, sidecars: list[dict] | None = None) -> Path:
+    """Appends ``rows`` (missing columns empty, unknown keys ignored, every line ended by "\n");
+    with ``sidecars`` (one per row) writes each first and links it by run_id. A file with an older
+    header (a prefix of COLUMNS) is upgraded first (``_upgrade_header``)."""
+    path = Path(path) if path else paths.leaderboard_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if sidecars is not None:
+        if len(sidecars) != len(rows):
+            raise ValueError("one sidecar per row")
+        folder = sidecar_dir(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = [dict(row) for row in rows]
+        for row, side in zip(rows, sidecars):
+            row["run_id"] = f"{row['problem']}-{row['version']}-{secrets.token_hex(6)}"
+            with gzip.open(folder / f"{row['run_id']}.json.gz", "wt") as f:
+                json.dump(side, f, default=str)
+    text = _csv_text(rows)
+    with open(path, "a+", newline="", encoding="utf-8") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            f.seek(0)
+            header = f.readline().strip()
+            if header and header != ",".join(COLUMNS):
+                _upgrade_header(f, header)
+            f.seek(0, 2)
+            if f.tell() == 0:
+                f.write(",".join(COLUMNS) + "\n")
+            f.write(text)
+            f.flush()
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    return path
+
+
+def _upgrade_header(f, header: str) -> None:
+    """An older file whose columns are a prefix of ours: rewrite it in place (lock held) with the
+    full header, old rows padded and backfilled (``_rewrite``). Anything else is refused, never guessed."""
+    if not _known_header(header):
+        raise ValueError(_unknown_header(f.name))
+    _rewrite(f, _rows_of(f))
+
+
+def _known_header(header: str) -> bool:
+    """True for our header or an older one (a prefix of COLUMNS): the only files we rewrite."""
+    names = header.split(",")
+    return names == list(COLUMNS[:len(names)])
+
+
+def _unknown_header(where) -> str:
+    return f"{where}: unknown leaderboard columns; expected a prefix of {','.join(COLUMNS)}"
+
+
+def _rows_of(f) -> list[dict]:
+    f.seek(0)
+    return list(csv.DictReader(f))
+
+
+def _rewrite(f, rows: list[dict]) -> None:
+    """Replaces the content of ``f`` (opened with newline="", exclusive lock held) by the current
+    header and ``rows``, backfilled, in order, every line ended by "\n".
+
+    In place rather than by rename: other writers wait on a lock of this very file."""
+    text = _csv_text([backfill(row) for row in rows], header=True)
+    f.seek(0)
+    f.truncate()
+    f.write(text)
+    f.flush()
+
+
+def normalise(path: Path | None = None) -> int:
+    """Rewrites the leaderboard in place, under the lock: the current header, "\n" line ends
+    only, DERIVED_COLUMNS backfilled; the same rows in the same order, recorded cells unchanged
+    (bar "\r" line breaks inside them). Returns the number of rows; a missing file stays missing.
+    Raises ValueError where the header is not a prefix of COLUMNS."""
+    path = Path(path) if path else paths.leaderboard_path()
+    if not path.exists():
+        return 0
+    with open(path, "r+", newline="", encoding="utf-8") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            header = f.readline().strip()
+            if header and not _known_header(header):
+                raise ValueError(_unknown_header(path))
+            rows = _rows_of(f)
+            _rewrite(f, rows)
+            return len(rows)
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+# ------------------------------------------------------------------------------------- merging
+class MergeResult(NamedTuple):
+    path: Path  # the leaderboard merged into
+    added: int  # rows appended
+    skipped: int  # rows already there (or twice in the sources)
+    sidecars: int  # sidecars copied
+
+
+def row_identity(row: dict) -> tuple:
+    """What makes two rows one measurement: the run_id, or without one (rows from before the
+    sidecars) timestamp, problem, version, shape, dist and gpu."""
+    if row.get("run_id"):
+        return ("run_id", row["run_id"])
+    return ("row", *(row.get(k) or "" for k in IDENTITY_COLUMNS))
+
+
+def _read_source(source: Path) -> list[dict]:
+    """The rows of another machine's leaderboard, checked: raises UserError (one line) where the
+    file is missing or unreadable, its header names a column we do not know or lacks one that
+    identifies a row, a row's cell count differs from the header's, or a run_id is no file name."""
+    if not source.exists():
+        raise UserError(f"{source}: no such leaderboard file")
+    if not source.is_file():
+        raise UserError(f"{source}: not a file (give the leaderboard's .csv)")
+    try:
+        with open(source, newline="", encoding="utf-8") as f:
+            records = csv.reader(f)
+            header = next(records, [])
+            if not header:
+                raise UserError(f"{source}: empty, no header")
+            unknown = [c for c in header if c not in COLUMNS]
+            if unknown or len(set(header)) != len(header):
+                raise UserError(f"{source}: unknown leaderboard columns {','.join(unknown) or '(repeated)'}; "
+                                f"expected some of {','.join(COLUMNS)}")
+            lacking = [c for c in IDENTITY_COLUMNS if c not in header]
+            if lacking:
+                raise UserError(f"{source}: not a leaderboard, no {','.join(lacking)} column")
+            rows = []
+            for record in records:
+                if not record:  # a blank line, as csv.DictReader skips it
+                    continue
+                if len(record) != len(header):
+                    raise UserError(f"{source}: line {records.line_num} has {len(record)} cells, "
+                                    f"the header {len(header)}")
+                row = dict(zip(header, record))
+                if row.get("run_id") and not _SAFE_RUN_ID.fullmatch(row["run_id"]):
+                    raise UserError(f"{source}: line {records.line_num}: run_id {row['run_id']!r} is not a file name")
+                rows.append(row)
+            return rows
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{source}: cannot read it as a leaderboard ({exc})") from exc
+
+
+def merge(sources: list[Path | str], path: Path | None = None) -> MergeResult:
+    """Folds the rows of other leaderboards (another machine's, possibly with an older header) into
+    ``path`` (default: this lab's leaderboard), under its exclusive lock.
+
+    A row already there (``row_identity``), or earlier in the sources, is skipped; the rest are
+    appended in their order, DERIVED_COLUMNS backfilled, recorded cells as they were. Each row's
+    sidecar in the source's ``<stem>_runs/`` is copied beside ``path`` where that one lacks it.
+    Every source is checked before anything is written: bad input raises UserError and writes nothing.
+    A target that needs it (an older header, a "\r") is rewritten whole, as ``normalise`` would."""
+    path = Path(path) if path else paths.leaderboard_path()
+    # Read before taking the lock: a source that is the target itself would otherwise wait on our own lock.
+    incoming = [(Path(source), _read_source(Path(source))) for source in sources]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", newline="", encoding="utf-8") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            f.seek(0)
+            text = f.read()
+            header = text.split("\n", 1)[0].strip()
+            if header and not _known_header(header):
+                raise UserError(_unknown_header(path))
+            existing = list(csv.DictReader(io.StringIO(text, newline="")))
+            seen = {row_identity(row) for row in existing}
+            added, skipped, copied = [], 0, 0
+            for source, rows in incoming:
+                for row in rows:
+                    identity = row_identity(row)
+                    if identity in seen:
+                        skipped += 1
+                    else:
+                        seen.add(identity)
+                        added.append(backfill(row))
+                    copied += _copy_sidecar(row.get("run_id"), source, path)
+            if header and (header != ",".join(COLUMNS) or "\r" in text):
+                _rewrite(f, existing + added)
+            elif added or not header:
+                f.seek(0, 2)
+                f.write(("" if header else ",".join(COLUMNS) + "\n") + _csv_text(added))
+                f.flush()
+            return MergeResult(path, len(added), skipped, copied)
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _copy_sidecar(run_id: str | None, source: Path, path: Path) -> int:
+    """Copies ``source``'s sidecar of ``run_id`` beside ``path`` where there is one and ``path``
+    lacks it; returns 1 if it copied, else 0. An existing sidecar is never overwritten."""
+    if not run_id:
+        return 0
+    name = f"{run_id}.json.gz"
+    there, here = sidecar_dir(source) / name, sidecar_dir(path) / name
+    if not there.is_file() or here.exists():
+        return 0
+    here.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(there, here)
+    return 1
+
+
+# ------------------------------------------------------------------------------------- reading
+def read(path: Path | None = None) -> list[dict]:
+    path = Path(path) if path else paths.leaderboard_path()
+    if not path.exists():
+        return []
+    with open(path, newline="", encoding="utf-8") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+        try:
+            return list(csv.DictReader(f))
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def timing_mode(row: dict) -> str:
+    """The row's timing method; rows from before the column existed were all cold mode."""
+    return row.get("timing_mode") or "cold"
+
+
+def flush_kind(row: dict) -> str:
+    """The row's L2 flush; rows from before the column existed all zeroed (dirty)."""
+    return row.get("flush") or "dirty"
+
+
+def best(rows: list[dict], problem: str | None = None, mode: str = "cold", flush: str = "dirty") -> list[dict]:
+    """Fastest passing row per (problem, version, shape, dist, gpu) among rows of one timing method
+    and flush: a kernel or gpumode figure never stands in for a cold one, nor a clean flush's for a
+    dirty one's."""
+    winners: dict[tuple, dict] = {}
+    for row in rows:
+        if row.get("status") != "PASS" or not row.get("mean_us"):
+            continue
+        if (problem and row["problem"] != problem) or timing_mode(row) != mode or flush_kind(row) != flush:
+            continue
+        key = (row["problem"], row["version"], row["shape"], row["dist"], row["gpu"])
+        if key not in winners or float(row["mean_us"]) < float(winners[key]["mean_us"]):
+            winners[key] = row
+    return list(winners.values())

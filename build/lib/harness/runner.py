@@ -1,0 +1,692 @@
+"""From a CLI request to verdicts: choose shapes, check the arch, drive the children, judge.
+
+The parent owns every decision: it sends each child one command at a time (``test``; or
+``prepare`` then ``block`` after ``block``), keeps the raw samples, applies the stopping rule,
+drops throttled blocks (bounded), computes the statistics, and flags implausible times. In
+``compare`` the two versions live in separate children and take turns block by block (A B B A
+...), each block on identical, never-seen inputs; the time ratio is bootstrapped over block pairs.
+Nothing in this module prints except through the ``progress`` callback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from harness import config, isolation, machine, roofline, stats, telemetry, timing
+from harness.config import Shape
+from harness.errors import UserError
+from harness.submissions import Submission
+
+STATUSES_OK = ("PASS",)
+NO_VERDICT = "none (CPU)"
+FLUSH_DETAIL = {"dirty": "2x L2 zeroed on the timed stream (GPU MODE's clear writes too)",
+                "clean": "2x L2 read by a reduction on the timed stream (clean lines)"}
+MAX_THROTTLE_DROPS = 10  # throttled blocks dropped (and retried) per shape before keeping them, flagged
+
+
+@dataclass
+class TimingPlan:
+    """How to time: the method (``timing.METHODS``), the flush, the stopping rule, the pool, and
+    compare's equivalence margin and precision."""
+    rule: stats.StopRule = field(default_factory=stats.StopRule)
+    pool: int = 8
+    warmup: int = 2
+    mode: str = timing.DEFAULT_METHOD  # the timing method
+    flush: str = "dirty"  # timing.FLUSHES
+    warm: bool = False  # also time warm-cache calls (reported beside the cold ones)
+    margin: float = 0.02  # SAME: the interval within ±margin of 1
+    precision: float = 0.01  # compare (one process): stop once decided and the interval is within ±precision
+    isolated: bool = False  # compare: each version in processes of its own, generations of them
+    processes: int = 2  # isolated compare: generations of fresh child processes per shape, at least (even: balanced start order)
+    max_processes: int = 8  # isolated compare: more generations, two at a time, while the verdict is AMBIGUOUS
+    run_processes: int = 1  # run/table: fresh processes per shape, the budget split over them
+
+    @classmethod
+    def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode=timing.DEFAULT_METHOD, warm=False,
+                     margin=0.02, min_time_s=0.1, max_samples=100_000, processes=2, max_processes=8,
+                     flush="dirty", isolated=False, precision=0.01) -> "TimingPlan":
+        return cls(stats.StopRule(min_samples=min_samples, min_time_s=min_time_s, target_rel_err=target,
+                                  budget_s=budget_s, max_samples=max_samples),
+                   pool=pool, mode=mode, flush=flush, warm=warm, margin=margin, precision=precision,
+                   isolated=isolated, processes=processes, max_processes=max_processes)
+
+    def batch(self, problem: str) -> int:
+        """Calls per pair of events: GPU MODE's batch for ``gpumode``, else one."""
+        return timing.gpumode_batch(problem) if self.mode == "gpumode" else 1
+
+    def pool_size(self, problem: str) -> int:
+        """Input sets per block: one batch for ``gpumode`` where a batch holds several calls (the
+        competition's 50 or 15 distinct inputs), else ``pool``."""
+        batch = self.batch(problem)
+        return batch if batch > 1 else self.pool
+
+    def describe(self, problem: str | None = None) -> dict:
+        r = self.rule
+        out = {"mode": self.mode, "method": self.mode, "flush": self.flush, "warm": self.warm, "pool": self.pool,
+               "warmup": self.warmup, "min_samples": r.min_samples, "min_time_s": r.min_time_s,
+               "target_rel_err": r.target_rel_err, "budget_s": r.budget_s, "max_samples": r.max_samples,
+               "margin": self.margin, "precision": self.precision, "isolated": self.isolated,
+               "processes": self.processes, "max_processes": self.max_processes, "run_processes": self.run_processes}
+        if problem:
+            out.update(batch=self.batch(problem), pool=self.pool_size(problem))
+        return out
+
+
+@dataclass
+class ShapeResult:
+    shape: Shape
+    dist: str
+    status: str  # PASS FAIL CRASH TIMEOUT TAMPERED IMPLAUSIBLE SKIP
+    message: str = ""
+    stats: list | None = None  # one summary dict per submission (``warm`` inside when timed)
+    floor_us: float | None = None  # from the measured ceilings
+    physical_floor_us: float | None = None  # from the datasheet peaks: below it is implausible
+    samples: list | None = None  # per submission: the kept blocks of per-call µs
+    telemetry: list | None = None  # per kept round: one NVML sample per submission
+    ratio: dict | None = None  # compare: speedup of B over A, 95% interval, verdict
+    extra: dict = field(default_factory=dict)  # seeds, throttle drops, L2 reset, flush cost
+    device: dict | None = None  # the GPU this result was measured on (with --gpus, each its own)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in STATUSES_OK
+
+    @property
+    def read_floor_us(self) -> float | None:
+        """A pure read of the shape's bytes under the same flush, on this GPU (roofline.read_floor)."""
+        floor = (self.extra or {}).get("read_floor") or {}
+        return floor.get("us")
+
+
+@dataclass
+class JobOutcome:
+    submissions: list[Submission]
+    device: dict | None
+    results: list[ShapeResult] = field(default_factory=list)
+    refused: str | None = None  # why it did not run at all (arch), or None
+    logs: list = field(default_factory=list)
+    plan: TimingPlan | None = None
+    geomean: dict | None = None  # per submission (and the ratio): point and 95% interval
+    extra_devices: dict = field(default_factory=dict)  # with --gpus: GPU index -> its device description
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and all(r.ok for r in self.results)
+
+
+def local_capability() -> tuple[int, int] | None:
+    import torch
+    if not torch.cuda.is_available():
+        return None
+    return tuple(torch.cuda.get_device_capability(0))
+
+
+def select_shapes(problem: str, spec: str | None, custom: tuple[str, ...], has_gpu: bool,
+                  cfg: dict | None = None) -> tuple[list[Shape], str]:
+    """``--shapes benchmarks|tests|N|tests:N|benchmarks:N`` and repeated ``--shape``.
+
+    Without a GPU the default is the tests shapes (the benchmark shapes take minutes on a CPU).
+    Returns the shapes and a note for the user when a default was applied.
+    """
+    if custom:
+        return [config.parse_shape_option(problem, text, i) for i, text in enumerate(custom)], ""
+    cfg = cfg or config.load()
+    pc = cfg[problem]
+    default_set = "benchmarks" if has_gpu else "tests"
+    note = "" if has_gpu or spec else "no GPU here: using the tests shapes (pass --shapes benchmarks to insist)"
+    spec = (spec or default_set).strip()
+    set_name, _, index = spec.partition(":")
+    if set_name.isdigit() and not index:
+        set_name, index = default_set, set_name
+    if set_name not in config.SHAPE_SETS:
+        raise UserError(f"--shapes {spec!r}: expected benchmarks, tests, edges, an index, or SET:N")
+    shapes = getattr(pc, set_name)
+    if not shapes:
+        raise UserError(f"--shapes {spec!r}: {problem} has no {set_name} shapes in shapes.yaml")
+    if index:
+        try:
+            i = int(index)
+            return [shapes[i]], note
+        except (ValueError, IndexError):
+            raise UserError(f"--shapes {spec!r}: {problem} has {len(shapes)} {set_name} shapes (0..{len(shapes) - 1})") from None
+    return list(shapes), note
+
+
+def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str, *,
+        seeds: int = 3, plan: TimingPlan | None = None,
+        timeout_s: float = isolation.DEFAULT_TIMEOUT_S, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S,
+        capability=None, progress: Callable[[dict], None] | None = None,
+        gpus: list[int] | None = None) -> JobOutcome:
+    """``test`` / ``run`` (one submission) or ``compare`` (two) over shapes x dists.
+
+    ``gpus``: local GPU indices; the (shape, dist) items are sharded across them (heaviest first,
+    to the least loaded GPU), one set of children per GPU pinned there with CUDA_VISIBLE_DEVICES,
+    so two timings never share a GPU. Results come back in the order of the request."""
+    plan = plan or TimingPlan()
+    outcome = JobOutcome(list(subs), None, plan=plan)
+    for sub in subs:
+        why = machine.arch_refusal(sub.arch, capability)
+        if why:
+            outcome.refused = f"{sub.label}: {why}"
+            outcome.results = [ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists]
+            return outcome
+    job = {"mode": mode, "problem": subs[0].problem, "ceilings": mode != "test"}
+    items = [(s, d) for s in shapes for d in dists]
+    results: list[ShapeResult | None] = [None] * len(items)
+    devices: dict = {}
+
+    described = [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in subs]
+    together = len(subs) == 2 and mode != "test" and not plan.isolated
+
+    def serve(indices: list[int], gpu: int | None) -> None:
+        env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
+        if together:
+            children = [isolation.Child(job, described[0], compile_timeout_s=compile_timeout_s, on_event=progress,
+                                        extra_env=env, together=described[1:])]
+        else:
+            children = [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env)
+                        for d in described]
+        try:
+            timed_out: dict[str, str] = {}  # shape key -> the dist that timed out
+            needs_gpu = None  # why the submission cannot run on this CPU machine, once seen
+            for i in indices:
+                shape, dist = items[i]
+                if needs_gpu or shape.key in timed_out:
+                    # NOTE: a hanging kernel would cost the timeout again for every other dist of the shape,
+                    # and a GPU-only file fails every shape the same way on a CPU: said once, skipped after
+                    why = needs_gpu or f"not run: {timed_out[shape.key]} timed out on this shape"
+                    results[i] = ShapeResult(shape, dist, "SKIP", why)
+                    continue
+                item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist,
+                        "problem": shape.problem}
+                if progress:
+                    progress({"event": "start", "item": item["id"] + (f" (GPU {gpu})" if gpu is not None else "")})
+                if mode == "test":
+                    results[i] = _test_item(children[0], shape, dist, item, seeds, timeout_s)
+                elif together:
+                    results[i] = _measure_together(children[0], [s.label for s in subs], shape, dist, item, plan,
+                                                   timeout_s, progress)
+                else:
+                    results[i] = _measure_item(children, shape, dist, item, plan, timeout_s, progress)
+                results[i].device = next((c.device for c in children if c.device), None)
+                if results[i].status == "TIMEOUT":
+                    timed_out[shape.key] = dist
+                if capability is None and results[i].status != "PASS" and gpu_only(results[i].message):
+                    needs_gpu = f"needs a GPU (first failure: {results[i].message[:160]})"
+                if capability is None and results[i].ratio:
+                    # NOTE: CPU times of a Python path are not comparable: no verdict is given on them
+                    results[i].ratio["verdict"] = NO_VERDICT
+                if gpu is not None:
+                    results[i].extra["gpu_index"] = gpu
+                if progress:
+                    progress({"event": "done", "item": item["id"], "line": done_line(results[i], [s.label for s in subs])})
+                devices.setdefault(gpu, next((c.device for c in children if c.device), None))
+        except Exception as exc:  # noqa: BLE001 - a harness fault on one GPU must not lose the others
+            for i in indices:
+                if results[i] is None:
+                    results[i] = ShapeResult(*items[i], "FAIL", f"harness error: {type(exc).__name__}: {exc}")
+        finally:
+            for c in children:
+                c.stop()
+                outcome.logs.extend(c.logs)
+
+    if gpus and len(gpus) > 1:
+        from harness import sharding
+        shards = sharding.shard(list(range(len(items))), gpus, cost=lambda i: _item_cost(items[i][0]))
+        threads = [threading.Thread(target=serve, args=(idx, gpu), name=f"gpu-{gpu}") for gpu, idx in shards.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        outcome.extra_devices = {g: d for g, d in devices.items() if d}
+    else:
+        serve(list(range(len(items))), gpus[0] if gpus else None)
+    outcome.results = [r for r in results if r is not None]
+    outcome.device = next((d for d in devices.values() if d), None)
+    _finish(outcome)
+    return outcome
+
+
+# What a submission says when it needs CUDA that a CPU machine lacks (torch's and the driver's words).
+_GPU_ONLY = ("Torch not compiled with CUDA", "Found no NVIDIA driver", "no CUDA GPUs are available", "CUDA_HOME",
+             "cuda_runtime", "libcuda", "CUDA driver", "device='cuda'", "cudaGetDevice", "No CUDA")
+
+
+def gpu_only(message: str) -> bool:
+    """Whether a failure on a CPU machine says the submission needs a GPU (then its other shapes are
+    skipped with that reason instead of failing one by one)."""
+    return any(marker.lower() in (message or "").lower() for marker in _GPU_ONLY)
+
+
+def done_line(result: ShapeResult, labels: list[str]) -> str:
+    """One line for a finished shape: status, mean µs per submission, and compare's verdict."""
+    parts = [f"{result.shape.label} {result.dist}: {result.status}"]
+    for label, st in zip(labels, result.stats or []):
+        if st and st.get("mean_us") is not None:
+            parts.append(f"{label} {st['mean_us']:.2f} µs")
+    if result.ratio:
+        r = result.ratio
+        parts.append(f"{r['speedup']:.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']}")
+    if result.message and not result.ok:
+        parts.append(result.message)
+    return ", ".join(parts)
+
+
+def visible_device(gpu: int) -> str:
+    """The CUDA_VISIBLE_DEVICES entry for local index ``gpu`` (honours an inherited list)."""
+    import os
+    inherited = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    return inherited[gpu] if inherited and gpu < len(inherited) else str(gpu)
+
+
+def _item_cost(shape: Shape) -> float:
+    """Relative time of a shape: its floor with round ceilings (only the order matters)."""
+    return roofline.floor_us(shape.problem, shape.params, {"bf16_tflops": 800.0, "copy_tbps": 4.0}) or 1.0
+
+
+def _test_item(child, shape, dist, item, seeds, timeout_s) -> ShapeResult:
+    try:
+        reply = child.request({"cmd": "test", "item": item, "seeds": seeds}, timeout_s)
+    except isolation.ChildFailure as exc:
+        return ShapeResult(shape, dist, exc.status, exc.message)
+    return ShapeResult(shape, dist, reply["status"], reply.get("message", ""))
+
+
+def _together(calls: list[Callable[[], None]]) -> None:
+    """Runs the calls in threads and waits for all (child processes start and stop in parallel)."""
+    threads = [threading.Thread(target=call) for call in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _start_together(children, order) -> tuple[int, str, str] | None:
+    """Starts the children that are not running, at the same time: a start is mostly the torch
+    import and the CUDA context, seconds that compare pays again for every generation of processes.
+    The first failure in ``order``, as (index, status, message)."""
+    idle = [i for i in order if not children[i].alive()]
+    if len(idle) < 2:
+        return None
+    failures: dict[int, isolation.ChildFailure] = {}
+
+    def start(i: int) -> None:
+        try:
+            children[i].start()
+        except isolation.ChildFailure as exc:
+            failures[i] = exc
+
+    _together([lambda i=i: start(i) for i in idle])
+    first = next((i for i in order if i in failures), None)
+    return None if first is None else (first, failures[first].status, failures[first].message)
+
+
+def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[int, str, str] | None:
+    """``prepare`` on each child in ``order`` (the children start together where they are not
+    running); (index, status, message) on failure."""
+    command = _prepare_command(item, plan)
+    failure = _start_together(children, order)
+    if failure:
+        return failure
+    for i in order:
+        if progress:
+            progress({"event": "progress", "item": item["id"], "stage": f"checking {children[i].label}"})
+        try:
+            reply = children[i].request(command, timeout_s)
+        except isolation.ChildFailure as exc:
+            return i, exc.status, exc.message
+        if reply["status"] != "PASS":
+            return i, reply["status"], reply.get("message", "")
+        extra.setdefault(children[i].label, []).append({"l2_reset": reply.get("l2_reset"),
+                                                        "graph_flush_us": reply.get("flush_us")})
+        if reply.get("read_floor"):
+            extra["read_floor"] = reply["read_floor"]
+    return None
+
+
+def _prepare_command(item: dict, plan: TimingPlan) -> dict:
+    problem = item["problem"]
+    return {"cmd": "prepare", "item": item, "pool": plan.pool_size(problem), "mode": plan.mode, "warmup": plan.warmup,
+            "flush": plan.flush, "batch": plan.batch(problem)}
+
+
+def _kernel_extra(replies: list[dict]) -> dict | None:
+    """The kernel method's by-products of a shape's kept blocks: summed durations and host µs per
+    call (means), device records outside every call."""
+    parts = [r["kernel"] for r in replies if r.get("kernel")]
+    if not parts:
+        return None
+    sums = [x for p in parts for x in p["sum_us"]]
+    hosts = [x for p in parts for x in p["host_us"]]
+    return {"sum_us": sum(sums) / len(sums), "host_us": sum(hosts) / len(hosts),
+            "activities_per_call": max(a for p in parts for a in p["activities"]),
+            "stray_activities": sum(p["stray_activities"] for p in parts)}
+
+
+def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingPlan, timeout_s,
+                      progress) -> ShapeResult:
+    """compare of two versions imported into one process: one pool (identical inputs), rounds of
+    one block each, A B then B A, every block on never-seen inputs; the speedup from the paired
+    blocks (``stats.paired_ratio_interval``). Stops once the verdict is decided and the interval
+    lies within ±``plan.precision`` of its point (at least ``min_rounds``), or at the budget."""
+    result = ShapeResult(shape, dist, "PASS")
+    min_rounds = 6  # three order-balanced units (stats.order_balanced): a t quantile of 4.3, not 12.7
+
+    def fail(status: str, message: str, sub: int | None = None) -> ShapeResult:
+        result.status = status
+        result.message = (f"{labels[sub]}: " if sub is not None else "") + message
+        return result
+
+    try:
+        if not child.alive():
+            child.start()
+        if progress:
+            progress({"event": "progress", "item": item["id"], "stage": "checking " + " and ".join(labels)})
+        reply = child.request(_prepare_command(item, plan), timeout_s)
+    except isolation.ChildFailure as exc:
+        return fail(exc.status, exc.message)
+    if reply["status"] != "PASS":
+        return fail(reply["status"], reply.get("message", ""), reply.get("sub"))
+    read_floor = reply.get("read_floor")
+    blocks: list[list] = [[], []]
+    kept: list[list[dict]] = [[], []]
+    a_first: list[bool] = []  # per kept round: whether A's block ran first
+    tele_log: list = []
+    dropped, rounds, timed_s = 0, 0, 0.0
+    decision = None
+    while True:
+        rounds += 1
+        order = [0, 1] if rounds % 2 else [1, 0]  # A B, B A, ...: neither version always goes first
+        replies = {}
+        t0 = time.monotonic()
+        for sub in order:
+            try:
+                reply = child.request({"cmd": "block", "round": rounds, "mode": plan.mode, "warm": False,
+                                       "sub": sub}, timeout_s)
+            except isolation.ChildFailure as exc:
+                return fail(exc.status, exc.message, sub)
+            if reply["status"] != "PASS":
+                return fail(reply["status"], reply.get("message", ""), sub)
+            replies[sub] = reply
+        timed_s += time.monotonic() - t0
+        samples = [replies[i].get("telemetry") for i in (0, 1)]
+        throttled = any(telemetry.is_throttled(x) for x in samples)
+        if throttled and dropped < MAX_THROTTLE_DROPS:
+            dropped += 1
+            continue
+        tele_log.append({"round": rounds, "throttled": throttled, "samples": samples})
+        for i in (0, 1):
+            blocks[i].append(replies[i]["times_us"])
+            kept[i].append(replies[i])
+        a_first.append(order[0] == 0)
+        n = len(blocks[0])
+        if progress and n % 5 == 0:
+            progress({"event": "progress", "item": item["id"], "stage": f"timing: {n} block pairs"})
+        if n >= min_rounds and timed_s >= plan.rule.min_time_s:
+            point, lo, hi = stats.paired_ratio_interval(*stats.order_balanced(blocks[0], blocks[1], a_first))
+            verdict = stats.verdict(lo, hi, plan.margin)
+            precise = max(point - lo, hi - point) <= plan.precision * point
+            if verdict != "AMBIGUOUS" and precise:
+                decision = (True, f"decided after {n} block pairs ({timed_s:.1f} s)")
+                break
+        if timed_s >= plan.rule.budget_s or rounds >= plan.rule.max_samples:
+            decision = (False, f"time budget of {plan.rule.budget_s:g} s spent after {n} block pairs")
+            break
+    try:
+        child.request({"cmd": "finish"}, timeout_s)
+    except isolation.ChildFailure:
+        pass
+    converged, reason = decision
+    result.stats = []
+    for i in (0, 1):
+        summary = stats.summarize(blocks[i], converged, reason)
+        summary["throttled_blocks_kept"] = sum(1 for t in tele_log if t["throttled"])
+        extra_kernel = _kernel_extra(kept[i])
+        if extra_kernel:
+            summary["kernel"] = extra_kernel
+        result.stats.append(summary)
+    result.samples = blocks
+    result.telemetry = tele_log
+    result.extra = {"rounds": rounds, "throttle_drops": dropped, "together": True, "read_floor": read_floor,
+                    "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
+    point, lo, hi = stats.paired_ratio_interval(*stats.order_balanced(blocks[0], blocks[1], a_first))
+    # NOTE: kept so that an order effect shows: the mean of the rounds' ratios, by which version went first
+    by_order = {first: [stats.ratio_interval([blocks[0][i]], [blocks[1][i]])[0]
+                        for i in range(len(blocks[0])) if a_first[i] == (first == "A")] for first in ("A", "B")}
+    result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
+                    "processes": 1, "pairs": len(blocks[0]), "decided": converged,
+                    "by_order": {k: (sum(v) / len(v) if v else None) for k, v in by_order.items()}}
+    return result
+
+
+def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
+    """Timing rounds for one shape.
+
+    ``run`` (one child): rounds until the stopping rule is satisfied, in ``plan.run_processes`` fresh
+    processes one after another, each with its share of the budget. ``compare`` (two children):
+    generations of fresh child processes (started together, prepared in alternating order), each timing for
+    ``budget / processes`` seconds; after ``plan.processes`` generations, two more at a time while
+    the verdict is AMBIGUOUS, up to ``plan.max_processes``. Two processes of identical code differ
+    by 1-2% (measured), so generations are the independent samples of a compare: their spread
+    enters the interval (bootstrap and Student-t over generations) instead of the verdict."""
+    result = ShapeResult(shape, dist, "PASS")
+    labels = [c.label for c in children]
+    pair = len(children) == 2
+
+    def fail(i: int, status: str, message: str) -> ShapeResult:
+        result.status = status
+        result.message = (f"{labels[i]}: " if pair else "") + message
+        return result
+
+    min_generations = max(1, plan.processes) if pair else max(1, plan.run_processes)
+    max_generations = max(min_generations, plan.max_processes) if pair else min_generations
+    generation_budget = plan.rule.budget_s / min_generations
+    # NOTE: run with several processes: each gets the stopping rule with its share of the budget.
+    generation_rule = dataclasses.replace(plan.rule, budget_s=generation_budget)
+    unconverged: list[str] = []
+    blocks: list[list] = [[] for _ in children]
+    kept: list[list[dict]] = [[] for _ in children]
+    warm_blocks: list[list] = [[] for _ in children]
+    groups: list[int] = []  # the generation of every kept round
+    tele_log: list = []
+    extra: dict = {}
+    dropped, rounds = 0, 0
+    timed_s = 0.0  # seconds spent in timing rounds (starting children and checking are not counted)
+    decision = None
+    gen = 0
+    while gen < max_generations:
+        order = list(range(len(children)))
+        if gen % 2 == 1:
+            order.reverse()  # the other version's process is prepared first this time
+        if gen > 0:
+            _together([child.stop for child in children])
+            if progress:
+                progress({"event": "progress", "item": item["id"], "stage": f"process generation {gen + 1}"})
+        failure = _prepare(children, order, item, plan, timeout_s, progress, extra)
+        if failure:
+            return fail(*failure)
+        gen_start_s, gen_rounds = timed_s, 0
+        while True:
+            rounds += 1
+            round_order = list(range(len(children)))
+            if rounds % 2 == 0:
+                round_order.reverse()  # A B, B A, A B ...: neither version always goes first
+            replies = {}
+            t0 = time.monotonic()
+            for i in round_order:
+                try:
+                    reply = children[i].request({"cmd": "block", "round": rounds, "mode": plan.mode,
+                                                 "warm": plan.warm, "sub": 0}, timeout_s)
+                except isolation.ChildFailure as exc:
+                    return fail(i, exc.status, exc.message)
+                if reply["status"] != "PASS":
+                    return fail(i, reply["status"], reply.get("message", ""))
+                replies[i] = reply
+            timed_s += time.monotonic() - t0
+            samples = [replies[i].get("telemetry") for i in range(len(children))]
+            if any(telemetry.is_throttled(s) for s in samples) and dropped < MAX_THROTTLE_DROPS:
+                dropped += 1
+                continue
+            tele_log.append({"round": rounds, "generation": gen,
+                             "throttled": any(telemetry.is_throttled(s) for s in samples), "samples": samples})
+            for i in range(len(children)):
+                blocks[i].append(replies[i]["times_us"])
+                kept[i].append(replies[i])
+                if "warm_times_us" in replies[i]:
+                    warm_blocks[i].append(replies[i]["warm_times_us"])
+            groups.append(gen)
+            gen_rounds += 1
+            if progress and rounds % 5 == 0:
+                calls = sum(len(b) for b in blocks[0])
+                progress({"event": "progress", "item": item["id"], "stage": f"timing: {calls} calls"})
+            if not pair:
+                gen_blocks = blocks[0][len(blocks[0]) - gen_rounds:]
+                decision = generation_rule.decide([t for b in gen_blocks for t in b], timed_s - gen_start_s, gen_rounds)
+                if decision:
+                    if not decision[0]:
+                        unconverged.append(decision[1])
+                    break
+                continue
+            if gen_rounds >= 2 and timed_s - gen_start_s >= generation_budget:
+                break
+        gen += 1
+        if not pair:
+            continue
+        if gen >= min_generations and ((gen - min_generations) % 2 == 0 or gen == max_generations):
+            _, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
+            if stats.verdict(lo, hi, plan.margin) != "AMBIGUOUS":
+                decision = (True, f"decided after {gen} process generation(s)")
+                break
+    if pair and decision is None:
+        decision = (False, f"still AMBIGUOUS after {gen} process generation(s) (--max-processes)")
+    if not pair and unconverged:
+        decision = (False, unconverged[0] + (f" (in {len(unconverged)} of {gen} processes)" if gen > 1 else ""))
+    for child in children:
+        try:
+            child.request({"cmd": "finish"}, timeout_s)
+        except isolation.ChildFailure:
+            pass  # the samples are in; a child that dies while freeing memory is restarted next shape
+    converged, reason = decision or (False, "stopped")
+    result.stats = []
+    for i in range(len(children)):
+        summary = stats.summarize(blocks[i], converged, reason, groups=None if pair else groups)
+        if warm_blocks[i]:
+            summary["warm"] = stats.summarize(warm_blocks[i], converged, reason)
+        summary["throttled_blocks_kept"] = sum(1 for t in tele_log if t["throttled"])
+        extra_kernel = _kernel_extra(kept[i])
+        if extra_kernel:
+            summary["kernel"] = extra_kernel
+        result.stats.append(summary)
+    result.samples = blocks
+    result.telemetry = tele_log
+    result.extra = {"rounds": rounds, "throttle_drops": dropped, "children": extra, "generations": groups,
+                    "read_floor": extra.pop("read_floor", None),
+                    "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
+    if pair:
+        point, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
+        by_generation = []
+        for gen in sorted(set(groups)):
+            ga = [b for b, g in zip(blocks[0], groups) if g == gen]
+            gb = [b for b, g in zip(blocks[1], groups) if g == gen]
+            by_generation.append({"generation": gen, "first_prepared": "B" if gen % 2 else "A",
+                                  "speedup": stats.ratio_interval(ga, gb)[0], "rounds": len(ga)})
+        result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
+                        "processes": len(by_generation), "by_generation": by_generation}
+    return result
+
+
+def _finish(outcome: JobOutcome) -> None:
+    """Floors, plausibility, and the geomeans with their intervals."""
+    dev = outcome.device or {}
+    figures = dev.get("ceilings")
+    for r in outcome.results:
+        r.floor_us = roofline.floor_us(r.shape.problem, r.shape.params, figures)
+        r.physical_floor_us = roofline.physical_floor_us(r.shape.problem, r.shape.params, dev.get("gpu", ""), figures)
+        if r.ok and r.stats:
+            for sub, st in zip(outcome.submissions, r.stats):
+                why = roofline.plausibility(st["mean_us"], r.physical_floor_us)
+                if why:
+                    r.status, r.message = "IMPLAUSIBLE", (f"{sub.label}: " if len(r.stats) > 1 else "") + why
+                    break
+    timed = [r for r in outcome.results if r.stats]
+    if not timed:
+        return
+    outcome.geomean = {}
+    complete = all(r.ok for r in outcome.results)
+    for i, sub in enumerate(outcome.submissions):
+        gm = stats.geomean_interval([r.samples[i] for r in timed]) if complete else None
+        outcome.geomean[sub.label] = gm
+    if len(outcome.submissions) == 2:
+        outcome.geomean["ratio"] = (stats.geomean_ratio_interval(
+            [(r.samples[0], r.samples[1], r.extra.get("generations")) for r in timed]) if complete else None)
+
+
+def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict], list[dict]]:
+    """Rows for leaderboard.csv and, per row, its reproducibility sidecar (raw samples and context).
+
+    An IMPLAUSIBLE (or any failed) result is recorded as its status without times: never as a result.
+    Every row names the full commit (``machine.git_state``) and its shape's dimensions as columns
+    (``leaderboard.shape_columns``); a timed row also its TFLOP/s and TB/s (``leaderboard.throughput``).
+    """
+    from harness import leaderboard  # the columns' own rules live with the file they describe
+
+    sub = outcome.submissions[sub_index]
+    git = machine.git_state()
+    try:
+        rel = str(sub.path.relative_to(config.paths.REPO_ROOT))
+    except ValueError:
+        rel = str(sub.path)
+    rows, sidecars = [], []
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    for r in outcome.results:
+        if r.status == "SKIP":
+            continue
+        dev = r.device or outcome.device or {}  # NOTE: with --gpus every row names its own GPU
+        tele = dev.get("telemetry") or {}
+        st = r.stats[sub_index] if (r.stats and r.ok) else None
+        row = {"timestamp": stamp, "problem": sub.problem, "version": sub.label, "file": rel, "sha256": sub.sha256,
+               "code_hash": sub.source_hash[:16],
+               "shape_set": r.shape.set_name, "shape_index": r.shape.index, "shape": r.shape.key, "dist": r.dist,
+               "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
+               "gpu_uuid": tele.get("uuid", ""), "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""),
+               "cuda": dev.get("cuda", ""), "torch": dev.get("torch", ""),
+               "timing_mode": (outcome.plan.mode if outcome.plan else ""),
+               "flush": (outcome.plan.flush if outcome.plan else ""),
+               "batch": (outcome.plan.batch(sub.problem) if outcome.plan else ""), **git,
+               **leaderboard.shape_columns(r.shape.params)}
+        if st:
+            row.update({k: _fmt(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us",
+                                                     "ci95_lo_us", "ci95_hi_us", "iqr_us")})
+            row.update(n=st["n"], converged=str(st["converged"]).lower())
+            row.update(leaderboard.throughput(sub.problem, r.shape.params, st.get("mean_us")))
+            if r.floor_us:
+                row.update(floor_us=_fmt(r.floor_us), pct_of_floor=_fmt(100 * r.floor_us / st["mean_us"]))
+            if r.read_floor_us:
+                row.update(read_floor_us=_fmt(r.read_floor_us))
+            if st.get("kernel"):
+                row.update(kernel_sum_us=_fmt(st["kernel"]["sum_us"]), host_us=_fmt(st["kernel"]["host_us"]))
+        rows.append(row)
+        sidecars.append({
+            "row": {k: row[k] for k in ("timestamp", "problem", "version", "shape", "dist", "status")},
+            "source": {"file": rel, "sha256": sub.sha256, "source_hash": sub.source_hash, **git},
+            "shape": r.shape.params, "seeds": r.extra.get("seeds"),
+            "samples_us": r.samples[sub_index] if (r.samples and r.ok) else None,
+            "stats": st, "telemetry": r.telemetry,
+            "timing": dict(outcome.plan.describe(sub.problem) if outcome.plan else {},
+                           flush_detail=FLUSH_DETAIL.get(outcome.plan.flush if outcome.plan else "dirty"),
+                           **{k: v for k, v in r.extra.items() if k != "seeds"}),
+            "environment": {"gpu": dev.get("gpu"), "gpu_telemetry": tele, "sm_count": dev.get("sm_count"),
+                            "capability": dev.get("capability"), "driver": dev.get("driver"), "cuda": dev.get("cuda"),
+                            "torch": dev.get("torch"), "nvcc": machine.nvcc_version(), "ceilings": dev.get("ceilings"),
+                            "harness": machine.harness_version()},
+        })
+    return rows, sidecars
+
+
+def _fmt(x):
+    from harness import leaderboard  # one rule for every figure in the file
+    return leaderboard.format_number(x)

@@ -1,0 +1,59 @@
+"""Starting a version and handing one to the competition: text transformations of submission files.
+
+``new_version``: a lineage file copied from its parent with a fresh docstring (the story of a
+version is its own, so the parent's is not carried over) and its extension renamed, so both can
+be imported into one process (compare) and built side by side. ``export``: the file with GPU MODE's
+``#!POPCORN`` header lines, as its submission CLI takes it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from harness import paths, submissions
+from harness.errors import UserError
+
+# GPU MODE's leaderboard names for the problems (reference-kernels, problems/nvidia).
+LEADERBOARDS = {"gemv": "nvfp4_gemv", "gemm": "nvfp4_gemm", "dual_gemm": "nvfp4_dual_gemm",
+                "group_gemm": "nvfp4_group_gemm"}
+
+
+def new_version(problem: str, version: str, parent: str, change: str) -> tuple[Path, str]:
+    """(path, text) of version ``version`` of ``problem`` started from ``parent``; refuses an existing
+    file, a label that is not vN, and a parent outside the lineage."""
+    submissions.check_problem(problem)
+    if not re.fullmatch(r"v\d+", version):
+        raise UserError(f"{version!r}: a new version is named vN")
+    target = paths.submissions_dir() / problem / f"submission_{version}.py"
+    if target.exists():
+        raise UserError(f"{target} exists: choose another number (nothing was written)")
+    source = submissions.resolve(problem, parent)
+    if not submissions.in_lab(source):
+        raise UserError(f"--from {parent}: start from a version of the lineage (vM)")
+    text = source.path.read_text()
+    tree = ast.parse(text)
+    doc = ast.get_docstring(tree, clean=False)
+    body_start = 0
+    if doc is not None and tree.body and isinstance(tree.body[0], ast.Expr):
+        lines = text.splitlines(keepends=True)
+        body_start = sum(len(line) for line in lines[:tree.body[0].end_lineno])
+    title = f"NVFP4 {problem} {version}: {change}"
+    header = (f'"""{title}\n\nVersion: {version}\nParent: {source.label}\nChange: {change}\n'
+              f"Arch: {source.arch}\nAnalogue: none\nPrediction: TODO: what should move, by how much, and why\n"
+              f'Measured: not yet run\n"""')
+    code = text[body_start:]
+    code = re.sub(rf'^(EXTENSION_NAME\s*=\s*"[^"\n]*?)_?{re.escape(source.label)}"', rf'\g<1>_{version}"', code,
+                  count=1, flags=re.MULTILINE)
+    return target, header + code
+
+
+def export(sub: submissions.Submission, gpu: str) -> str:
+    """The submission's text with ``#!POPCORN leaderboard <name>`` and ``#!POPCORN gpu <gpu>`` first
+    (lines the file already has are replaced, not doubled)."""
+    board = LEADERBOARDS.get(sub.problem)
+    if board is None:
+        raise UserError(f"no GPU MODE leaderboard is known for {sub.problem}")
+    lines = [line for line in sub.path.read_text().splitlines(keepends=True) if not line.startswith("#!POPCORN")]
+    return f"#!POPCORN leaderboard {board}\n#!POPCORN gpu {gpu}\n" + "".join(lines)

@@ -1,0 +1,467 @@
+"""The child process: imports one submission, then checks and times it on the parent's commands.
+
+Started by :mod:`harness.isolation` as ``python -m harness.worker CMD_FD EVENT_FD``. The first line
+on the command pipe carries the channel key and the job; everything the harness times and checks
+with is bound (``timing.bind``, ``guard.Guard.snapshot``) before the submission is imported. Then
+one command per line, one signed reply per command (``harness.channel``):
+
+- ``test``: N seeds of a shape, each call with poisoned outputs, uninitialised memory filled with
+  NaN, inputs compared with untouched copies.
+- ``prepare``: the pool for timing: P input sets, each checked as in ``test``; a repeat of the first
+  set in fresh buffers (a content-keyed cache must not hand back an earlier output); warm-up calls;
+  for ``graph`` the capture.
+- ``block``: refresh every pool set in place with never-seen inputs (same tensors, new values: a
+  cache keyed by ``id`` or ``data_ptr`` returns stale results), poison outputs, time one call per
+  set (``timing.time_block``), then check every output, the guard and the threads. Raw samples go
+  to the parent, which owns every statistic and verdict.
+
+A CUDA error poisons the context: the reply is CRASH and the child exits; the parent starts a
+fresh one for what is left.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+EXIT_CUDA_ERROR = 3
+CPU_POOL = 4  # input sets per block at most, and calls per gpumode batch, on a machine without a GPU
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _is_cuda_error(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    text = str(exc)
+    return name in ("AcceleratorError", "CudaError") or "CUDA error" in text or "cudaError" in text
+
+
+def import_submission(path: str, label: str):
+    folder = str(Path(path).parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    compat = str(Path(__file__).parent / "compat")
+    if compat not in sys.path:
+        sys.path.append(compat)
+    name = f"nvfp4_submission_{abs(hash((path, label)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    kernel = getattr(module, "custom_kernel", None)
+    if not callable(kernel):
+        raise AttributeError(f"{path} does not define a callable custom_kernel(data)")
+    return kernel
+
+
+def tensors_of(obj, out: list | None = None) -> list:
+    import torch
+    out = [] if out is None else out
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            tensors_of(x, out)
+    return out
+
+
+def structure_of(obj):
+    """The shape of an input's containers: per list or tuple its type and length, per tensor its
+    identity, shape, dtype and storage, nested. A call that empties, extends or swaps what it was
+    given changes this (group_gemm's lists emptied in place made '0 groups match' pass)."""
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return ("tensor", id(obj), tuple(obj.shape), str(obj.dtype), obj.untyped_storage().data_ptr())
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, len(obj), tuple(structure_of(x) for x in obj))
+    return (type(obj).__name__, id(obj))
+
+
+def _same_bits(torch, a, b) -> bool:
+    """Bitwise equality (fp8 and fp4 tensors have no comparison ops; NaN == NaN here)."""
+    if a.element_size() == 1:
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    return torch.equal(a, b) or bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+def _storage(t) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def round_seed(base: int, round_index: int, slot: int) -> int:
+    """The seed of pool slot ``slot`` in timing round ``round_index`` (round 0 = base + slot, the
+    checked pool); identical in every child, so compared versions see identical inputs."""
+    if round_index == 0:
+        return base + slot
+    return (base * 1_000_003 + round_index * 7_919 + slot * 104_729 + 17) % (2**31 - 1)
+
+
+def retry_round(round_index: int) -> int:
+    """The round whose inputs time a block again after the escape check flagged it: seeds no
+    ordinary round of a run uses."""
+    return round_index + 1_000_000
+
+
+class Worker:
+    """Checks and times the kernels of one process: one submission, or for ``compare`` of the
+    team's own versions several, which share the pool (identical inputs) and take turns block by
+    block. Commands name the kernel by its index (``sub``); ``self.kernel`` is the one in hand."""
+
+    def __init__(self, torch, mod, kernels, guard, channel, telemetry):
+        self.torch, self.mod = torch, mod
+        self.kernels = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
+        self.kernel = self.kernels[0]
+        self.guard, self.channel, self.telemetry = guard, channel, telemetry
+        self.pool: list = []
+        self.scratch = None  # an extra input set for the untimed call before each block
+        self.graphs: dict[int, object] = {}
+        self.graph = None
+        self.item = None
+        self.pool_round = 0  # the round whose seeds the pool holds (harness.worker.round_seed)
+        self.flush_kind = "dirty"
+        self.batch = 1
+
+    def use(self, sub: int) -> None:
+        if not 0 <= sub < len(self.kernels):
+            raise ValueError(f"no submission #{sub} in this process ({len(self.kernels)} imported)")
+        self.kernel = self.kernels[sub]
+        self.graph = self.graphs.get(sub)
+
+    # -- correctness ------------------------------------------------------------------------
+    def _poison(self, data) -> None:
+        for c in self.mod.outputs_of(data):
+            c.fill_(float("nan"))
+
+    def _deterministic(self, on: bool) -> None:
+        """Uninitialised-memory filling (torch.empty -> NaN) for correctness calls only; warn_only
+        so ops without a deterministic kernel still run."""
+        torch = self.torch
+        torch.use_deterministic_algorithms(on, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = on
+
+    def checked_call(self, data, earlier: list) -> tuple[str, str]:
+        """One correctness call. ``earlier``: outputs returned for other input sets, kept alive so
+        that their memory cannot be handed out again and a shared storage means a shared output."""
+        torch = self.torch
+        outputs = self.mod.outputs_of(data)
+        output_ids = {id(t) for t in outputs}
+        inputs = [t for t in tensors_of(data) if id(t) not in output_ids]
+        snapshots = [t.clone() for t in inputs]
+        shape_before = structure_of(data)
+        self._poison(data)
+        self._deterministic(True)
+        try:
+            result = self.kernel(data)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except NotImplementedError as exc:
+            # NOTE: torch cannot fill fp4 (float4_e2m1fn_x2) memory, so a submission that allocates
+            # or clones an fp4 tensor trips the filling itself; repeat the call without it (outputs
+            # poisoned again; inputs are still compared with the snapshot taken before the first try).
+            if "fill_empty_deterministic_" not in str(exc):
+                raise
+            self._deterministic(False)
+            self._poison(data)
+            result = self.kernel(data)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        finally:
+            self._deterministic(False)
+        problem = self.guard.verdict()
+        if problem:
+            return problem
+        if structure_of(data) != shape_before:
+            return "FAIL", "custom_kernel changed the structure of its input (a list emptied, resized or an item replaced)"
+        for i, (t, snap) in enumerate(zip(inputs, snapshots)):
+            if not _same_bits(torch, t, snap):
+                return "FAIL", f"custom_kernel modified input tensor #{i} (shape {tuple(t.shape)}, {t.dtype})"
+        taken = {_storage(t) for t in earlier}
+        for t in tensors_of(result):
+            if _storage(t) in taken:
+                return "FAIL", "the output shares storage with the output of an earlier call on other inputs (cached result?)"
+        ok, msg = self.mod.check(data, result)
+        earlier.extend(tensors_of(result))
+        return ("PASS" if ok else "FAIL"), msg
+
+    def test(self, item: dict, n_seeds: int) -> dict:
+        params, base = self._params(item)
+        earlier: list = []
+        for i in range(n_seeds):
+            data = self.mod.generate_input(**params, seed=base + i, dist=item["dist"])
+            status, msg = self.checked_call(data, earlier)
+            if status != "PASS":
+                return {"status": status, "message": f"seed {base + i}: {msg}"}
+            del data
+        return {"status": "PASS", "message": f"{n_seeds} seeds pass"}
+
+    @staticmethod
+    def _params(item: dict) -> tuple[dict, int]:
+        params = dict(item["params"])
+        return params, params.pop("seed")
+
+    # -- timing -----------------------------------------------------------------------------
+    def prepare(self, item: dict, pool_size: int, mode: str, warmup: int, flush_kind: str = "dirty",
+                batch: int = 1) -> dict:
+        """The pool, checked for every kernel of this process (``sub`` names the failing one)."""
+        from harness import timing
+        torch = self.torch
+        self.item, self.pool, self.graphs, self.graph = item, [], {}, None
+        if not torch.cuda.is_available():
+            # NOTE: without a GPU the times are the Python path's on a CPU, comparable with nothing; the
+            # competition's 50-input batches only multiply minutes of CPU generation and calls
+            pool_size, batch = min(pool_size, CPU_POOL), min(batch, CPU_POOL)
+        self.flush_kind, self.batch = flush_kind, batch
+        params, base = self._params(item)
+        for slot in range(pool_size):
+            self.pool.append(self.mod.generate_input(**params, seed=round_seed(base, 0, slot), dist=item["dist"]))
+        self.scratch = self.mod.generate_input(**params, seed=round_seed(base, 0, pool_size), dist=item["dist"])
+        for sub in range(len(self.kernels)):
+            self.use(sub)
+            failure = self._prepare_one(sub, mode, warmup, base)
+            if failure:
+                return dict(failure, sub=sub)
+        self.use(0)
+        read_floor = None
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+            read_floor = self._read_floor(params)
+        problem = self.guard.verdict()
+        if problem:
+            return {"status": problem[0], "message": problem[1]}
+        return {"status": "PASS", "message": "", "l2_reset": timing.bound().l2_status, "read_floor": read_floor,
+                "flush_us": [getattr(self.graphs.get(i), "flush_us", None) for i in range(len(self.kernels))]}
+
+    def _read_floor(self, params: dict) -> dict:
+        """A pure read of the shape's bytes under this flush (``roofline.read_floor``, cached per GPU)."""
+        from harness import roofline
+        torch = self.torch
+        try:
+            return roofline.read_floor(torch, torch.cuda.get_device_name(), int(self.mod.bytes_moved(**params)),
+                                       self.flush_kind)
+        except Exception as exc:  # noqa: BLE001 - a floor that cannot be measured is reported, not fatal
+            return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def _prepare_one(self, sub: int, mode: str, warmup: int, base: int) -> dict | None:
+        from harness import timing
+        torch = self.torch
+        earlier: list = []
+        for slot, data in enumerate(self.pool):
+            status, msg = self.checked_call(data, earlier)
+            if status != "PASS":
+                return {"status": status, "message": f"seed {round_seed(base, 0, slot)}: {msg}"}
+        # The first set again in fresh buffers: a content-keyed cache would now hit.
+        repeat = _clone_structure(torch, self.pool[0])
+        status, msg = self.checked_call(repeat, earlier)
+        if status != "PASS":
+            return {"status": status, "message": f"repeat of seed {base} in fresh buffers: {msg}"}
+        del repeat
+        for w in range(warmup):
+            for data in self.pool:
+                self.kernel(data)
+        if mode == "graph":
+            if not torch.cuda.is_available():
+                return {"status": "FAIL", "message": "--graph needs a CUDA GPU"}
+            try:
+                self.graphs[sub] = timing.GraphCall(self.kernel, _clone_structure(torch, self.pool[0]), tensors_of,
+                                                    self._poison, lambda out: _clone_structure(torch, out),
+                                                    flush_kind=self.flush_kind)
+            except Exception as exc:  # noqa: BLE001 - not capturable is the submission's verdict here
+                if _is_cuda_error(exc) and "capture" not in str(exc).lower():
+                    raise
+                # NOTE: a failed capture can leave the context unusable: answer, then let a fresh child go on.
+                return {"status": "FAIL", "message": f"custom_kernel cannot be captured in a CUDA graph: {_one_line(exc)}",
+                        "restart": True}
+        return None
+
+    def block(self, round_index: int, mode: str, warm: bool, sub: int = 0) -> dict:
+        """One timed block of kernel ``sub`` on round ``round_index``'s inputs (regenerated here, so
+        every kernel of a compare times identical inputs)."""
+        self.use(sub)
+        self._refill(round_index)
+        reply = self._timed_pass(mode)
+        if reply["status"] == "PASS" and warm and mode == "cold":
+            warm_pass = self._timed_pass("warm")
+            reply = warm_pass if warm_pass["status"] != "PASS" else dict(reply, warm_times_us=warm_pass["times_us"])
+        return dict(reply, sub=sub)
+
+    def _refill(self, round_index: int) -> None:
+        """Never-seen inputs into the pool's (and the scratch set's) tensors, outputs poisoned;
+        ``pool_round`` names the round whose seeds they are."""
+        self.pool_round = round_index
+        params, base = self._params(self.item)
+        for slot, data in enumerate([*self.pool, self.scratch]):
+            fresh = self.mod.generate_input(**params, seed=round_seed(base, round_index, slot), dist=self.item["dist"])
+            for dst, src in zip(tensors_of(data), tensors_of(fresh)):
+                dst.copy_(src)
+            del fresh
+            self._poison(data)
+
+    def _timed_pass(self, mode: str) -> dict:
+        from harness import timing
+        if mode == "graph":
+            def prelude():
+                self.graph.load(self.scratch)
+                self.graph.replay()
+        else:
+            def prelude():
+                self.kernel(self.scratch)
+        options = dict(flush_kind=self.flush_kind, batch=self.batch, poison=self._poison, graph=self.graph,
+                       telemetry=self.telemetry, prelude=prelude)
+        shapes_before = [structure_of(data) for data in self.pool]
+        block = timing.time_block(self.kernel, self.pool, mode, **options)
+        first_escape = None
+        if block.escape and not self.guard.verdict():
+            # NOTE: work a submission leaves outside its events does so on every call, so it escapes
+            # again; one stalled host moment does not. A block flagged once is timed again and only a
+            # second flag fails: a single ~1 ms host stall failed whole shapes on an H100 host (gemv
+            # v11: 1580 µs wall against 464 µs of events). The retry gets never-seen inputs: on the
+            # same ones, a submission that memoises its outputs would be timed returning them.
+            first_escape = block.escape
+            self._refill(retry_round(self.pool_round))
+            block = timing.time_block(self.kernel, self.pool, mode, **options)
+        reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
+                 "span_us": block.span_us, "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
+        if block.kernel:
+            reply["kernel"] = block.kernel
+        if first_escape:
+            reply["escape_retried"] = first_escape
+        problem = self.guard.verdict()
+        if problem:
+            return dict(reply, status=problem[0], message=problem[1])
+        if block.escape:
+            message = f"{block.escape} (and in the block before, timed again: {first_escape})" if first_escape else block.escape
+            return dict(reply, status="FAIL", message=message)
+        if block.kernel and not all(block.kernel["activities"]):
+            empty = block.kernel["activities"].index(0)
+            return dict(reply, status="FAIL", message=f"timed call {empty + 1} of round {self.pool_round} launched no "
+                        "device work the profiler saw (the kernel method times device work only)")
+        _, base = self._params(self.item)
+        changed = [slot for slot, data in enumerate(self.pool) if structure_of(data) != shapes_before[slot]]
+        if changed:
+            return dict(reply, status="FAIL", message=f"timed call {changed[0] + 1} of round {self.pool_round}: custom_kernel "
+                        "changed the structure of its input (a list emptied, resized or an item replaced)")
+        for slot, (data, result) in enumerate(zip(self.pool, block.results)):
+            ok, msg = self.mod.check(data, result)
+            if not ok:
+                seed = round_seed(base, self.pool_round, slot)
+                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {self.pool_round} ({mode}, seed {seed}): {msg}")
+        return reply
+
+    def finish(self) -> dict:
+        self.pool, self.scratch, self.graph, self.graphs, self.item = [], None, None, {}, None
+        if self.torch.cuda.is_available():
+            self.torch.cuda.empty_cache()
+        return {"status": "PASS", "message": ""}
+
+
+def _clone_structure(torch, obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.clone()
+    if isinstance(obj, tuple):
+        return tuple(_clone_structure(torch, x) for x in obj)
+    if isinstance(obj, list):
+        return [_clone_structure(torch, x) for x in obj]
+    return obj
+
+
+def _read_line(stream) -> dict | None:
+    line = stream.readline()
+    return json.loads(line) if line else None
+
+
+def main(argv: list[str]) -> int:
+    cmd_fd, event_fd = int(argv[0]), int(argv[1])
+    commands = os.fdopen(cmd_fd, "r")
+    hello = _read_line(commands)
+    from harness import channel as channel_mod
+    channel = channel_mod.Sender(event_fd, bytes.fromhex(hello["key"]))
+    job = hello["job"]
+    del hello
+    for root in (job["repo_root"], job.get("code_root", job["repo_root"])):
+        if root not in sys.path:
+            sys.path.insert(0, root)
+    warnings.filterwarnings("ignore", message=".*deterministic.*")
+
+    import torch
+
+    from harness import build_cache, guard as guard_mod, machine, roofline, telemetry as tele_mod, timing
+    from reference import problem_module
+
+    mod = problem_module(job["problem"])
+    info = machine.device_info(torch)
+    telemetry = None
+    if torch.cuda.is_available():
+        timing.bind(torch)
+        telemetry = tele_mod.Telemetry(torch)
+        info["telemetry"] = telemetry.static if telemetry.available else {"error": telemetry.error}
+        if job.get("ceilings"):
+            channel.emit("progress", stage="measuring ceilings")
+            info["ceilings"] = roofline.ceilings(torch, info["gpu"])
+    else:
+        timing.bind(torch)
+    guard = guard_mod.Guard.snapshot((mod.__name__,))
+
+    # NOTE: ``together`` (compare of the team's own versions) imports every submission into this one
+    # process; a submission named alone, or any file from outside the lab, gets a process of its own.
+    subs = [job["submission"], *job.get("together", [])]
+    channel.emit("device", **info)
+    kernels = []
+    t0 = time.perf_counter()
+    for index, sub in enumerate(subs):
+        channel.emit("phase", phase="import", label=sub["label"])
+        try:
+            with build_cache.building(sub["source_hash"],
+                                      on_wait=lambda text: channel.emit("progress", stage=text)) as stale:
+                for lock in stale:
+                    channel.emit("progress", stage=f"removed a stale torch lock left by a killed build: {lock}")
+                kernels.append(import_submission(sub["path"], sub["label"]))
+        except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
+            channel.emit("import_error", label=sub["label"], sub=index, message=_one_line(exc),
+                         detail=traceback.format_exc(limit=5))
+            return 1
+        if guard.changes():
+            status, message = guard.verdict()
+            channel.emit("import_error", label=sub["label"], sub=index, status=status, message=message)
+            return 1
+    guard.accept_threads()
+    channel.emit("ready", label=subs[0]["label"], seconds=time.perf_counter() - t0)
+
+    worker = Worker(torch, mod, kernels, guard, channel, telemetry)
+    while True:
+        cmd = _read_line(commands)
+        if cmd is None or cmd["cmd"] == "exit":
+            return 0
+        try:
+            if cmd["cmd"] == "test":
+                reply = worker.test(cmd["item"], cmd["seeds"])
+            elif cmd["cmd"] == "prepare":
+                reply = worker.prepare(cmd["item"], cmd["pool"], cmd["mode"], cmd["warmup"],
+                                       cmd.get("flush", "dirty"), cmd.get("batch", 1))
+            elif cmd["cmd"] == "block":
+                reply = worker.block(cmd["round"], cmd["mode"], cmd["warm"], cmd.get("sub", 0))
+            elif cmd["cmd"] == "finish":
+                reply = worker.finish()
+            else:
+                reply = {"status": "FAIL", "message": f"unknown command {cmd['cmd']!r}"}
+        except Exception as exc:  # noqa: BLE001 - reported as the item's verdict
+            if _is_cuda_error(exc):
+                channel.emit("reply", status="CRASH", message=_one_line(exc))
+                return EXIT_CUDA_ERROR
+            reply = {"status": "FAIL", "message": f"custom_kernel raised {_one_line(exc)}",
+                     "detail": traceback.format_exc(limit=5)}
+        channel.emit("reply", **reply)
+        if reply.get("restart"):
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
