@@ -1,3 +1,0 @@
-from harness.cli import main
-
-main()
