@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness import config, isolation, leaderboard, report, roofline, runner, scaffold, stats, submissions, timing
+from harness import config, isolation, leaderboard, paths, plots, report, roofline, runner, scaffold, stats, submissions, timing
 from harness.errors import UserError
 from reference import PROBLEMS
 from reference.distributions import DISTS
@@ -840,7 +840,7 @@ def _print_recorded(problem, pc, mode=timing.DEFAULT_METHOD, plot_path=None, flu
     if here and any(g != here for g in gpus):
         console.print(f"[yellow]note:[/yellow] results from a GPU other than this {here} are not comparable with a run here")
     if plot_path:
-        _plot_recorded(problem, pc, by_version, order, gpus, plot_path, mode)
+        _plot_recorded(problem, pc, rows, plot_path, mode)
         console.print(f"plot written to {plot_path}")
 
 
@@ -919,77 +919,47 @@ def _print_published(pc) -> None:
     console.print(table)
 
 
-def _plot(problem, pc, shapes, outcomes, on_benchmarks, path) -> None:
-    labels = pc.benchmark_labels if on_benchmarks else [s.label for s in shapes]
-    ran = [o for o in outcomes if not o.refused]
-    xs = [o.submissions[0].label for o in ran]
-    lines = [(f"{lab} (here)", i, [_mean(o, i) for o in ran]) for i, lab in enumerate(labels)]
-    analogues = {o.submissions[0].label: o.submissions[0].analogue for o in ran} if on_benchmarks else {}
-    _draw_ladder(problem, pc, xs, lines, analogues, path)
+def _failed_versions(problem: str) -> set[str]:
+    """The lineage's ✗ versions, from its README's table."""
+    readme = paths.submissions_dir() / problem / "README.md"
+    return plots.failed_versions_from_readme(readme.read_text()) if readme.exists() else set()
 
 
-def _draw_ladder(problem, pc, xs, lines, analogues, path, what: str = "") -> None:
-    """The ladder plot: `lines` as (legend label, benchmark index, µs per x or None); where
-    `analogues` maps an x to its writeup version, that benchmark's published figures dashed beside
-    it in the same colour (once per benchmark)."""
+def _published(pc):
+    return plots.published_from_writeup(pc.writeup, pc.benchmark_labels, pc.speed_of_light_b200_us)
+
+
+def _draw(call) -> None:
+    """A plot; what it cannot draw (no points, no matplotlib) is one clear error."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UserError("--plot needs matplotlib (pip install matplotlib)") from None
-    fig, ax = plt.subplots(figsize=(max(10, 0.3 * len(xs)), 5))
-    # NOTE: numeric positions, ticks labelled: a line skips the versions it has no figure for and
-    # joins its neighbours (categorical x would order the versions by first appearance)
-    at = {x: n for n, x in enumerate(xs)}
-    ax.set_xticks(range(len(xs)), xs, rotation=90 if len(xs) > 30 else 0, fontsize=8)
-    colours: dict[int, str] = {}
-    for label, i, ys in lines:
-        pts = [(n, y) for n, y in enumerate(ys) if y is not None]
-        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4, label=label,
-                        color=colours.get(i), linestyle="-" if i not in colours else ":")
-        if i in colours or not (analogues and pc.writeup):
-            colours.setdefault(i, line.get_color())
-            continue
-        colours[i] = line.get_color()
-        pub = [(x, pc.writeup.version(analogues.get(x) or "")) for x in xs]
-        pts = [(x, v["us"][i]) for x, v in pub if v and v["us"][i] is not None]
-        if pts:
-            ax.plot([at[p[0]] for p in pts], [p[1] for p in pts], linestyle="--", marker="x", color=line.get_color(), alpha=0.6,
-                    label=f"{pc.benchmark_labels[i]} (writeup {pc.writeup.gpu})")
-    ax.set_yscale("log")
-    ax.set_ylabel("µs (log)")
-    ax.set_title(f"{problem}: the version ladder" + (f" ({what})" if what else ""))
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        call()
+    except (ValueError, ImportError) as exc:
+        raise UserError(f"--plot: {exc}") from None
 
 
-def _plot_recorded(problem, pc, by_version, order, gpus, path, mode: str = "cold") -> None:
-    """The ladder plot of the best recorded rows (_recorded_lines)."""
-    analogues = {}
-    for v in order:
-        try:
-            analogues[v] = submissions.resolve(problem, v).analogue
-        except UserError:
-            analogues[v] = None  # NOTE: a recorded version whose file is gone still plots, without its analogue
-    _draw_ladder(problem, pc, order, _recorded_lines(pc, by_version, order, gpus), analogues, path,
-                 f"best recorded, {MODE_TITLES.get(mode, mode)}")
+def _plot(problem, pc, shapes, outcomes, on_benchmarks, path) -> None:
+    """The ladder measured here: % of floor per version and shape (harness/plots.py)."""
+    labels = pc.benchmark_labels if on_benchmarks else [s.label for s in shapes]
+    failed = _failed_versions(problem)
+    points = [plots.LadderPoint(o.submissions[0].label, lab, (r.device or o.device or {}).get("gpu", "this GPU"),
+                                r.stats[0]["mean_us"], r.floor_us, r.stats[0].get("ci95_lo_us"),
+                                r.stats[0].get("ci95_hi_us"), o.submissions[0].label in failed)
+              for o in outcomes if not o.refused
+              for lab, r in zip(labels, o.results) if r.ok and r.stats and r.floor_us]
+    _draw(lambda: plots.ladder(path, problem, points, _published(pc) if on_benchmarks else None,
+                               title=f"{problem}: the version ladder measured here, % of floor",
+                               failed_versions=failed, lineage=[o.submissions[0].label for o in outcomes],
+                               shapes=labels))
 
 
-def _recorded_lines(pc, by_version, order, gpus) -> list:
-    """One line per benchmark and GPU, the best recorded mean per version (None where none):
-    figures from different GPUs are never joined into one line."""
-    lines = []
-    for i, lab in enumerate(pc.benchmark_labels):
-        for gpu in gpus:
-            ys = []
-            for v in order:
-                found = [float(r["mean_us"]) for r in by_version[v].get(lab, []) if r["gpu"] == gpu]
-                ys.append(min(found) if found else None)
-            if any(y is not None for y in ys):
-                lines.append((f"{lab} ({gpu})" if len(gpus) > 1 else lab, i, ys))
-    return lines
+def _plot_recorded(problem, pc, rows, path, mode: str = timing.DEFAULT_METHOD) -> None:
+    """The ladder of the best recorded rows, one line per GPU, never joined across GPUs."""
+    failed = _failed_versions(problem)
+    keys = {s.key: lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
+    _draw(lambda: plots.ladder(path, problem, plots.points_from_rows(rows, keys, failed_versions=failed), _published(pc),
+                               title=f"{problem}: best recorded, {MODE_TITLES.get(mode, mode)}: % of floor",
+                               failed_versions=failed, lineage=[s.label for s in submissions.versions(problem)],
+                               shapes=pc.benchmark_labels))
 
 
 # ----------------------------------------------------------------------------------- leaderboard

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -92,7 +93,7 @@ def _flag(value) -> bool:
     return bool(value)
 
 
-def _coerce(cls, obj, aliases: Mapping[str, str] = {}):
+def _coerce(cls, obj, aliases: Mapping[str, str] | None = None):
     """``obj`` as a ``cls``: returned as is when it is one, else built from a mapping's keys
     (``aliases`` maps other key names onto the field names)."""
     if isinstance(obj, cls):
@@ -100,7 +101,7 @@ def _coerce(cls, obj, aliases: Mapping[str, str] = {}):
     if not isinstance(obj, Mapping):
         raise ValueError(f"expected a {cls.__name__} or a dict, got {type(obj).__name__}")
     data = dict(obj)
-    for other, name in aliases.items():
+    for other, name in (aliases or {}).items():
         if name not in data and other in data:
             data[name] = data[other]
     names = [f.name for f in fields(cls)]
@@ -215,18 +216,19 @@ def failed_versions_from_readme(text: str) -> set[str]:
     return {m.group(1) for m in re.finditer(r"^\|\s*(v\d+)\s*✗", text, flags=re.MULTILINE)}
 
 
-_WRITEUP_FAILED = re.compile(r"\b(failed|regress\w*|slower)\b", re.IGNORECASE)
+# NOTE: only a note that starts so: "regressed vs V7" is the writeup's ✗, "mixed: B faster, A/C/D slower" is not
+_WRITEUP_FAILED = re.compile(r"\s*(failed|regress|slight regression|slower)", re.IGNORECASE)
 
 
 def published_from_writeup(writeup, shape_labels: list[str], speed_of_light_us: list[float] | None = None) -> dict | None:
     """The ``published`` argument of ladder() from a config.Writeup (``.gpu``, ``.versions`` of
-    {name, us, note?}) and the benchmark labels; a version whose note says failed, regressed or
-    slower is marked failed. None when there is no writeup."""
+    {name, us, note?}) and the benchmark labels; a version whose note starts with failed,
+    regressed or slower is marked failed (the writeup's ✗). None when there is no writeup."""
     if not writeup or not writeup.versions:
         return None
     return {"gpu": writeup.gpu, "shapes": list(shape_labels), "speed_of_light_us": speed_of_light_us or None,
             "versions": [{"name": v["name"], "us": list(v["us"]),
-                          "failed": bool(_WRITEUP_FAILED.search(v.get("note", "") or ""))} for v in writeup.versions]}
+                          "failed": bool(_WRITEUP_FAILED.match(v.get("note", "") or ""))} for v in writeup.versions]}
 
 
 def published_points(published: Mapping) -> tuple[list[LadderPoint], list[str], bool]:
@@ -251,12 +253,14 @@ def published_points(published: Mapping) -> tuple[list[LadderPoint], list[str], 
 
 
 def points_from_rows(rows: Iterable[Mapping], shape_labels: Mapping[str, str], *, gpu: str | None = None,
-                     mode: str | None = None, flush: str | None = None, failed_versions: Iterable[str] = ()) -> list[LadderPoint]:
+                     mode: str | None = None, flush: str | None = None, dist: str | None = "competition",
+                     failed_versions: Iterable[str] = ()) -> list[LadderPoint]:
     """The best (lowest mean) passing row per version, benchmark shape and GPU of leaderboard.csv
     ``rows`` (csv.DictReader's dicts) as LadderPoints. ``shape_labels`` maps a row's ``shape`` key
     (config Shape.key) to its label; rows of other shapes are left out, as are rows of another
-    ``gpu``, timing ``mode`` (a blank timing_mode is cold) or ``flush`` (a blank flush is dirty) when
-    given. Where a row has no ci95_lo_us/ci95_hi_us (older rows), its interval is mean ± ci95_us."""
+    ``gpu``, timing ``mode`` (a blank timing_mode is cold), ``flush`` (a blank flush is dirty) or
+    input distribution ``dist`` (a row without one passes) when given. Versions in
+    ``failed_versions`` come back failed. Where a row has no ci95_lo_us/ci95_hi_us (older rows), its interval is mean ± ci95_us."""
     dead = set(failed_versions)
     best: dict[tuple, Mapping] = {}
     for row in rows:
@@ -265,6 +269,8 @@ def points_from_rows(rows: Iterable[Mapping], shape_labels: Mapping[str, str], *
         if row.get("shape") not in shape_labels or (gpu and row.get("gpu") != gpu):
             continue
         if (mode and (row.get("timing_mode") or "cold") != mode) or (flush and (row.get("flush") or "dirty") != flush):
+            continue
+        if dist and row.get("dist", dist) != dist:
             continue
         key = (row["version"], shape_labels[row["shape"]], row["gpu"])
         if key not in best or float(row["mean_us"]) < float(best[key]["mean_us"]):
@@ -277,7 +283,8 @@ def points_from_rows(rows: Iterable[Mapping], shape_labels: Mapping[str, str], *
         if (lo is None or hi is None) and half is not None:
             lo, hi = mean - half, mean + half
         points.append(LadderPoint(version, label, gpu_name, mean, float(row["floor_us"]), lo, hi, version in dead))
-    return sorted(points, key=lambda p: (version_key(p.version), p.shape, p.gpu))
+    benchmark = {label: i for i, label in enumerate(dict.fromkeys(shape_labels.values()))}
+    return sorted(points, key=lambda p: (version_key(p.version), benchmark[p.shape], p.gpu))
 
 
 def parent_speedups(points: Iterable, parents: Mapping[str, str]) -> list[SpeedupRow]:
@@ -369,27 +376,28 @@ def _version_ticks(ax, order: list[str], failed_versions: set[str], show: bool, 
 
 
 def ladder(path, problem: str, points: Iterable, published: Mapping | None = None, title: str = "", *,
-           failed_versions: Iterable[str] = (), order: list[str] | None = None) -> Path:
+           failed_versions: Iterable[str] = (), lineage: Iterable[str] = (), shapes: list[str] | None = None) -> Path:
     """The version ladder of one lineage: one panel per benchmark shape, x = versions in ladder
     order, y = % of floor (floor / mean x 100) on a linear axis, the 95% interval as bars, one line
     per GPU (line_segments says which points are joined), ✗ versions (``failed_versions``, or a
     point's ``failed``) as hollow red markers with red tick labels.
 
-    ``points``: LadderPoints or dicts of their fields. ``order``: the lineage's versions in ladder
-    order (default: the versions of ``points``); pass the whole lineage so that versions measured
-    elsewhere leave gaps. ``published``: the writeup's figures (published_from_writeup's dict:
-    gpu, shapes, versions [{name, us, failed}], speed_of_light_us) drawn in their own panel below,
-    in % of that GPU's speed of light (µs on a log axis without one): never on our GPUs' axes.
-    Panels follow the first appearance of each shape in ``points`` (pass them in benchmark order)."""
+    ``points``: LadderPoints or dicts of their fields. ``lineage``: the lineage's versions, each given
+    a column even without a point (merged with the points' versions in ladder order); pass the whole
+    lineage so that a version measured on another GPU, or not at all, leaves a gap in a line.
+    ``published``: the writeup's figures (published_from_writeup's dict: gpu, shapes, versions
+    [{name, us, failed}], speed_of_light_us) drawn in their own panel below, in % of that GPU's
+    speed of light (µs on a log axis without one): never on our GPUs' axes.
+    ``shapes``: the panels' order (pc.benchmark_labels; default: each shape's first appearance in
+    ``points``); a shape with no point gets no panel."""
     pts = [ladder_point(p) for p in points]
     if not pts:
         raise ValueError(f"{problem}: no points to plot (no version has a figure on any shape)")
     dead = set(failed_versions) | {p.version for p in pts if p.failed}
-    order = list(order) if order else ladder_order(p.version for p in pts)
-    missing = sorted({p.version for p in pts} - set(order), key=version_key)
-    if missing:
-        raise ValueError(f"{problem}: versions {', '.join(missing)} have points but are not in the ladder order")
-    shapes = list(dict.fromkeys(p.shape for p in pts))
+    order = ladder_order([*lineage, *(p.version for p in pts)])
+    present = set(p.shape for p in pts)
+    shapes = [s for s in (shapes or []) if s in present] + [s for s in dict.fromkeys(p.shape for p in pts)
+                                                           if s not in (shapes or [])]
     gpus = list(dict.fromkeys(p.gpu for p in pts))
     pub = published_points(published) if published else None
     if pub and not pub[0]:
@@ -399,9 +407,9 @@ def ladder(path, problem: str, points: Iterable, published: Mapping | None = Non
     # writeup's panel has its own x (its versions are not ours) and its own y (another GPU).
     rows = len(shapes) + (1 if pub else 0)
     width = max(10.0, 0.26 * len(order) + 2.5)
-    fig = _figure(width, 1.25 + 2.15 * len(shapes) + (2.9 if pub else 0))
+    fig = _figure(width, 1.45 + 2.15 * len(shapes) + (2.9 if pub else 0))
     heights = [1.0] * len(shapes) + ([1.25] if pub else [])
-    grid = fig.add_gridspec(rows, 1, height_ratios=heights, hspace=0.28 if not pub else 0.3)
+    grid = fig.add_gridspec(rows, 1, height_ratios=heights, hspace=0.36 if pub else 0.28)
     colours = {g: f"C{i}" for i, g in enumerate(gpus)}
     markers = {g: _GPU_MARKERS[i % len(_GPU_MARKERS)] for i, g in enumerate(gpus)}
     first = None
@@ -413,7 +421,7 @@ def ladder(path, problem: str, points: Iterable, published: Mapping | None = Non
         for gpu, gpu_pts in gpu_lines(p for p in pts if p.shape == shape).items():
             _draw_series(ax, gpu_pts, order, dead, colours[gpu], markers[gpu], gpu if row == 0 else None)
             ys += [pct_of_floor(p.mean_us, p.floor_us) for p in gpu_pts]
-            floors.append(f"{_short_gpu(gpu)} {_median([p.floor_us for p in gpu_pts]):.1f} µs")
+            floors.append(f"{_short_gpu(gpu)} {statistics.median(p.floor_us for p in gpu_pts):.1f} µs")
         top = max(100.0, max(ys) * 1.08)
         ax.set_ylim(0, top)
         ax.axhline(100, color="black", linewidth=0.8, linestyle=":", zorder=1)
@@ -426,13 +434,15 @@ def ladder(path, problem: str, points: Iterable, published: Mapping | None = Non
     handles, labels = _with_failed_key(handles, labels)
     fig.suptitle(title or f"{problem}: the version ladder, % of floor (floor / mean; higher is faster)",
                  fontsize=11, x=0.01, ha="left")
-    # NOTE: the legend sits in the margin under the title, never over a panel's points
-    fig.legend(handles, labels, loc="upper right", ncol=len(labels), fontsize=8, frameon=False,
-               bbox_to_anchor=(0.99, 1.0 - 0.12 / fig.get_figheight()))
+    # NOTE: the legend has its own line in the margin under the title, never over a panel's points
+    fig.legend(handles, labels, loc="upper left", ncol=len(labels), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5 / width, 1.0 - 0.36 / fig.get_figheight()))
     if pub:
         _published_panel(fig.add_subplot(grid[rows - 1]), published, *pub)
-    fig.subplots_adjust(left=0.6 / width, right=1 - 0.25 / width, top=1 - 0.75 / fig.get_figheight(),
-                        bottom=0.55 / fig.get_figheight() + (0.0 if pub else 0.1))
+    # NOTE: the bottom margin fits the last panel's rotated tick labels (about 0.07 in a character)
+    longest = max(len(_short_version(v)) for v in (pub[1] if pub else order))
+    fig.subplots_adjust(left=0.6 / width, right=1 - 0.25 / width, top=1 - 0.95 / fig.get_figheight(),
+                        bottom=(0.3 + 0.07 * longest) / fig.get_figheight())
     return _save(fig, path)
 
 
@@ -467,7 +477,7 @@ def _published_panel(ax, published: Mapping, points: list[LadderPoint], order: l
     ax.set_title(f"the writeup's own versions on {gpu}, {what}: not comparable with the panels above",
                  fontsize=9, loc="left")
     ax.grid(axis="y", alpha=0.3)
-    labels = [re.sub(r"^(submission_|sub_)|\.py$", "", v) for v in order]  # NOTE: side-test file names are long
+    labels = [_short_version(v) for v in order]
     ax.set_xticks(range(len(order)))
     ax.set_xticklabels(labels, rotation=90 if len(order) > 16 else 0, fontsize=8)
     ax.set_xlim(-0.6, len(order) - 0.4)
@@ -486,32 +496,34 @@ def _with_failed_key(handles: list, labels: list) -> tuple[list, list]:
     return [*handles, key], [*labels, "✗ not faster than its parent (not on the line)"]
 
 
+def _short_version(name: str, limit: int = 14) -> str:
+    """A writeup version's tick label: side tests are file names ("submission_v5_precomp_tma.py")."""
+    name = re.sub(r"^(submission_|sub_)|\.py$", "", name)
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
 def _short_gpu(name: str) -> str:
     """"NVIDIA H100 80GB HBM3" -> "H100": the model, for titles."""
     m = re.search(r"\b([A-Z]+\d{2,4}[A-Za-z]*)\b", name.replace("NVIDIA", ""))
     return m.group(1) if m else name
 
 
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-
-
-def speedups(path, problem: str, rows: Iterable, *, order: list[str] | None = None, title: str = "") -> Path:
+def speedups(path, problem: str, rows: Iterable, *, lineage: Iterable[str] = (), title: str = "") -> Path:
     """Each version's speedup over its parent, per shape: x = versions in ladder order (a tick says
     the parent where it is not the version before), y = parent time / version time on a log axis
     (0.5x and 2x equally far from the line at 1), the 95% interval as bars, colour = the compare's
     verdict (FASTER green, SLOWER red, SAME grey, AMBIGUOUS yellow, none blue), marker = shape.
 
-    ``rows``: SpeedupRows or dicts (report.compare_rows' version_b / version_a keys accepted)."""
-    rs = [speedup_row(r) for r in rows]
+    ``rows``: SpeedupRows or dicts (report.compare_rows' version_b / version_a keys accepted); a row
+    without a speedup (a shape that failed in the compare) is left out. ``lineage``: versions given a
+    column even without a row (merged with the rows' versions in ladder order)."""
+    rs = [r for r in map(speedup_row, rows) if r.speedup is not None]
     if not rs:
         raise ValueError(f"{problem}: no speedup rows to plot")
     bad = [r for r in rs if not (r.speedup and r.speedup > 0)]
     if bad:
         raise ValueError(f"{problem}: speedups must be positive; {bad[0].version} on {bad[0].shape} has {bad[0].speedup!r}")
-    order = list(order) if order else ladder_order(r.version for r in rs)
+    order = ladder_order([*lineage, *(r.version for r in rs)])
     at = {v: i for i, v in enumerate(order)}
     shapes = list(dict.fromkeys(r.shape for r in rs))
     width = max(9.0, 0.32 * len(order) + 2.5)
@@ -523,8 +535,6 @@ def speedups(path, problem: str, rows: Iterable, *, order: list[str] | None = No
         offset = (i - (len(shapes) - 1) / 2) * step
         marker = _SHAPE_MARKERS[i % len(_SHAPE_MARKERS)]
         for r in (r for r in rs if r.shape == shape):
-            if r.version not in at:
-                raise ValueError(f"{problem}: version {r.version} is not in the ladder order")
             colour = VERDICT_COLOURS.get(r.verdict or "", NO_VERDICT)
             x = at[r.version] + offset
             if r.lo is not None and r.hi is not None:
@@ -589,10 +599,6 @@ def roofline(path, points: Iterable, copy_tbps: float = H200_COPY_TBPS, bf16_tfl
         mine = [(p, c) for p, c in zip(pts, coords) if p.problem == prob]
         ax.scatter([c[0] for _, c in mine], [c[1] for _, c in mine], color=f"C{i}", s=28, zorder=3, label=prob,
                    edgecolors="black", linewidths=0.4)
-    # NOTE: labels alternate above and below their point: points of one problem often share an intensity
-    for n, (p, c) in enumerate(sorted(zip(pts, coords), key=lambda pc: pc[1])):
-        ax.annotate(f"{p.problem}/{p.version}/{p.shape}", c, xytext=(5, 6 if n % 2 == 0 else -11),
-                    textcoords="offset points", fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo_x, hi_x)
@@ -603,4 +609,38 @@ def roofline(path, points: Iterable, copy_tbps: float = H200_COPY_TBPS, bf16_tfl
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title or "roofline: the best versions", fontsize=11, loc="left")
     fig.tight_layout()
+    _place_labels(fig, ax, [(f"{p.problem}/{p.version}/{p.shape}", c) for p, c in zip(pts, coords)])
     return _save(fig, path)
+
+
+# Where a label may sit relative to its point, in points: beside first, then ever further above and below.
+_LABEL_SPOTS = [(6, 0, "left"), (-6, 0, "right")] + [
+    (dx, sign * dy, ha) for dy in range(9, 100, 9) for sign in (1, -1) for dx, ha in ((6, "left"), (-6, "right"))]
+
+
+def _place_labels(fig, ax, labels: list[tuple[str, tuple[float, float]]]) -> None:
+    """Each (text, (x, y)) annotated at the first of _LABEL_SPOTS where it overlaps no label placed
+    before it and no point (points close together share an intensity: gemv's shapes, say); where
+    none is free, at the last spot with a leader line. Call once the axes' limits are final."""
+    renderer = fig.canvas.get_renderer()
+    to_display = ax.transData.transform
+    taken = []
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    for _, xy in labels:
+        x, y = to_display(xy)
+        taken.append(Bbox.from_extents(x - 4, y - 4, x + 4, y + 4))
+    for text, xy in sorted(labels, key=lambda item: -item[1][1]):
+        for n, (dx, dy, ha) in enumerate(_LABEL_SPOTS):
+            last = n == len(_LABEL_SPOTS) - 1
+            note = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", ha=ha, va="center", fontsize=7,
+                               arrowprops={"arrowstyle": "-", "color": "#777777", "linewidth": 0.6} if abs(dy) > 9 else None)
+            note.update_positions(renderer)
+            box = Text.get_window_extent(note, renderer)  # NOTE: the text alone, not its leader line
+            inside = ax.get_window_extent(renderer).contains(box.x0, box.y0) and \
+                ax.get_window_extent(renderer).contains(box.x1, box.y1)
+            if last or (inside and not any(box.overlaps(t) for t in taken)):
+                taken.append(box)
+                break
+            note.remove()
