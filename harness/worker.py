@@ -129,6 +129,7 @@ class Worker:
         self.pool_round = 0  # the round whose seeds the pool holds (harness.worker.round_seed)
         self.flush_kind = "dirty"
         self.batch = 1
+        self.last_result = None  # what the last checked call returned (the accuracy yardstick reads it)
 
     def use(self, sub: int) -> None:
         if not 0 <= sub < len(self.kernels):
@@ -152,6 +153,7 @@ class Worker:
         """One correctness call. ``earlier``: outputs returned for other input sets, kept alive so
         that their memory cannot be handed out again and a shared storage means a shared output."""
         torch = self.torch
+        self.last_result = None
         outputs = self.mod.outputs_of(data)
         output_ids = {id(t) for t in outputs}
         inputs = [t for t in tensors_of(data) if id(t) not in output_ids]
@@ -190,18 +192,48 @@ class Worker:
                 return "FAIL", "the output shares storage with the output of an earlier call on other inputs (cached result?)"
         ok, msg = self.mod.check(data, result)
         earlier.extend(tensors_of(result))
+        self.last_result = result
         return ("PASS" if ok else "FAIL"), msg
 
     def test(self, item: dict, n_seeds: int) -> dict:
+        """N seeds, each a checked call, then the accuracy yardstick (reference.yardstick): the
+        kernel's error against cuBLAS fp16's on the same data, both in tolerances."""
+        from reference import yardstick
         params, base = self._params(item)
         earlier: list = []
+        worst = (0.0, 0.0)
         for i in range(n_seeds):
             data = self.mod.generate_input(**params, seed=base + i, dist=item["dist"])
             status, msg = self.checked_call(data, earlier)
-            if status != "PASS":
+            if status == "TAMPERED":
                 return {"status": status, "message": f"seed {base + i}: {msg}"}
+            errors = self._accuracy(data, self.last_result)
+            if status != "PASS":
+                if errors:
+                    msg += f" (cuBLAS fp16 on the same data: max error {errors[1]:.3g} of the tolerance)"
+                return {"status": status, "message": f"seed {base + i}: {msg}"}
+            if errors:
+                ok, verdict = yardstick.judge(*errors)
+                if not ok:
+                    return {"status": "FAIL", "message": f"seed {base + i}: {verdict}"}
+                worst = max(worst, errors)
             del data
-        return {"status": "PASS", "message": f"{n_seeds} seeds pass"}
+        return {"status": "PASS", "message": f"{n_seeds} seeds pass; max error {worst[0]:.3g} of the tolerance "
+                f"(cuBLAS fp16: {worst[1]:.3g})", "max_error": worst[0], "yardstick_error": worst[1]}
+
+    def _accuracy(self, data, result) -> tuple[float, float] | None:
+        """(kernel, yardstick) errors in tolerances, or None where the output's form is wrong (the
+        check said so) or the problem has no yardstick."""
+        from reference import yardstick
+        if result is None:
+            return None
+        try:
+            ref = self.mod.ref_kernel(data)
+            kernel_error = yardstick.error_in_tolerances(result, ref)
+            yard_error = yardstick.error_in_tolerances(self.mod.ref_kernel(data, matmul=yardstick.matmul_nt), ref)
+        except Exception:  # noqa: BLE001 - a malformed output is the check's verdict, already given
+            return None
+        return kernel_error, yard_error
 
     @staticmethod
     def _params(item: dict) -> tuple[dict, int]:

@@ -1,0 +1,93 @@
+"""The accuracy yardstick: how far from the exact result cuBLAS lands on the same data.
+
+A kernel is judged against the exact reference at GPU MODE's tolerance; on data whose sums are not
+exact in fp32 (the ``realistic`` distribution) every fp32-accumulating kernel is some way off, so
+"how far" needs a yardstick. This one is the issues' peer: the operands dequantised to fp16
+(exactly: every e2m1 x e4m3 value is an fp16), multiplied by cuBLAS on tensor cores with fp32
+accumulation (reduced-precision reductions off), the same epilogue as the reference, rounded to
+the output's fp16. On a CPU the same fp16 operands go through an fp32 matmul.
+
+Errors are measured in units of the tolerance: ``max |out - ref| / (atol + rtol |ref|)`` over the
+finite reference elements, so 1.0 is the edge of GPU MODE's check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from reference import checking, codec
+
+# A kernel may be this much further off than the yardstick before it FAILs (the issue's bar) ...
+MAX_RATIO = 1.5
+# ... once its error is large enough to matter: below half the tolerance a ratio of two rounding
+# noises says nothing (exact data: the yardstick's error can be 0 and the kernel's one fp16 ulp).
+JUDGED_ABOVE = 0.5
+
+
+@contextlib.contextmanager
+def _fp32_accumulate():
+    """cuBLAS fp16 GEMMs with fp32 accumulation throughout (torch allows reduced-precision
+    reductions in split-K by default)."""
+    old = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = old
+
+
+def operand_fp16(values: torch.Tensor, scales: torch.Tensor, l_idx: int, rows: int | None = None) -> torch.Tensor:
+    """Batch ``l_idx`` of a ``[rows, K/2, L]`` operand dequantised to fp16 (exact)."""
+    v = values[:, :, l_idx] if rows is None else values[:rows, :, l_idx]
+    s = scales[:, :, l_idx] if rows is None else scales[:rows, :, l_idx]
+    return codec.dequantize(v, s, torch.float32).to(torch.float16)
+
+
+@torch.no_grad()
+def matmul_nt(a_values, a_scales, b_values, b_scales, l_idx: int, b_rows: int | None = None) -> torch.Tensor:
+    """``A_l @ B_l^T`` as cuBLAS fp16 computes it (fp32 accumulation), returned in fp32."""
+    a = operand_fp16(a_values, a_scales, l_idx)
+    b = operand_fp16(b_values, b_scales, l_idx, b_rows)
+    if a.device.type == "cpu":
+        return a.float() @ b.float().T
+    with _fp32_accumulate():
+        return torch.matmul(a, b.T, out_dtype=torch.float32) if _has_out_dtype() else (a @ b.T).float()
+
+
+def _has_out_dtype() -> bool:
+    # NOTE: torch.matmul(..., out_dtype=) (fp16 in, fp32 out, no fp16 rounding of the sum) exists in
+    # newer torch only; without it cuBLAS's fp16 output adds one fp16 rounding before the epilogue.
+    import inspect
+    try:
+        return "out_dtype" in inspect.signature(torch.matmul).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def error_in_tolerances(out, ref) -> float:
+    """``max |out - ref| / (atol + rtol |ref|)`` over the elements where the reference is finite
+    (NaN where ``out`` is not finite there); outputs may be lists (one tensor per group)."""
+    if isinstance(out, (list, tuple)):
+        errs = [error_in_tolerances(o, r) for o, r in zip(out, ref)]
+        return max(errs) if errs else 0.0
+    got = out.detach().to(torch.float64)
+    exp = ref.detach().to(torch.float64).to(got.device)
+    finite = torch.isfinite(exp)
+    if not bool(finite.any()):
+        return 0.0
+    diff = (got - exp).abs()[finite]
+    if not bool(torch.isfinite(diff).all()):
+        return float("nan")
+    return float((diff / (checking.ATOL + checking.RTOL * exp.abs()[finite])).max())
+
+
+def judge(kernel_error: float, yardstick_error: float) -> tuple[bool, str]:
+    """Whether a kernel that passed the tolerance check is also as accurate as the yardstick."""
+    text = f"max error {kernel_error:.3g} of the tolerance (cuBLAS fp16: {yardstick_error:.3g})"
+    if kernel_error != kernel_error:  # NaN
+        return False, text
+    if kernel_error > JUDGED_ABOVE and kernel_error > MAX_RATIO * yardstick_error:
+        return False, text + f": more than {MAX_RATIO}x cuBLAS's on the same data"
+    return True, text
