@@ -258,3 +258,285 @@ def test_unit_scales_are_e4m3_rounding_of_unit_interval():
     with pytest.raises(ValueError):
         dists.random_values(g, 1, 4, 32, "bogus")
     assert math.isclose(2.0 ** dists.general_offsets(16384)[0], 0.5)
+
+
+# ---------------------------------------------------------------------------------- realistic
+# Independent definitions: every finite e4m3 and e2m1 magnitude by brute force, nearest with
+# ties to even, against codec.round_to_e4m3 / codec.quantize_nvfp4 and the realistic operands.
+
+E4M3_GRID = torch.arange(0, 0x7F, dtype=torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)  # 0 .. 448
+E2M1_GRID = torch.tensor(codec.E2M1_VALUES[:8], dtype=torch.float64)  # magnitudes 0 .. 6
+
+
+def nearest_even(v: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """Index of the grid value nearest each ``v`` (float64); on a tie the even index (even
+    mantissa: the grids are ordered codes, so index parity is the mantissa's low bit)."""
+    d = (v.unsqueeze(-1) - grid).abs()
+    best = d.min(dim=-1, keepdim=True).values
+    tied = d == best
+    odd = torch.arange(grid.numel()) % 2 == 1
+    # among the tied (at most two, adjacent), prefer the even index
+    score = torch.where(tied, torch.where(odd, 1, 0), 2)
+    return score.argmin(dim=-1)
+
+
+def brute_quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(magnitude codes ``[..., K]``, scales float64 ``[..., K/16]``) by the recipe, brute force."""
+    blocks = x.double().reshape(*x.shape[:-1], -1, 16)
+    amax6 = blocks.abs().amax(-1) / 6.0
+    scales = E4M3_GRID[nearest_even(torch.clamp(amax6, max=448.0), E4M3_GRID)]
+    safe = torch.where(scales > 0, scales, torch.ones_like(scales)).unsqueeze(-1)
+    y = torch.clamp(blocks.abs() / safe, max=6.0)
+    mags = nearest_even(y, E2M1_GRID)
+    mags = torch.where(scales.unsqueeze(-1) > 0, mags, torch.zeros_like(mags))
+    return mags.reshape(x.shape), scales
+
+
+def test_round_to_e4m3_ties_subnormals_and_saturation():
+    cases = {0.0: 0.0, 2.0 ** -10: 0.0, 1.5 * 2.0 ** -10: 2.0 ** -9, 3 * 2.0 ** -10: 2.0 ** -8,  # tie: even
+             1.0625: 1.0, 1.1875: 1.25, 2.0 ** -7 * 1.0625: 2.0 ** -7, 440.0: 448.0, 1e6: 448.0,
+             0.1: 0.1015625}
+    got = codec.round_to_e4m3(torch.tensor(list(cases), dtype=torch.float64)).to(torch.float64)
+    assert got.tolist() == list(cases.values())
+    g = torch.Generator().manual_seed(0)
+    v = torch.exp2(torch.rand(20000, generator=g, dtype=torch.float64) * 22 - 12)  # 2^-12 .. 2^10
+    exp = E4M3_GRID[nearest_even(torch.clamp(v, max=448.0), E4M3_GRID)]
+    assert torch.equal(codec.round_to_e4m3(v).to(torch.float64), exp)
+    with pytest.raises(ValueError):
+        codec.round_to_e4m3(torch.tensor([-1.0]))
+
+
+def test_quantize_nvfp4_ties_clamp_sign_and_zero_blocks():
+    # amax 6 -> scale 1; the e2m1 midpoints go to the even code; 5.5 rounds to 6; small -x -> -0
+    row = [6.0, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.1, -5.5, 4.9, 0.0, -0.0, 1.0, 2.9, 3.1]
+    zero = [0.0] * 16
+    tiny = [1e-3] * 16  # amax / 6 < 2^-10: scale 0, decodes to 0
+    x = torch.tensor([row + zero + tiny], dtype=torch.float32)
+    packed, scales = codec.quantize_nvfp4(x)
+    assert scales.to(torch.float32).tolist() == [[1.0, 0.0, 0.0]]
+    dec = codec.dequantize(packed, scales)
+    assert dec[0, :16].tolist() == [6.0, 0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, -0.0, -6.0, 4.0, 0.0, 0.0, 1.0, 3.0, 3.0]
+    codes = codec.unpack_e2m1_codes(packed)[0]
+    assert codes[8] == 8  # -0.1 -> -0
+    assert (dec[0, 16:] == 0).all() and torch.isfinite(dec).all()
+    with pytest.raises(ValueError):
+        codec.quantize_nvfp4(torch.zeros(1, 24))
+    with pytest.raises(ValueError):
+        codec.quantize_nvfp4(torch.full((1, 16), float("inf")))
+    with pytest.raises(ValueError):
+        codec.quantize_nvfp4(torch.zeros(1, 16, dtype=torch.float64))
+
+
+def test_quantize_nvfp4_matches_brute_force():
+    g = torch.Generator().manual_seed(3)
+    # magnitudes over 2^-16 .. 2^12: normal, subnormal and zero scales, and saturation at 448
+    x = torch.randn((64, 256), generator=g) * torch.exp2(torch.randint(-16, 13, (64, 16, 1), generator=g)).repeat_interleave(16, 1).squeeze(-1)
+    packed, scales = codec.quantize_nvfp4(x)
+    mags, exp_scales = brute_quantize(x)
+    assert torch.equal(scales.to(torch.float64), exp_scales)
+    codes = codec.unpack_e2m1_codes(packed)
+    assert torch.equal((codes & 7).long(), mags)
+    assert torch.equal(codes >> 3, (x < 0).to(torch.uint8))
+    assert {0.0, 448.0} <= set(exp_scales.unique().tolist())
+    assert bool(((exp_scales > 0) & (exp_scales < 2.0 ** -6)).any())
+
+
+def _seed_with_kinds(kinds: tuple[str, ...], rows: list[int], l: int, k: int) -> int:
+    """The first seed whose realistic operands have these kinds (drawn per operand)."""
+    for seed in range(200):
+        _, got = dists.realistic_data(dists.make_generator(seed, CPU), l, k, rows)
+        if tuple(got) == kinds:
+            return seed
+    raise AssertionError(f"no seed gives {kinds}")
+
+
+REALISTIC_OPERANDS = {  # problem: (rows of A, B1, ...; the shape of generate_input)
+    "gemv": ([130, 128], dict(m=130, k=256, l=2)),
+    "gemm": ([130, 72], dict(m=130, n=72, k=256, l=2)),
+    "dual_gemm": ([130, 72, 72], dict(m=130, n=72, k=256, l=2)),
+}
+
+
+@pytest.mark.parametrize("problem", list(REALISTIC_OPERANDS))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_realistic_operands_are_the_recipe_of_the_scaled_data(problem, seed):
+    """generate_input's operands are quantize_nvfp4 of realistic_data (same seed), checked
+    against the brute-force recipe, and decode to the data within NVFP4's error per block."""
+    rows, params = REALISTIC_OPERANDS[problem]
+    l, k = params["l"], params["k"]
+    xs, _ = dists.realistic_data(dists.make_generator(seed, CPU), l, k, rows)
+    data = problem_module(problem).generate_input(**params, seed=seed, dist="realistic", device=CPU)
+    values, plain, perm, _ = operands(problem, data)
+    for x, r, v, s, p in zip(xs, rows, values, plain, perm):
+        real = x[:, :r, :k]  # (L, rows, K) fp32, the global scale folded in
+        mags, exp_scales = brute_quantize(real)
+        got_scales = s.permute(2, 0, 1).to(torch.float64)
+        assert torch.equal(got_scales, exp_scales)
+        codes = codec.unpack_e2m1_codes(v.permute(2, 0, 1))
+        assert torch.equal((codes & 7).long(), mags)
+        assert torch.equal(codes >> 3, (real < 0).to(torch.uint8))
+        # finite e4m3 scales, none negative or NaN, in plain and permuted form
+        for t in (s, p):
+            bits = t.view(torch.uint8)
+            assert bool(((bits & 0x80) == 0).all()) and bool(((bits & 0x7F) != 0x7F).all())
+        # decoded vs the data: within half an e2m1 step of the block's scale, plus what the
+        # e4m3 rounding of the scale pushed past 6 * scale (clamped), per element
+        dec = torch.stack([codec.dequantize(v[:, :, i], s[:, :, i], torch.float64) for i in range(l)])
+        assert torch.isfinite(dec).all()
+        scale = exp_scales.repeat_interleave(16, dim=-1)
+        y = real.double().abs() / torch.where(scale > 0, scale, torch.ones_like(scale))
+        half_step = torch.where(y < 2, 0.25, torch.where(y < 4, 0.5, 1.0))
+        bound = half_step * scale + torch.clamp(real.double().abs() - 6 * scale, min=0)
+        assert bool(((dec - real.double()).abs() <= bound).all())
+        # and blockwise: error <= amax / 6 * (1 + 2^-4) (normal scales: relative e4m3 error 2^-4)
+        err = (dec - real.double()).abs().reshape(l, r, -1, 16).amax(-1)
+        amax = real.double().abs().reshape(l, r, -1, 16).amax(-1)
+        normal = exp_scales >= 2.0 ** -6
+        assert bool((err[normal] <= amax[normal] / 6 * (1 + 2.0 ** -4)).all())
+        # every normal-scaled block's largest element codes to 6: amax / scale is in [5.6, 6.4]
+        assert bool(((codes & 7).reshape(l, r, -1, 16).amax(-1)[normal] == 7).all())
+
+
+def test_realistic_global_scale_folded_textbook_max():
+    """Largest block scale is 448 * 2^-s (s >= 0 integer): the textbook recipe shifted."""
+    for seed in range(6):
+        xs, _ = dists.realistic_data(dists.make_generator(seed, CPU), 1, 512, [256, 256])
+        for x in xs:
+            top = float(x[:, :256, :512].abs().max()) / (6 * 448)
+            s = -math.log2(top)
+            assert abs(s - round(s)) < 1e-5 and round(s) >= 0
+
+
+def test_realistic_kinds_vary_per_operand_by_seed():
+    seen = set()
+    for seed in range(16):
+        _, kinds = dists.realistic_data(dists.make_generator(seed, CPU), 1, 64, [128, 128])
+        assert set(kinds) <= set(dists.REALISTIC_KINDS)
+        seen.add(tuple(kinds))
+    assert seen == {(a, b) for a in dists.REALISTIC_KINDS for b in dists.REALISTIC_KINDS}
+
+
+def test_realistic_heavy_has_outlier_rows_gaussian_has_none():
+    l, rows, k = 2, 200, 1024
+    n_out = dists.outlier_rows(rows)
+    assert n_out == 3 and dists.outlier_rows(5) == 1
+    for seed in range(3):
+        g = dists.make_generator(seed, CPU)
+        heavy = dists.realistic_raw(g, l, rows, k, "heavy")
+        gauss = dists.realistic_raw(g, l, rows, k, "gaussian")
+        assert heavy.shape == gauss.shape == (l, 256, k)  # padded to whole 128-row tiles
+        for x, expect in ((heavy, n_out), (gauss, 0)):
+            norms = x[:, :rows].norm(dim=-1)  # (L, rows)
+            ratio = norms / norms.median(dim=1, keepdim=True).values
+            assert ((ratio > 5).sum(dim=1) == expect).all()  # exactly the outlier rows, per batch
+        typical = heavy[:, :rows].norm(dim=-1).median()
+        assert bool((heavy[:, rows:].norm(dim=-1) < 5 * typical).all())  # padding rows: no gain
+    # the heavy tail itself: many more large elements than a Gaussian's
+    rest = heavy[:, :rows].abs()
+    assert float((rest > 6).float().mean()) > 10 * float((gauss.abs() > 6).float().mean())
+    with pytest.raises(ValueError):
+        dists.realistic_raw(g, 1, 8, 16, "uniform")
+
+
+def test_realistic_outlier_rows_survive_quantisation():
+    rows, l, k = [256, 128], 1, 1024
+    seed = _seed_with_kinds(("heavy", "gaussian"), rows, l, k)
+    data = problem_module("gemm").generate_input(m=256, n=128, k=k, l=l, seed=seed, dist="realistic", device=CPU)
+    a, _, sfa, *_ = data
+    dec = codec.dequantize(a[:, :, 0], sfa[:, :, 0], torch.float64)
+    norms = dec.norm(dim=-1)
+    assert int((norms > 5 * norms.median()).sum()) == dists.outlier_rows(256)
+
+
+def test_realistic_gaussian_pair_keeps_every_scale_normal():
+    rows, l, k = [128, 256], 2, 2048
+    seed = _seed_with_kinds(("gaussian", "gaussian"), rows, l, k)
+    data = problem_module("gemm").generate_input(m=128, n=256, k=k, l=l, seed=seed, dist="realistic", device=CPU)
+    _, plain, perm, _ = operands("gemm", data)
+    for s in plain:
+        f = s.float()
+        assert float(f.min()) >= 2.0 ** -6 and float(f.max()) <= 448.0
+    assert len(_scale_set(plain)) > 8  # mixed mantissas and binades, not a handful of values
+
+
+def test_realistic_shifts_rules():
+    gauss = ({5: 90, 6: 10}, 5.0)  # block scales in 2^5 .. 2^7 at the textbook scale
+    hopeless = ({-8: 50, 8: 50}, -8.0)  # half of them already below 2^-6
+    # no output budget needed: no shift
+    assert dists.realistic_shifts(10.0, [gauss, gauss]) == [0, 0]
+    assert dists.realistic_shifts(-math.inf, [gauss, gauss]) == [0, 0]
+    # need = 20 bits: split evenly, both Gaussians stay normal
+    s = dists.realistic_shifts(dists.REALISTIC_OUTPUT_LOG2 + 19.5, [gauss, gauss])
+    assert s == [10, 10]
+    # an operand half subnormal whatever happens does not drag the other down: the Gaussian
+    # takes the whole shift (it stays normal), the hopeless one none
+    s = dists.realistic_shifts(dists.REALISTIC_OUTPUT_LOG2 + 8, [gauss, hopeless])
+    assert s == [8, 0]
+    # dual: A counts twice (it is in both products)
+    s = dists.realistic_shifts(dists.REALISTIC_OUTPUT_LOG2 + 30, [gauss, gauss, gauss])
+    assert s == [8, 7, 7]  # 2 * 8 + 7 + 7 = 30, every operand 3 or 4 binades above 2^-6
+
+
+@pytest.mark.parametrize("problem", list(SMALL))
+def test_realistic_reference_runs_and_checks_itself(problem):
+    mod = problem_module(problem)
+    for seed in (1, 2):
+        data = gen(problem, seed, "realistic")
+        ref = mod.ref_kernel(data)
+        for out in (ref if isinstance(ref, list) else [ref]):
+            assert torch.isfinite(out).all()
+            # the shifts size the unquantised data's largest output to <= 2^14; quantisation moves
+            # an output dominated by a few heavy-tail terms by up to ~25%: still far below 65504
+            assert float(out.abs().max()) <= 2.0 ** (dists.REALISTIC_OUTPUT_LOG2 + 1)
+        ok, msg = mod.check(data, ref)
+        assert ok, msg
+
+
+@pytest.mark.parametrize("params", [dict(m=1000, k=64, l=3), dict(m=8, k=192, l=5), dict(m=40, k=80, l=1)])
+def test_realistic_gemv_edge_shapes(params):
+    """M not a multiple of 128, the shortest K, K/16 not a multiple of 4, L > 1."""
+    data = problem_module("gemv").generate_input(**params, seed=4, dist="realistic", device=CPU)
+    values, plain, perm, _ = operands("gemv", data)
+    for s, p in zip(plain, perm):
+        rows, sf_k, l = s.shape
+        assert torch.equal(codec.from_permuted(p, rows, sf_k).view(torch.uint8), s.view(torch.uint8))
+    ok, msg = problem_module("gemv").check(data, problem_module("gemv").ref_kernel(data))
+    assert ok, msg
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_realistic_fp32_accumulation_passes_and_outputs_are_not_tiny(seed):
+    """A correct kernel's fp32 sums (here one fp32 matmul, and a sequential fp32 sum) pass
+    check(); the outputs are large enough that rtol, not atol, decides."""
+    mod = problem_module("gemm")
+    data = mod.generate_input(m=64, n=64, k=4096, l=1, seed=seed, dist="realistic", device=CPU)
+    a, b, sfa, sfb, _, _, c = data
+    A = codec.dequantize(a[:, :, 0], sfa[:, :, 0])
+    B = codec.dequantize(b[:, :, 0], sfb[:, :, 0])
+    seq = torch.cumsum(A[:, None, :] * B[None, :, :], dim=-1)[..., -1]  # products exact in fp32
+    for got in (A @ B.T, seq):
+        ok, msg = mod.check(data, got.to(torch.float16).unsqueeze(-1).clone())
+        assert ok, msg
+    ref = mod.ref_kernel(data).float()
+    assert float(ref.abs().max()) > 2.0 ** (dists.REALISTIC_OUTPUT_LOG2 - 2)
+
+
+@pytest.mark.parametrize("problem", list(REALISTIC_OPERANDS))
+def test_realistic_float64_sums_are_exact(problem):
+    """Decoded values are multiples of 2^-10, so partial sums of a dot product are multiples of
+    2^-20: exact in float64 (any order) while sum |terms| < 2^33. Checked at K = 16384 too."""
+    rows, params = REALISTIC_OPERANDS[problem]
+    for p in (params, dict(params, k=16384, l=1)):
+        for seed in range(4):
+            data = problem_module(problem).generate_input(**p, seed=seed, dist="realistic", device=CPU)
+            values, plain, _, _ = operands(problem, data)
+            for i in range(p["l"]):
+                dec = [codec.dequantize(v[:, :, i], s[:, :, i], torch.float64) for v, s in zip(values, plain)]
+                for d in dec:
+                    assert torch.equal(d * 2.0 ** 10, torch.round(d * 2.0 ** 10))
+                for d in dec[1:]:
+                    assert float((dec[0].abs() @ d.abs().T).max()) < 2.0 ** 33
+
+
+def test_dists_order():
+    assert dists.DISTS == ("competition", "general", "realistic")
