@@ -107,14 +107,20 @@ def printable(text: str, multiline: bool = False) -> str:
 
 
 def _printable_tree(value, multiline: bool = False, depth: int = 0):
-    """Every string in a decoded JSON value (keys included) through :func:`printable`; strings
-    under a ``MULTILINE_FIELDS`` key keep their line breaks. Tampered past ``MAX_EVENT_DEPTH``."""
+    """Every string in a decoded JSON value through :func:`printable`; strings under a
+    ``MULTILINE_FIELDS`` key keep their line breaks. Tampered past ``MAX_EVENT_DEPTH`` or for a
+    key that :func:`printable` would change."""
     if isinstance(value, str):
         return printable(value, multiline)
     if depth >= MAX_EVENT_DEPTH:
         raise channel.Tampered(f"an event nested deeper than {MAX_EVENT_DEPTH} levels")
     if isinstance(value, dict):
-        return {printable(str(k)): _printable_tree(v, k in MULTILINE_FIELDS, depth + 1) for k, v in value.items()}
+        for key in value:
+            # NOTE: refused, not cleaned: "status\x07" cleaned to "status" would replace the field
+            # checked_event has just type-checked. The worker's keys are plain names.
+            if printable(key) != key:
+                raise channel.Tampered(f"an event key with control characters: {key[:40]!r}")
+        return {k: _printable_tree(v, k in MULTILINE_FIELDS, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [_printable_tree(v, multiline, depth + 1) for v in value]
     return value
@@ -124,9 +130,10 @@ def checked_event(event: dict) -> dict:
     """A verified event made safe to read and print: every string through :func:`printable`.
 
     Raises ``channel.Tampered`` where a field has another type than ``FIELD_TYPES`` says, where a
-    ``REQUIRED_FIELDS`` field is missing, where the kind is one of ``RUNNER_EVENTS``, or where the
-    event nests past ``MAX_EVENT_DEPTH``: an event that would make the parent or a printer raise,
-    or speak for the runner, is the child's fault, not a harness error."""
+    ``REQUIRED_FIELDS`` field is missing, where the kind is one of ``RUNNER_EVENTS``, where a key
+    holds a control character, or where the event nests past ``MAX_EVENT_DEPTH``: an event that
+    would make the parent or a printer raise, or speak for the runner, is the child's fault, not a
+    harness error."""
     kind = event.get("event")
     shown = repr(printable(str(kind))[:40])
     if kind in RUNNER_EVENTS:

@@ -83,9 +83,9 @@ def test_checked_event_cleans_every_string_and_keeps_lines_only_in_detail():
     event = isolation.checked_event({
         "event": "reply", "status": "FAIL", "message": "bad\x1b[2J\nvalue",
         "detail": "Traceback\n\x1b]0;x\x07  frame\n", "times_us": [1.5, 2.0],
-        "kernel": {"name\x1b[31m": ["k\rv"]}})
+        "kernel": {"name": ["k\rv", {"gpu": "\x1b[31mB200"}]}})
     assert event["message"] == "bad value" and event["detail"] == "Traceback\n  frame\n"
-    assert event["times_us"] == [1.5, 2.0] and event["kernel"] == {"name": ["k v"]}
+    assert event["times_us"] == [1.5, 2.0] and event["kernel"] == {"name": ["k v", {"gpu": "B200"}]}
 
 
 @pytest.mark.parametrize("event, why", [
@@ -96,6 +96,8 @@ def test_checked_event_cleans_every_string_and_keeps_lines_only_in_detail():
     ({"event": "phase", "phase": "imported"}, "without 'seconds'"),
     ({"event": "phase", "phase": "imported", "seconds": "1"}, "'seconds' is a str"),
     ({"event": "done", "line": "v0 PASS"}, "only the harness itself sends"),
+    # cleaned, this key would replace the type-checked "status" with a list
+    ({"event": "reply", "status": "FAIL", "status\x07": ["PASS"]}, "key with control characters"),
 ])
 def test_checked_event_refuses_what_a_printer_would_trip_on(event, why):
     with pytest.raises(channel.Tampered, match=why):
@@ -155,14 +157,19 @@ class FakeChild:
         self.sender = channel.Sender(self.event_write, key)
         self.stop_emitting = threading.Event()
 
-    def emit_every(self, interval_s: float, until_s: float, event: str, **fields) -> threading.Thread:
+    def emit_every(self, interval_s: float, until_s: float, *events: dict) -> threading.Thread:
+        """Signs ``events`` (``{"event": kind, **fields}``) in turn every ``interval_s`` for
+        ``until_s`` from one thread (a Sender's sequence is not thread-safe: one emitter only)."""
         def run():
             end = time.monotonic() + until_s
+            turn = 0
             while time.monotonic() < end and not self.stop_emitting.is_set():
+                fields = dict(events[turn % len(events)])
                 try:
-                    self.sender.emit(event, **fields)
+                    self.sender.emit(fields.pop("event"), **fields)
                 except OSError:
                     return  # the parent closed its end
+                turn += 1
                 time.sleep(interval_s)
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
@@ -192,24 +199,25 @@ def fake_child():
 
 
 def test_import_events_before_ready_extend_once_per_submission_only(fake_child):
-    """Two submissions: the deadline may move twice, to 0.6 s after each of the first two import
-    events (the second at 0.4 s: 1.0 s in all); a stream of import events after those moves nothing.
-    Before the fix every event reset it, so the 3 s stream kept the wait alive for 3.6 s."""
-    fake = fake_child(compile_timeout_s=0.6)
+    """Two submissions: the deadline may move twice, to 1 s after each of the first two import
+    events (the second at 0.3 s: 1.3 s in all, against 1.0 s for one move); a stream of import
+    events after those moves nothing. Before the fix every event reset it: the 4 s stream kept the
+    wait alive for 5.3 s."""
+    fake = fake_child(compile_timeout_s=1.0)
     t0 = time.monotonic()
     fake.sender.emit("phase", phase="import", label="first")
 
     def later():
-        time.sleep(0.4)
+        time.sleep(0.3)
         fake.sender.emit("phase", phase="import", label="second")
-        fake.emit_every(0.05, 3.0, "phase", phase="import", label="hostile")
+        fake.emit_every(0.05, 4.0, {"event": "phase", "phase": "import", "label": "hostile"})
     threading.Thread(target=later, daemon=True).start()
     with pytest.raises(isolation.ChildFailure) as caught:
-        fake.child._await(("ready", "import_error"), 0.6, "while importing/compiling", since=t0,
+        fake.child._await(("ready", "import_error"), 1.0, "while importing/compiling", since=t0,
                           import_extensions=2)
     elapsed = time.monotonic() - t0
     assert caught.value.status == "TIMEOUT" and "while importing/compiling" in caught.value.message
-    assert 0.95 <= elapsed < 2.0, f"ended after {elapsed:.2f} s (bound: 0.4 s + 0.6 s)"
+    assert 1.25 <= elapsed < 2.5, f"ended after {elapsed:.2f} s (bound: 0.3 s + 1 s)"
     assert fake.child.proc is None  # killed
 
 
@@ -217,8 +225,8 @@ def test_no_event_extends_a_command_deadline(fake_child):
     """After ready (request): import phase and progress events every 50 ms for 3 s; the 0.5 s
     command deadline holds (before the fix each import event gave a fresh compile timeout, 10 s)."""
     fake = fake_child(compile_timeout_s=10.0)
-    fake.emit_every(0.05, 3.0, "phase", phase="import", label="hostile")
-    fake.emit_every(0.05, 3.0, "progress", stage="still working")
+    fake.emit_every(0.025, 3.0, {"event": "phase", "phase": "import", "label": "hostile"},
+                    {"event": "progress", "stage": "still working"})
     t0 = time.monotonic()
     with pytest.raises(isolation.ChildFailure) as caught:
         fake.child.request({"cmd": "test"}, 0.5)
