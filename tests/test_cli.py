@@ -387,20 +387,6 @@ def test_run_over_several_processes_reports_each():
 
 # ------------------------------------------------------------------------------ table --recorded
 
-def _recorded_row(version, shape, gpu, mean):
-    return {"version": version, "shape": shape, "gpu": gpu, "mean_us": str(mean), "dist": "competition"}
-
-
-def test_recorded_ladder_keeps_each_gpu_on_its_own_line():
-    from harness import config
-    pc = config.load()["gemv"]
-    first = pc.benchmark_labels[0]
-    by_version = {"v1": {first: [_recorded_row("v1", "s", "H100", 50.0), _recorded_row("v1", "s", "H200", 40.0)]},
-                  "v2": {first: [_recorded_row("v2", "s", "H100", 45.0), _recorded_row("v2", "s", "H100", 44.0)]}}
-    lines = cli._recorded_lines(pc, by_version, ["v1", "v2"], ["H100", "H200"])
-    assert lines == [(f"{first} (H100)", 0, [50.0, 44.0]), (f"{first} (H200)", 0, [40.0, None])]
-
-
 def test_table_recorded_writes_the_plot(tmp_path, isolated_env):
     pytest.importorskip("matplotlib")
     import shutil
