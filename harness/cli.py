@@ -117,6 +117,9 @@ class Progress:
 
 
 def common_options(fn):
+    fn = click.option("--untrusted", is_flag=True,
+                      help="Run every submission in the sandbox (harness/sandbox.py); automatic for a file outside "
+                           "the lab's submissions/.")(fn)
     fn = click.option("--timeout", type=float, default=isolation.DEFAULT_TIMEOUT_S, show_default=True,
                       help="Seconds one shape may take before the child is killed (TIMEOUT).")(fn)
     fn = click.option("--compile-timeout", type=float, default=isolation.DEFAULT_COMPILE_TIMEOUT_S,
@@ -311,7 +314,8 @@ def list_cmd(problem, fmt, output_path):
 @gpus_option
 @common_options
 @clean_errors
-def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_path, gpus_spec, timeout, compile_timeout):
+def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_path, gpus_spec, timeout, compile_timeout,
+             untrusted):
     """Correctness on the tests shapes: poisoned outputs, input mutation check, several seeds."""
     fmt = _output_format(fmt, output_path)
     machine_only = fmt != "table" and not output_path
@@ -320,7 +324,8 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_pat
     shapes, _ = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
     with Progress(f"test {problem} {sub.label}", quiet=machine_only) as prog:
         outcome = runner.run([sub], shapes, _dists(dist), "test", seeds=seeds, timeout_s=timeout,
-                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec))
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec),
+                             untrusted_all=untrusted)
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
@@ -334,6 +339,8 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_pat
     for r in outcome.results:
         table.add_row(r.shape.label, r.dist, _status(r.status), _text(r.message))
     console.print(table)
+    for line in _sandbox_lines(outcome):
+        console.print(f"[dim]{_text(line)}[/dim]")
     n_ok = sum(r.ok for r in outcome.results)
     console.print(f"{n_ok} passed, {len(outcome.results) - n_ok} failed")
     sys.exit(0 if outcome.ok else 1)
@@ -355,7 +362,8 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_pat
 @common_options
 @clean_errors
 def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, fmt, output_path, budget, min_samples, min_time,
-            target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout):
+            target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout,
+            untrusted):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
     fmt = _output_format("json" if as_json else fmt, output_path)
     machine_only = fmt != "table" and not output_path
@@ -369,7 +377,8 @@ def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, fmt, o
         err_console.print(f"[yellow]note:[/yellow] {note}")
     with Progress(f"run {problem} {sub.label}", quiet=machine_only) as prog:
         outcome = runner.run([sub], shapes, [dist], "run", plan=plan, timeout_s=timeout,
-                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec))
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=_gpus(gpus_spec),
+                             untrusted_all=untrusted)
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
@@ -401,6 +410,17 @@ def _json_outcome(outcome: runner.JobOutcome) -> dict:
                          "gpu_uuid": ((r.device or {}).get("telemetry") or {}).get("uuid")}
                         for r in outcome.results],
             "geomean": outcome.geomean, "timing": outcome.plan.describe() if outcome.plan else None}
+
+
+def _sandbox_lines(outcome) -> list[str]:
+    """Where each untrusted submission ran: the sandbox, or plainly that none was available."""
+    lines = [f"{label} ran sandboxed: {how}" for label, how in (outcome.sandboxes or {}).items()]
+    untrusted = [s.label for s in outcome.submissions if not submissions.in_lab(s)]
+    bare = [label for label in untrusted if label not in (outcome.sandboxes or {})]
+    if bare:
+        from harness import sandbox
+        lines.append(f"{', '.join(bare)}: not sandboxed: {sandbox.describe()}")
+    return lines
 
 
 def _device_line(dev: dict | None) -> str:
@@ -476,6 +496,8 @@ def _print_run(problem, sub, outcome: runner.JobOutcome) -> None:
             console.print(f"[yellow]processes disagree on {r.shape.label}: {means} µs "
                           f"({st['process_spread']:.0%} apart); the interval covers it[/yellow]")
     console.print(f"[dim]{_device_line(outcome.device)}[/dim]")
+    for line in _sandbox_lines(outcome):
+        console.print(f"[dim]{_text(line)}[/dim]")
 
 
 PROCESS_SPREAD_NOTE = 0.05  # run --processes: process means further apart than this are pointed out
@@ -517,7 +539,7 @@ VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS"
 @clean_errors
 def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, isolated,
                 precision, fail_on, max_regression, recorded, fmt, output_path, budget, min_samples, min_time, target,
-                pool, method, flush_kind, graph, queued, warm, timeout, compile_timeout):
+                pool, method, flush_kind, graph, queued, warm, timeout, compile_timeout, untrusted):
     """A and B taking turns block by block (A B B A ...) on identical, never-seen inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from the speedup's 95% interval. Your own versions share one
     process (paired blocks); --isolated, or a file from outside submissions/, gives each version
@@ -533,7 +555,7 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
     outside = [s.label for s in (sub_a, sub_b) if not submissions.in_lab(s)]
-    plan.isolated = isolated or bool(outside)
+    plan.isolated = isolated or untrusted or bool(outside)
     if outside and not isolated:
         err_console.print(f"[yellow]note:[/yellow] {', '.join(outside)} is not a version of this lab: each side runs "
                           "in processes of its own (--isolated)")
@@ -546,7 +568,7 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
         err_console.print(f"[yellow]note:[/yellow] {note}")
     with Progress(f"compare {problem} {sub_a.label} vs {sub_b.label}", quiet=machine_only) as prog:
         outcome = runner.run([sub_a, sub_b], shapes, [dist], "compare", plan=plan, timeout_s=timeout,
-                             compile_timeout_s=compile_timeout, capability=cap, progress=prog)
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, untrusted_all=untrusted)
     if outcome.refused:
         err_console.print(f"[red]refused:[/red] {outcome.refused}")
         sys.exit(1)
@@ -593,6 +615,8 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     else:
         console.print(f"geomean speedup of {sub_b.label} over {sub_a.label}: - (only when every shape passes)")
     console.print(f"[dim]{_device_line(outcome.device)}[/dim]")
+    for line in _sandbox_lines(outcome):
+        console.print(f"[dim]{_text(line)}[/dim]")
     if gate and outcome.ok:
         err_console.print(f"[red]regression gate:[/red] {gate}")
         sys.exit(3)
@@ -690,7 +714,7 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 @clean_errors
 def table_cmd(problem, versions, shapes_spec, plot_path, record, published, recorded, fmt, output_path, budget,
               min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec,
-              timeout, compile_timeout):
+              timeout, compile_timeout, untrusted):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
     if published and recorded:
         raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
@@ -725,7 +749,8 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
     for sub in subs:
         with Progress(f"table {problem} {sub.label}", quiet=fmt != "table" and not output_path) as prog:
             outcome = runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
-                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=gpus)
+                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=gpus,
+                                 untrusted_all=untrusted)
         outcomes.append(outcome)
         if record and not outcome.refused:
             _record(outcome)

@@ -1,6 +1,6 @@
 """``nvfp4 doctor``: what this machine can do: GPU and arch, driver, CUDA, torch, the CUDA tools
-found (nvcc, ncu, compute-sanitizer), the build cache's location and size, and so which commands
-run here."""
+found (nvcc, ncu, compute-sanitizer), the build cache's location and size, the sandbox a
+submission's child can run in (:mod:`harness.sandbox`), and so which commands run here."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import platform
 import shutil
 from dataclasses import dataclass
 
-from harness import build_cache, cuda_tools, machine
+from harness import build_cache, cuda_tools, machine, sandbox
 
 
 @dataclass
@@ -75,6 +75,8 @@ def checks() -> tuple[list[Check], list[Check]]:
     found.append(Check("ninja (load_inline)", ninja or "not found", bool(ninja)))
     root = build_cache.root()
     found.append(Check("build cache", f"{root} ({_size(build_cache.size_bytes())})", None))
+    # NOTE: tried, not just looked for: a container can forbid the namespaces a found tool needs.
+    found.append(Check("sandbox", sandbox.describe(), sandbox.available() is not None))
 
     hopper = any(cap == (9, 0) for cap in capabilities)
     can = [

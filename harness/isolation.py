@@ -31,14 +31,16 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, channel, paths
+from harness import build_cache, channel, paths, sandbox
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_COMPILE_TIMEOUT_S = 900.0
@@ -169,9 +171,14 @@ class Child:
 
     def __init__(self, job: dict, submission: dict, *, compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
                  on_event: Callable[[dict], None] | None = None, extra_env: dict | None = None,
-                 together: list[dict] | None = None):
+                 together: list[dict] | None = None, untrusted: bool = False):
         self.job = job
         self.submission = submission
+        # NOTE: a file the lab did not write runs in harness.sandbox where a tool works here (repo
+        # read-only, its own PID namespace, allowlisted environment, no network); else as before.
+        self.untrusted = untrusted
+        self.sandboxed = ""  # the sandbox's description once started in one
+        self._tmp: str | None = None
         self.together = list(together or [])  # more submissions imported into this same process
         self.compile_timeout_s = compile_timeout_s
         self.on_event = on_event
@@ -197,10 +204,22 @@ class Child:
         cmd_read, self._cmd_write = os.pipe()
         self._event_read, event_write = os.pipe()
         env = dict(os.environ, PYTHONUNBUFFERED="1", **self.extra_env)
+        argv = [sys.executable, "-m", "harness.worker", str(cmd_read), str(event_write)]
+        box = sandbox.available() if self.untrusted else None
+        if box is not None:
+            self._tmp = tempfile.mkdtemp(prefix="nvfp4-child-")  # its HOME and TMPDIR, removed in _kill
+            # NOTE: writable: each imported submission's own extension folder, never the whole build cache
+            ext = [build_cache.extensions_dir(s["source_hash"]) for s in (self.submission, *self.together)]
+            for folder in ext:
+                folder.mkdir(parents=True, exist_ok=True)
+            # NOTE: the submission's own folder shown read-only (a file in /tmp would be hidden otherwise)
+            own = sorted({str(Path(s["path"]).resolve().parent) for s in (self.submission, *self.together)})
+            argv, env = box.wrap(argv, repo_root=paths.REPO_ROOT, code_root=paths.CODE_ROOT, writable_dir=self._tmp,
+                                 pass_fds=(cmd_read, event_write), env=env, rw_paths=ext, ro_paths=own)
+            self.sandboxed = box.describe()
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.worker", str(cmd_read), str(event_write)],
-                cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                argv, cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(cmd_read, event_write), start_new_session=True, env=env)
         os.close(cmd_read)
         os.close(event_write)
@@ -268,6 +287,9 @@ class Child:
             except OSError:
                 pass
         self.proc = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     # -- commands ---------------------------------------------------------------------------
     def request(self, command: dict, timeout_s: float) -> dict:
@@ -360,6 +382,8 @@ class Child:
         ``deadline``, at least ``EXIT_GRACE_S``) and the end of its log."""
         try:
             code = self.proc.wait(timeout=max(EXIT_GRACE_S, deadline - time.monotonic()))
+            if self.sandboxed:
+                code = sandbox.returncode(code)  # the tools report death by signal N as 128 + N
         except subprocess.TimeoutExpired:
             code = None
         self._kill()

@@ -19,6 +19,7 @@ from typing import Callable
 from harness import config, isolation, machine, roofline, stats, telemetry, timing
 from harness.config import Shape
 from harness.errors import UserError
+from harness import submissions
 from harness.submissions import Submission
 
 STATUSES_OK = ("PASS",)
@@ -112,6 +113,7 @@ class JobOutcome:
     plan: TimingPlan | None = None
     geomean: dict | None = None  # per submission (and the ratio): point and 95% interval
     extra_devices: dict = field(default_factory=dict)  # with --gpus: GPU index -> its device description
+    sandboxes: dict = field(default_factory=dict)  # label -> the sandbox it ran in (untrusted files)
 
     @property
     def ok(self) -> bool:
@@ -160,7 +162,7 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
         seeds: int = 3, plan: TimingPlan | None = None,
         timeout_s: float = isolation.DEFAULT_TIMEOUT_S, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S,
         capability=None, progress: Callable[[dict], None] | None = None,
-        gpus: list[int] | None = None) -> JobOutcome:
+        gpus: list[int] | None = None, untrusted_all: bool = False) -> JobOutcome:
     """``test`` / ``run`` (one submission) or ``compare`` (two) over shapes x dists.
 
     ``gpus``: local GPU indices; the (shape, dist) items are sharded across them (heaviest first,
@@ -181,15 +183,18 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
 
     described = [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in subs]
     together = len(subs) == 2 and mode != "test" and not plan.isolated
+    # NOTE: a file from outside the lab's submissions/ (or any, with untrusted) runs sandboxed where a tool works
+    untrusted = [untrusted_all or not submissions.in_lab(s) for s in subs]
 
     def serve(indices: list[int], gpu: int | None) -> None:
         env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
         if together:
             children = [isolation.Child(job, described[0], compile_timeout_s=compile_timeout_s, on_event=progress,
-                                        extra_env=env, together=described[1:])]
+                                        extra_env=env, together=described[1:], untrusted=any(untrusted))]
         else:
-            children = [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env)
-                        for d in described]
+            children = [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env,
+                                        untrusted=u)
+                        for d, u in zip(described, untrusted)]
         try:
             timed_out: dict[str, str] = {}  # shape key -> the dist that timed out
             needs_gpu = None  # why the submission cannot run on this CPU machine, once seen
@@ -233,6 +238,8 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
             for c in children:
                 c.stop()
                 outcome.logs.extend(c.logs)
+                if c.sandboxed:
+                    outcome.sandboxes[c.label] = c.sandboxed
 
     if gpus and len(gpus) > 1:
         from harness import sharding
