@@ -719,8 +719,6 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
     if published and recorded:
         raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
     fmt = _output_format(fmt, output_path)
-    if plot_path:
-        _require_matplotlib()
     plan = _plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
                  flush_kind=flush_kind)
     plan.run_processes = run_processes
@@ -733,6 +731,8 @@ def table_cmd(problem, versions, shapes_spec, plot_path, record, published, reco
             raise UserError("--plot draws measured (or, with --recorded, recorded) figures; --published measures nothing")
         _print_published(pc)
         return
+    if plot_path:
+        _require_matplotlib()  # NOTE: before minutes of measuring, not after
     if recorded:
         _print_recorded(problem, pc, plan.mode, plot_path, plan.flush)
         return
