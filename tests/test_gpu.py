@@ -142,7 +142,7 @@ def test_graph_and_warm_modes():
     assert r.exit_code == 0, r.output
     graph = json.loads(r.stdout)["results"][0]
     assert graph["status"] == "PASS" and graph["stats"][0]["mean_us"] > graph["physical_floor_us"]
-    r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:2", "--warm", "--budget", "1", "--json")
+    r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:2", "--method", "cold", "--warm", "--budget", "1", "--json")
     assert r.exit_code == 0, r.output
     st = json.loads(r.stdout)["results"][0]["stats"][0]
     assert st["warm"]["n"] == st["n"] and st["warm"]["mean_us"] > 0
@@ -153,7 +153,8 @@ def test_queued_mode_hides_host_time_behind_the_flush():
     # path; queued behind the flush, both are hidden, so its mean must come out below cold mode's.
     means = {}
     for flag in ("--queued", None):
-        r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:2", *([flag] if flag else []), "--budget", "1", "--json")
+        method = [flag] if flag else ["--method", "cold"]
+        r = invoke("run", "gemv", "v1", "--shapes", "benchmarks:2", *method, "--budget", "1", "--json")
         assert r.exit_code == 0, r.output
         res = json.loads(r.stdout)["results"][0]
         assert res["status"] == "PASS" and res["stats"][0]["mean_us"] > res["physical_floor_us"]
