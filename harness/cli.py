@@ -418,7 +418,8 @@ def _sandbox_lines(outcome) -> list[str]:
     bare = [label for label in untrusted if label not in (outcome.sandboxes or {})]
     if bare:
         from harness import sandbox
-        lines.append(f"{', '.join(bare)}: not sandboxed: {sandbox.describe()}")
+        why = "; ".join(dict.fromkeys((outcome.unsandboxed or {}).get(label, "") for label in bare)) or sandbox.describe()
+        lines.append(f"{', '.join(bare)}: not sandboxed: {why}")
     return lines
 
 

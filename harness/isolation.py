@@ -149,6 +149,15 @@ def checked_event(event: dict) -> dict:
     return _printable_tree(event)
 
 
+def _gpu_here() -> bool:
+    """Whether this machine has a CUDA GPU (without creating a context in the parent)."""
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001 - no torch, no GPU to protect
+        return False
+
+
 def _tail(path: Path, lines: int = 6) -> str:
     """The last ``lines`` non-empty lines of the log, one line, made printable; reads at most the
     last ``LOG_TAIL_BYTES`` of the file (a child can write gigabytes to it)."""
@@ -178,6 +187,7 @@ class Child:
         # read-only, its own PID namespace, allowlisted environment, no network); else as before.
         self.untrusted = untrusted
         self.sandboxed = ""  # the sandbox's description once started in one
+        self.unsandboxed_why = ""  # why an untrusted file ran unsandboxed although a sandbox exists
         self._tmp: str | None = None
         self.together = list(together or [])  # more submissions imported into this same process
         self.compile_timeout_s = compile_timeout_s
@@ -206,6 +216,10 @@ class Child:
         env = dict(os.environ, PYTHONUNBUFFERED="1", **self.extra_env)
         argv = [sys.executable, "-m", "harness.worker", str(cmd_read), str(event_write)]
         box = sandbox.available() if self.untrusted else None
+        if box is not None and _gpu_here():
+            blocked = sandbox.cuda_blocked(box, repo_root=paths.REPO_ROOT, code_root=paths.CODE_ROOT, env=env)
+            if blocked:
+                self.unsandboxed_why, box = blocked, None
         if box is not None:
             self._tmp = tempfile.mkdtemp(prefix="nvfp4-child-")  # its HOME and TMPDIR, removed in _kill
             # NOTE: writable: each imported submission's own extension folder, never the whole build cache

@@ -114,6 +114,7 @@ class JobOutcome:
     geomean: dict | None = None  # per submission (and the ratio): point and 95% interval
     extra_devices: dict = field(default_factory=dict)  # with --gpus: GPU index -> its device description
     sandboxes: dict = field(default_factory=dict)  # label -> the sandbox it ran in (untrusted files)
+    unsandboxed: dict = field(default_factory=dict)  # label -> why it ran outside the sandbox that exists
 
     @property
     def ok(self) -> bool:
@@ -240,6 +241,8 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 outcome.logs.extend(c.logs)
                 if c.sandboxed:
                     outcome.sandboxes[c.label] = c.sandboxed
+                elif c.unsandboxed_why:
+                    outcome.unsandboxed[c.label] = c.unsandboxed_why
 
     if gpus and len(gpus) > 1:
         from harness import sharding

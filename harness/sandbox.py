@@ -550,3 +550,29 @@ def _setup_main(args: list[str]) -> None:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--setup"]:
     _setup_main(sys.argv[1:])
+
+
+_CUDA_CHECKED: dict[str, str | None] = {}
+_CUDA_PROBE = ("import sys, torch\n"
+               "sys.exit(0 if torch.cuda.is_available() and int(torch.ones(2, device='cuda').sum().item()) == 2 else 3)\n")
+
+
+def cuda_blocked(sandbox: Sandbox, *, repo_root, code_root, env: dict, timeout_s: float = 120.0) -> str | None:
+    """On a machine with a GPU: None if a CUDA tensor op works inside ``sandbox`` (checked once per
+    process), else why not. NOTE: the sandbox was built and tested without a GPU; where it would
+    break CUDA the harness runs the file unsandboxed and says so, rather than failing every shape."""
+    key = sandbox.tool
+    if key not in _CUDA_CHECKED:
+        with tempfile.TemporaryDirectory(prefix="nvfp4-sandbox-cuda-") as tmp:
+            argv, wrapped_env = sandbox.wrap([sys.executable, "-c", _CUDA_PROBE], repo_root=repo_root,
+                                             code_root=code_root, writable_dir=tmp, env=env, gpu=True)
+            try:
+                r = subprocess.run(argv, env=wrapped_env, cwd=str(repo_root), stdin=subprocess.DEVNULL,
+                                   capture_output=True, text=True, timeout=timeout_s)
+                why = None if r.returncode == 0 else (
+                    f"CUDA does not work inside {sandbox.tool} here (exit {r.returncode}: "
+                    f"{' | '.join(r.stderr.strip().splitlines()[-2:])[:200]})")
+            except (OSError, subprocess.SubprocessError) as exc:
+                why = f"CUDA check inside {sandbox.tool} failed: {exc}"
+        _CUDA_CHECKED[key] = why
+    return _CUDA_CHECKED[key]

@@ -31,3 +31,18 @@ def test_an_outside_file_cannot_write_the_lab(tmp_path):
     assert r.exit_code == 1 and "Read-only file system" in flat, r.output
     assert "ran sandboxed" in flat
     assert target.read_bytes() == before
+
+
+@pytest.mark.skipif(sandbox.available() is None, reason=f"no sandbox here: {sandbox.why_unavailable()}")
+def test_where_the_sandbox_would_break_cuda_the_file_runs_unsandboxed_and_says_why(tmp_path, monkeypatch):
+    from harness import isolation
+    monkeypatch.setattr(isolation, "_gpu_here", lambda: True)
+    monkeypatch.setattr(sandbox, "cuda_blocked", lambda *a, **k: "CUDA does not work inside bwrap here (test)")
+    sub = tmp_path / "honest.py"
+    sub.write_text("from reference.gemm import ref_kernel\n\n\ndef custom_kernel(data):\n"
+                   "    c = data[-1]\n    c.copy_(ref_kernel(data))\n    return c\n")
+    r = CliRunner().invoke(cli.main, ["test", "gemm", str(sub), "--shape", "m=128,n=256,k=256", "--seeds", "1",
+                                      "--dist", "competition"], catch_exceptions=False)
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert "not sandboxed: CUDA does not work inside bwrap here (test)" in flat
