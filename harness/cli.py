@@ -1010,12 +1010,20 @@ def leaderboard_group():
               show_default=True, help="Which timing method's rows (a row is only ever compared with rows of its own method).")
 @click.option("--flush", "flush_kind", type=click.Choice(timing.FLUSHES), default="dirty", show_default=True,
               help="Which flush's rows.")
+@output_options
 @clean_errors
-def leaderboard_cmd(problem, mode, flush_kind):
+def leaderboard_cmd(problem, mode, flush_kind, fmt, output_path):
     """Best recorded result per version and shape (from leaderboard.csv); also `nvfp4 leaderboard [PROBLEM]`."""
     if problem:
         submissions.check_problem(problem)
+    fmt = _output_format(fmt, output_path)
     rows = leaderboard.best(leaderboard.read(), problem, mode, flush_kind)
+    if fmt != "table":
+        plan = runner.TimingPlan(mode=mode, flush=flush_kind)
+        _emit(report.document("leaderboard", problem, [leaderboard.backfill(r) for r in rows], plan=plan), fmt,
+              output_path)
+        if not output_path:
+            return
     if not rows:
         console.print(f"no recorded {mode} results ({flush_kind} flush)" + (f" for {problem}" if problem else "")
                       + " (use --record)")

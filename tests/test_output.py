@@ -147,3 +147,11 @@ def test_compare_recorded_from_sidecar_samples_with_a_gate(isolated_env):
     assert r.exit_code == 3 and "regression gate" in r.output
     r = invoke("compare", "gemv", "v1", "v2", "--recorded", "--method", "gpumode")
     assert r.exit_code == 1 and "no recorded gpumode/dirty pair" in " ".join(r.output.split())
+
+
+def test_leaderboard_as_json():
+    r = invoke("leaderboard", "gemm", "--method", "cold", "--format", "json")
+    assert r.exit_code == 0
+    doc = json.loads(r.output)
+    assert doc["command"] == "leaderboard" and doc["method"] == "cold" and doc["rows"]
+    assert all(row["problem"] == "gemm" for row in doc["rows"])
