@@ -149,9 +149,14 @@ def test_compare_recorded_from_sidecar_samples_with_a_gate(isolated_env):
     assert r.exit_code == 1 and "no recorded gpumode/dirty pair" in " ".join(r.output.split())
 
 
-def test_leaderboard_as_json():
+def test_leaderboard_as_json(isolated_env):
+    from harness import config, leaderboard
+    shape = config.load()["gemm"].benchmarks[0]
+    leaderboard.append([{"timestamp": "2026-11-27T10:00:00", "problem": "gemm", "version": "v1", "shape": shape.key,
+                         "dist": "competition", "status": "PASS", "mean_us": 50.0, "gpu": "NVIDIA H200",
+                         "timing_mode": "cold", "flush": "dirty", "git_commit": "abc"}])
     r = invoke("leaderboard", "gemm", "--method", "cold", "--format", "json")
     assert r.exit_code == 0
     doc = json.loads(r.output)
-    assert doc["command"] == "leaderboard" and doc["method"] == "cold" and doc["rows"]
-    assert all(row["problem"] == "gemm" for row in doc["rows"])
+    assert doc["command"] == "leaderboard" and doc["method"] == "cold"
+    assert [row["version"] for row in doc["rows"]] == ["v1"] and doc["rows"][0]["shape_m"] == "128"
