@@ -3,7 +3,8 @@
 A *document* is ``{"schema_version", "command", "problem", "commit", "dirty", "gpu", "method",
 "flush", "timestamp", "rows": [...], ...}``: the context once, then flat rows (one per version x
 shape x dist for run, test and table; one per shape for compare, with the speedup; one per version
-for list). ``--format json`` writes the document; ``csv`` writes the rows with the context
+for list); shapes spelled as in leaderboard.csv (``shape_m`` .. ``shape_g``: a bare ``n`` is a
+sample count). ``--format json`` writes the document; ``csv`` writes the rows with the context
 repeated in each (so a file concatenated from several runs stays self-describing); ``md`` writes
 the rows as a Markdown table under a line of context. ``-o FILE`` writes to a file instead of
 stdout. Rows never carry rich markup or terminal escapes.
@@ -16,6 +17,8 @@ import io
 import json
 import time
 from pathlib import Path
+
+from harness import leaderboard
 
 SCHEMA_VERSION = 1
 FORMATS = ("table", "json", "csv", "md")
@@ -36,22 +39,13 @@ def document(command: str, problem: str | None, rows: list[dict], *, device: dic
     return doc
 
 
-def shape_columns(params: dict) -> dict:
-    """m, n, k, l, g of a shape's params; per-group lists joined by ';' (CSV-friendly)."""
-    out = {}
-    for key in ("m", "n", "k", "l", "g"):
-        value = params.get(key)
-        out[key] = ";".join(str(v) for v in value) if isinstance(value, (list, tuple)) else ("" if value is None else value)
-    return out
-
-
 def result_rows(outcome) -> list[dict]:
     """One row per (version, shape, dist) of a run/test/table outcome (``runner.JobOutcome``)."""
     rows = []
     for r in outcome.results:
         for i, sub in enumerate(outcome.submissions):
             st = (r.stats[i] if r.stats and i < len(r.stats) else None) or {}
-            row = {"version": sub.label, "shape": r.shape.label, **shape_columns(r.shape.params), "dist": r.dist,
+            row = {"version": sub.label, "shape": r.shape.label, **leaderboard.shape_columns(r.shape.params), "dist": r.dist,
                    "status": r.status, "message": r.message,
                    "mean_us": st.get("mean_us"), "ci95_lo_us": st.get("ci95_lo_us"), "ci95_hi_us": st.get("ci95_hi_us"),
                    "median_us": st.get("median_us"), "best_us": st.get("best_us"), "n": st.get("n"),
@@ -70,7 +64,7 @@ def compare_rows(outcome) -> list[dict]:
     for r in outcome.results:
         st = r.stats or [{}, {}]
         ratio = r.ratio or {}
-        rows.append({"version_a": a, "version_b": b, "shape": r.shape.label, **shape_columns(r.shape.params),
+        rows.append({"version_a": a, "version_b": b, "shape": r.shape.label, **leaderboard.shape_columns(r.shape.params),
                      "dist": r.dist, "status": r.status, "message": r.message,
                      "mean_a_us": (st[0] or {}).get("mean_us"), "mean_b_us": (st[1] or {}).get("mean_us"),
                      "speedup": ratio.get("speedup"), "lo": ratio.get("lo"), "hi": ratio.get("hi"),

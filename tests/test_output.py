@@ -64,7 +64,8 @@ def test_run_as_csv_on_a_cpu(tmp_path):
     r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--budget", "0.3", "--pool", "2", "--format", "csv", "-o", str(out))
     assert r.exit_code == 0, r.output
     (row,) = list(csv.DictReader(out.open()))
-    assert row["status"] == "PASS" and row["method"] == "gpumode" and row["m"] == "128" and float(row["mean_us"]) > 0
+    assert row["status"] == "PASS" and row["method"] == "gpumode" and row["shape_m"] == "128" and float(row["mean_us"]) > 0
+    assert row["shape_n"] == "256" and int(row["n"]) >= 1  # the shape's n and the sample count stay apart
 
 
 @pytest.mark.parametrize("fail_on,max_regression,ratio,expected", [
