@@ -56,6 +56,7 @@ Everything used to time is bound by ``bind`` before a submission is imported; la
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import time
 from dataclasses import dataclass, field
@@ -356,6 +357,7 @@ def kernel_times(activities: list[Activity], calls: int, range_name: str = CALL_
     windows = sorted((a.start_ns, a.end_ns) for a in activities if not a.device and a.name == range_name)
     if len(windows) != calls:
         raise RuntimeError(f"the profiler recorded {len(windows)} call ranges for {calls} calls")
+    starts = [lo for lo, _ in windows]
     launches = {a.ident: a.start_ns for a in activities if not a.device and a.name.startswith("cu")}
     per_call: list[list[Activity]] = [[] for _ in windows]
     stray = 0
@@ -363,7 +365,8 @@ def kernel_times(activities: list[Activity], calls: int, range_name: str = CALL_
         if not a.device or a.name == range_name:
             continue
         t = launches.get(a.ident)
-        owner = next((i for i, (lo, hi) in enumerate(windows) if t is not None and lo <= t <= hi), None)
+        i = bisect.bisect_right(starts, t) - 1 if t is not None else -1  # the last range starting at or before t
+        owner = i if i >= 0 and t <= windows[i][1] else None
         if owner is None:
             stray += 1
         else:
