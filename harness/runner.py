@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness import config, isolation, machine, roofline, stats, telemetry, timing
+from harness import config, isolation, leaderboard, machine, roofline, stats, telemetry, timing
 from harness.config import Shape
 from harness.errors import UserError
 from harness import submissions
@@ -642,8 +642,6 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
     Every row names the full commit (``machine.git_state``) and its shape's dimensions as columns
     (``leaderboard.shape_columns``); a timed row also its TFLOP/s and TB/s (``leaderboard.throughput``).
     """
-    from harness import leaderboard  # the columns' own rules live with the file they describe
-
     sub = outcome.submissions[sub_index]
     git = machine.git_state()
     try:
@@ -669,16 +667,16 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
                "batch": (outcome.plan.batch(sub.problem) if outcome.plan else ""), **git,
                **leaderboard.shape_columns(r.shape.params)}
         if st:
-            row.update({k: _fmt(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us",
+            row.update({k: leaderboard.format_number(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us",
                                                      "ci95_lo_us", "ci95_hi_us", "iqr_us")})
             row.update(n=st["n"], converged=str(st["converged"]).lower())
             row.update(leaderboard.throughput(sub.problem, r.shape.params, st.get("mean_us")))
             if r.floor_us:
-                row.update(floor_us=_fmt(r.floor_us), pct_of_floor=_fmt(100 * r.floor_us / st["mean_us"]))
+                row.update(floor_us=leaderboard.format_number(r.floor_us), pct_of_floor=leaderboard.format_number(100 * r.floor_us / st["mean_us"]))
             if r.read_floor_us:
-                row.update(read_floor_us=_fmt(r.read_floor_us))
+                row.update(read_floor_us=leaderboard.format_number(r.read_floor_us))
             if st.get("kernel"):
-                row.update(kernel_sum_us=_fmt(st["kernel"]["sum_us"]), host_us=_fmt(st["kernel"]["host_us"]))
+                row.update(kernel_sum_us=leaderboard.format_number(st["kernel"]["sum_us"]), host_us=leaderboard.format_number(st["kernel"]["host_us"]))
         rows.append(row)
         sidecars.append({
             "row": {k: row[k] for k in ("timestamp", "problem", "version", "shape", "dist", "status")},
@@ -696,7 +694,3 @@ def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict
         })
     return rows, sidecars
 
-
-def _fmt(x):
-    from harness import leaderboard  # one rule for every figure in the file
-    return leaderboard.format_number(x)
