@@ -104,7 +104,7 @@ def test_poisoned_context_is_crash_for_that_shape_only():
     r = invoke("test", "gemm", ADVERSARIAL / "device_assert.py", "--shape", "m=128,n=256,k=256",
                "--shape", "m=256,n=256,k=256", "--dist", "competition", "--seeds", "1")
     assert r.exit_code == 1, r.output
-    rows = [line for line in r.output.splitlines() if "competition" in line]
+    rows = [line for line in r.output.splitlines() if line.startswith("│") and "competition" in line]  # the table, not progress lines
     assert "CRASH" in rows[0] and "PASS" in rows[1], r.output
 
 
