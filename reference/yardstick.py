@@ -24,6 +24,10 @@ MAX_RATIO = 1.5
 # ... once its error is large enough to matter: below half the tolerance a ratio of two rounding
 # noises says nothing (exact data: the yardstick's error can be 0 and the kernel's one fp16 ulp).
 JUDGED_ABOVE = 0.5
+# Error beyond one fp16 ulp (what the sum itself lost) is judged above this fraction of the
+# tolerance: fp32 sums' own loss stays at a few hundredths of it on our shapes (gemv 128x40960,
+# CPU emulation of the kernels' order), a lossy partial sum reaches 1-6 (gemm v34, group_gemm v39).
+BEYOND_ULP_JUDGED_ABOVE = 0.25
 
 
 @contextlib.contextmanager
@@ -109,15 +113,25 @@ def ulps_over_one(out, ref) -> float:
     return float(((diff - ulp).clamp_min(0) / (checking.ATOL + checking.RTOL * exp.abs())).max())
 
 
-def judge(kernel_error: float, yardstick_error: float, kernel_beyond_ulp: float | None = None) -> tuple[bool, str]:
-    """Whether a kernel that passed the tolerance check is also as accurate as the yardstick:
-    it FAILs when its error is over half the tolerance, more than MAX_RATIO x the yardstick's, and
-    (where ``kernel_beyond_ulp`` is given) some element is more than one fp16 ulp off."""
+def judge(kernel_error: float, yardstick_error: float, kernel_beyond_ulp: float | None = None,
+          yardstick_beyond_ulp: float = 0.0) -> tuple[bool, str]:
+    """Whether a kernel that passed the tolerance check is also as accurate as the yardstick.
+
+    With the errors beyond one fp16 ulp given (:func:`ulps_over_one`), those decide: a FAIL when the
+    kernel's is over ``BEYOND_ULP_JUDGED_ABOVE`` of the tolerance and more than ``MAX_RATIO`` x the
+    yardstick's. NOTE: the largest error and the largest error beyond one ulp may be two different
+    elements (a legitimate one-ulp flip near 10^3 is 0.5-0.98 of the tolerance; an fp32 sum's 1e-4
+    near zero is a few ulps there but a few hundredths of the tolerance), so the rule is on the
+    second measure alone. Without them: the plain rule on the largest errors.
+    """
     text = f"max error {kernel_error:.3g} of the tolerance (cuBLAS fp16: {yardstick_error:.3g})"
-    if kernel_error != kernel_error:  # NaN
+    if kernel_error != kernel_error or (kernel_beyond_ulp is not None and kernel_beyond_ulp != kernel_beyond_ulp):
         return False, text
-    if kernel_beyond_ulp is not None and not kernel_beyond_ulp > 0:
+    if kernel_beyond_ulp is not None:
+        if kernel_beyond_ulp > BEYOND_ULP_JUDGED_ABOVE and kernel_beyond_ulp > MAX_RATIO * yardstick_beyond_ulp:
+            return False, text + (f"; beyond one fp16 ulp {kernel_beyond_ulp:.3g} of the tolerance, more than "
+                                  f"{MAX_RATIO}x cuBLAS's ({yardstick_beyond_ulp:.3g})")
         return True, text
     if kernel_error > JUDGED_ABOVE and kernel_error > MAX_RATIO * yardstick_error:
-        return False, text + f": more than {MAX_RATIO}x cuBLAS's on the same data, more than one fp16 ulp off"
+        return False, text + f": more than {MAX_RATIO}x cuBLAS's on the same data"
     return True, text
