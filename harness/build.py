@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, compile_only, paths
+from harness import build_cache, compile_only, paths, submissions
 from harness.compile_only import FAIL, OK, CompileResult
 from harness.errors import UserError
 from harness.submissions import Submission
@@ -53,12 +53,10 @@ from harness.submissions import Submission
 _CHILD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from harness import build_cache, worker
+from harness import loader
 t0 = time.perf_counter()
-with build_cache.building(sys.argv[4], on_wait=print) as stale:
-    for lock in stale:
-        print(f"nvfp4-build: removed a stale torch lock left by a killed build: {lock}", flush=True)
-    worker.import_submission(sys.argv[2], sys.argv[3])
+loader.import_submission(sys.argv[2], sys.argv[3], source_hash=sys.argv[4],
+                         on_progress=lambda text: print(f"nvfp4-build: {text}", flush=True))
 print(f"nvfp4-build: imported in {time.perf_counter() - t0:.1f} s", flush=True)
 """
 
@@ -198,13 +196,17 @@ def write_manifest(path: Path, m: Manifest) -> bool:
 
 
 def manifest_name(sub: Submission) -> str | None:
-    """``problem/vN`` for a lineage file (submissions/<problem>/submission_vN.py), else None: a
-    file given by path is checked but never recorded."""
+    """``problem/vN`` for a lineage file (submissions/<problem>/submission_vN.py, or the same name
+    in its attic/: a version keeps its entry, and its key, when it moves there), else None: a file
+    given by path is checked but never recorded."""
     if not re.fullmatch(r"v\d+", sub.label):
         return None
-    expected = paths.submissions_dir() / sub.problem / f"submission_{sub.label}.py"
+    lineage = paths.submissions_dir() / sub.problem
+    name = f"submission_{sub.label}.py"
     try:
-        return f"{sub.problem}/{sub.label}" if sub.path.resolve() == expected.resolve() else None
+        where = sub.path.resolve()
+        return f"{sub.problem}/{sub.label}" if where in (
+            (lineage / name).resolve(), (lineage / submissions.ATTIC / name).resolve()) else None
     except OSError:
         return None
 

@@ -51,7 +51,7 @@ LOG_TAIL_BYTES = 16 * 1024
 # descriptors (opened later, closed after the pipe) are released. A child that closed the pipe
 # itself and kept running no longer gets a fixed 30 s past a deadline of a few seconds.
 EXIT_GRACE_S = 5.0
-# The type of each field the parent or its printers (harness.cli.Progress) read; an event whose
+# The type of each field the parent or its printers (harness.cli.render.Progress) read; an event whose
 # field has another type is TAMPERED. Fields not named here are data (samples, device facts).
 FIELD_TYPES = {"event": str, "status": str, "message": str, "label": str, "stage": str, "phase": str,
                "detail": str, "item": str, "line": str, "seconds": (int, float)}
@@ -205,6 +205,17 @@ class Child:
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
+        """Launches the child and waits until it has imported its submission(s)."""
+        self.launch()
+        self.await_ready()
+
+    def launch(self) -> None:
+        """Starts the child process and hands it its key and job; returns without waiting.
+
+        NOTE: call this on the thread that keeps running (the main one): a sandboxed child is bound
+        to the thread that forked it (bwrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when
+        that *thread* exits), so a child launched from a short-lived helper thread is killed with it.
+        ``await_ready`` may run on any thread."""
         if self.import_failure:
             raise self.import_failure
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -246,15 +257,18 @@ class Child:
         self._receiver = channel.Receiver(key)
         job = dict(self.job, submission=self.submission, together=self.together, repo_root=str(paths.REPO_ROOT),
                    code_root=str(paths.CODE_ROOT))
-        started = time.monotonic()
+        self._launched_at = started = time.monotonic()
         try:
             self._send({"key": key.hex(), "job": job}, started + self.compile_timeout_s)
         except OSError:
-            pass  # the child is gone already; _await reports how
+            pass  # the child is gone already; await_ready reports how
+
+    def await_ready(self) -> None:
+        """Waits for the launched child's import (``ready``); a failure raises ChildFailure."""
         try:
             # Each submission the parent asked for may take compile_timeout_s from its import event.
             event = self._await(("ready", "import_error"), self.compile_timeout_s, "while importing/compiling",
-                                since=started, import_extensions=1 + len(self.together))
+                                since=self._launched_at, import_extensions=1 + len(self.together))
         except ChildFailure as exc:
             if exc.status == "CRASH":
                 exc = ChildFailure("CRASH", f"{exc.message} before the first shape (import/compile)")

@@ -8,6 +8,10 @@ GPU UUID, clocks, power limit, telemetry per block, and the timing and flush mod
 The file is plain RFC 4180 CSV that pandas.read_csv and duckdb.read_csv load with their defaults:
 one header, every line ended by "\n" alone (a quoted cell's own line breaks too), the shape's
 dimensions as numeric columns beside its JSON, and throughput beside the times.
+
+This module is the record's schema: the columns (``COLUMNS``), the ones derived from others
+(``derived_columns``), a measurement's figures (``figures``, also the output documents' columns,
+harness/report.py) and how a finished run becomes rows and sidecars (``outcome_rows``).
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ import json
 import re
 import secrets
 import shutil
+import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from harness import paths
+from harness import machine, paths
 from harness.errors import UserError
+
+if TYPE_CHECKING:  # NOTE: annotations only; runner needs nothing from here, so no cycle either way
+    from harness.runner import JobOutcome, ShapeResult
 
 COLUMNS = (
     "timestamp", "problem", "version", "file", "sha256", "code_hash", "shape_set", "shape_index", "shape", "dist",
@@ -120,6 +128,86 @@ def backfill(row: dict) -> dict:
         return dict(row)
     derived = derived_columns(row)
     return {**row, **{k: derived[k] for k in missing}}
+
+
+# ----------------------------------------------------------------------- rows of a measurement
+# A timed result's figures from its statistics summary (``stats.summarize``), under the same names.
+STAT_COLUMNS = ("mean_us", "median_us", "std_us", "ci95_us", "best_us", "ci95_lo_us", "ci95_hi_us", "iqr_us")
+# What each flush did, in words, for the sidecar (``timing.FLUSHES``).
+FLUSH_DETAIL = {"dirty": "2x L2 zeroed on the timed stream (GPU MODE's clear writes too)",
+                "clean": "2x L2 read by a reduction on the timed stream (clean lines)"}
+_COUNT_COLUMNS = ("n", "converged")  # not figures in µs: written as they are
+
+
+def figures(result: "ShapeResult", stat: dict | None) -> dict:
+    """One submission's figures of a shape result, as numbers (None where there is none): the
+    STAT_COLUMNS, ``n``, ``converged``, ``floor_us``, ``pct_of_floor`` (of the mean), ``read_floor_us``,
+    and with the kernel method ``kernel_sum_us`` and ``host_us``. The file's row (``outcome_rows``,
+    formatted) and an output document's row (``report.result_rows``) both take them from here."""
+    st = stat or {}
+    mean = st.get("mean_us")
+    out = {k: st.get(k) for k in STAT_COLUMNS}
+    out.update(n=st.get("n"), converged=st.get("converged"), floor_us=result.floor_us,
+               pct_of_floor=100 * result.floor_us / mean if result.floor_us and mean else None,
+               read_floor_us=result.read_floor_us)
+    kernel = st.get("kernel") or {}
+    if kernel:
+        out.update(kernel_sum_us=kernel.get("sum_us"), host_us=kernel.get("host_us"))
+    return out
+
+
+def outcome_rows(outcome: "JobOutcome", sub_index: int = 0) -> tuple[list[dict], list[dict]]:
+    """Rows for the file and, per row, its reproducibility sidecar (raw samples and context), of
+    submission ``sub_index`` of a finished run (``runner.JobOutcome``); a SKIP result has none.
+
+    An IMPLAUSIBLE (or any failed) result is recorded as its status without times: never as a result.
+    Every row names the full commit (``machine.git_state``) and its shape's dimensions as columns
+    (``shape_columns``); a timed row also its figures (``figures``), TFLOP/s and TB/s (``throughput``).
+    """
+    sub = outcome.submissions[sub_index]
+    git = machine.git_state()
+    try:
+        rel = str(sub.path.relative_to(paths.REPO_ROOT))
+    except ValueError:
+        rel = str(sub.path)
+    plan = outcome.plan
+    rows, sidecars = [], []
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    for r in outcome.results:
+        if r.status == "SKIP":
+            continue
+        dev = r.device or outcome.device or {}  # NOTE: with --gpus every row names its own GPU
+        tele = dev.get("telemetry") or {}
+        st = r.stats[sub_index] if (r.stats and r.ok) else None
+        row = {"timestamp": stamp, "problem": sub.problem, "version": sub.label, "file": rel, "sha256": sub.sha256,
+               "code_hash": sub.source_hash[:16],
+               "shape_set": r.shape.set_name, "shape_index": r.shape.index, "shape": r.shape.key, "dist": r.dist,
+               "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
+               "gpu_uuid": tele.get("uuid", ""), "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""),
+               "cuda": dev.get("cuda", ""), "torch": dev.get("torch", ""),
+               "timing_mode": plan.mode if plan else "", "flush": plan.flush if plan else "",
+               "batch": plan.batch(sub.problem) if plan else "", **git, **shape_columns(r.shape.params)}
+        if st:
+            measured = figures(r, st)
+            row.update({k: format_number(v) for k, v in measured.items() if k not in _COUNT_COLUMNS},
+                       n=measured["n"], converged=str(measured["converged"]).lower())
+            row.update(throughput(sub.problem, r.shape.params, st.get("mean_us")))
+        rows.append(row)
+        sidecars.append({
+            "row": {k: row[k] for k in ("timestamp", "problem", "version", "shape", "dist", "status")},
+            "source": {"file": rel, "sha256": sub.sha256, "source_hash": sub.source_hash, **git},
+            "shape": r.shape.params, "seeds": r.extra.get("seeds"),
+            "samples_us": r.samples[sub_index] if (r.samples and r.ok) else None,
+            "stats": st, "telemetry": r.telemetry,
+            "timing": dict(plan.describe(sub.problem) if plan else {},
+                           flush_detail=FLUSH_DETAIL.get(plan.flush if plan else "dirty"),
+                           **{k: v for k, v in r.extra.items() if k != "seeds"}),
+            "environment": {"gpu": dev.get("gpu"), "gpu_telemetry": tele, "sm_count": dev.get("sm_count"),
+                            "capability": dev.get("capability"), "driver": dev.get("driver"), "cuda": dev.get("cuda"),
+                            "torch": dev.get("torch"), "nvcc": machine.nvcc_version(), "ceilings": dev.get("ceilings"),
+                            "harness": machine.harness_version()},
+        })
+    return rows, sidecars
 
 
 # ------------------------------------------------------------------------------------ writing

@@ -211,11 +211,6 @@ def line_segments(points: Iterable, order: list[str], failed_versions: Iterable[
     return segments
 
 
-def failed_versions_from_readme(text: str) -> set[str]:
-    """The versions a lineage README's tables mark ✗ (``| v7 ✗ | ...``): not faster than the parent."""
-    return {m.group(1) for m in re.finditer(r"^\|\s*(v\d+)\s*✗", text, flags=re.MULTILINE)}
-
-
 # NOTE: only a note that starts so: "regressed vs V7" is the writeup's ✗, "mixed: B faster, A/C/D slower" is not
 _WRITEUP_FAILED = re.compile(r"\s*(failed|regress|slight regression|slower)", re.IGNORECASE)
 
@@ -421,7 +416,7 @@ def ladder(path, problem: str, points: Iterable, published: Mapping | None = Non
         for gpu, gpu_pts in gpu_lines(p for p in pts if p.shape == shape).items():
             _draw_series(ax, gpu_pts, order, dead, colours[gpu], markers[gpu], gpu if row == 0 else None)
             ys += [pct_of_floor(p.mean_us, p.floor_us) for p in gpu_pts]
-            floors.append(f"{_short_gpu(gpu)} {statistics.median(p.floor_us for p in gpu_pts):.1f} µs")
+            floors.append(f"{short_gpu(gpu)} {statistics.median(p.floor_us for p in gpu_pts):.1f} µs")
         top = max(100.0, max(ys) * 1.08)
         ax.set_ylim(0, top)
         ax.axhline(100, color="black", linewidth=0.8, linestyle=":", zorder=1)
@@ -469,7 +464,7 @@ def _published_panel(ax, published: Mapping, points: list[LadderPoint], order: l
         ax.set_ylim(0, max(100.0, top * 1.08))
         ax.axhline(100, color="black", linewidth=0.8, linestyle=":")
         ax.set_ylabel("% of speed of light", fontsize=9)
-        what = f"% of the {_short_gpu(gpu)} speed of light (GPU MODE's table)"
+        what = f"% of the {short_gpu(gpu)} speed of light (GPU MODE's table)"
     else:
         ax.set_yscale("log")
         ax.set_ylabel("µs (log)", fontsize=9)
@@ -502,8 +497,8 @@ def _short_version(name: str, limit: int = 14) -> str:
     return name if len(name) <= limit else name[:limit - 1] + "…"
 
 
-def _short_gpu(name: str) -> str:
-    """"NVIDIA H100 80GB HBM3" -> "H100": the model, for titles."""
+def short_gpu(name: str) -> str:
+    """"NVIDIA H100 80GB HBM3" -> "H100": the model, for titles and table cells."""
     m = re.search(r"\b([A-Z]+\d{2,4}[A-Za-z]*)\b", name.replace("NVIDIA", ""))
     return m.group(1) if m else name
 

@@ -274,11 +274,10 @@ def _child(argv: list[str]) -> int:
     problem, path, label, source_hash, params, dist, mode, warmup, calls = argv
     import torch
 
-    from harness import machine, worker
+    from harness import loader, machine
     from reference import problem_module
 
-    with build_cache.building(source_hash):
-        kernel = worker.import_submission(path, label)
+    kernel = loader.import_submission(path, label, source_hash=source_hash)
     mod = problem_module(problem)
     shape = json.loads(params)
     seed = shape.pop("seed", 1111)

@@ -40,20 +40,14 @@ def document(command: str, problem: str | None, rows: list[dict], *, device: dic
 
 
 def result_rows(outcome) -> list[dict]:
-    """One row per (version, shape, dist) of a run/test/table outcome (``runner.JobOutcome``)."""
+    """One row per (version, shape, dist) of a run/test/table outcome (``runner.JobOutcome``): the
+    figures under leaderboard.csv's names (``leaderboard.figures``), as numbers."""
     rows = []
     for r in outcome.results:
         for i, sub in enumerate(outcome.submissions):
-            st = (r.stats[i] if r.stats and i < len(r.stats) else None) or {}
-            row = {"version": sub.label, "shape": r.shape.label, **leaderboard.shape_columns(r.shape.params), "dist": r.dist,
-                   "status": r.status, "message": r.message,
-                   "mean_us": st.get("mean_us"), "ci95_lo_us": st.get("ci95_lo_us"), "ci95_hi_us": st.get("ci95_hi_us"),
-                   "median_us": st.get("median_us"), "best_us": st.get("best_us"), "n": st.get("n"),
-                   "converged": st.get("converged"), "floor_us": r.floor_us, "read_floor_us": r.read_floor_us}
-            kernel = st.get("kernel") or {}
-            if kernel:
-                row.update(kernel_sum_us=kernel.get("sum_us"), host_us=kernel.get("host_us"))
-            rows.append(row)
+            st = r.stats[i] if r.stats and i < len(r.stats) else None
+            rows.append({"version": sub.label, "shape": r.shape.label, **leaderboard.shape_columns(r.shape.params),
+                         "dist": r.dist, "status": r.status, "message": r.message, **leaderboard.figures(r, st)})
     return rows
 
 

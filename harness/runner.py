@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness import config, isolation, leaderboard, machine, roofline, stats, telemetry, timing
+from harness import config, isolation, machine, roofline, stats, telemetry, timing
 from harness.config import Shape
 from harness.errors import UserError
 from harness import submissions
@@ -24,8 +24,6 @@ from harness.submissions import Submission
 
 STATUSES_OK = ("PASS",)
 NO_VERDICT = "none (CPU)"
-FLUSH_DETAIL = {"dirty": "2x L2 zeroed on the timed stream (GPU MODE's clear writes too)",
-                "clean": "2x L2 read by a reduction on the timed stream (clean lines)"}
 MAX_THROTTLE_DROPS = 10  # throttled blocks dropped (and retried) per shape before keeping them, flagged
 
 
@@ -216,8 +214,10 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 elif together:
                     results[i] = _measure_together(children[0], [s.label for s in subs], shape, dist, item, plan,
                                                    timeout_s, progress)
+                elif mode == "compare":
+                    results[i] = _measure_isolated(children, shape, dist, item, plan, timeout_s, progress)
                 else:
-                    results[i] = _measure_item(children, shape, dist, item, plan, timeout_s, progress)
+                    results[i] = _measure_run(children[0], shape, dist, item, plan, timeout_s, progress)
                 results[i].device = next((c.device for c in children if c.device), None)
                 if results[i].status == "TIMEOUT":
                     timed_out[shape.key] = dist
@@ -323,14 +323,21 @@ def _start_together(children, order) -> tuple[int, str, str] | None:
     if len(idle) < 2:
         return None
     failures: dict[int, isolation.ChildFailure] = {}
-
-    def start(i: int) -> None:
+    launched = []
+    for i in idle:  # NOTE: launched on this thread, only the waits in threads (Child.launch says why)
         try:
-            children[i].start()
+            children[i].launch()
+            launched.append(i)
         except isolation.ChildFailure as exc:
             failures[i] = exc
 
-    _together([lambda i=i: start(i) for i in idle])
+    def ready(i: int) -> None:
+        try:
+            children[i].await_ready()
+        except isolation.ChildFailure as exc:
+            failures[i] = exc
+
+    _together([lambda i=i: ready(i) for i in launched])
     first = next((i for i in order if i in failures), None)
     return None if first is None else (first, failures[first].status, failures[first].message)
 
@@ -473,139 +480,216 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
     return result
 
 
-def _measure_item(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
-    """Timing rounds for one shape.
+@dataclass
+class _Rounds:
+    """The timing rounds of one shape in separate processes (run; isolated compare): per child, in
+    the children's order, the kept blocks and their replies; the generation of every kept round."""
+    children: int
+    blocks: list = field(init=False)  # per child: the kept blocks of per-call µs
+    replies: list = field(init=False)  # per child: the kept blocks' replies (kernel by-products)
+    warm_blocks: list = field(init=False)  # per child: --warm's blocks
+    generations: list[int] = field(default_factory=list)  # the process generation of every kept round
+    telemetry: list = field(default_factory=list)  # per kept round: one NVML sample per child
+    dropped: int = 0  # throttled rounds dropped (and retried)
+    count: int = 0  # rounds run, dropped ones included
+    timed_s: float = 0.0  # seconds spent in timing rounds (starting children and checking are not counted)
 
-    ``run`` (one child): rounds until the stopping rule is satisfied, in ``plan.run_processes`` fresh
-    processes one after another, each with its share of the budget. ``compare`` (two children):
-    generations of fresh child processes (started together, prepared in alternating order), each timing for
-    ``budget / processes`` seconds; after ``plan.processes`` generations, two more at a time while
-    the verdict is AMBIGUOUS, up to ``plan.max_processes``. Two processes of identical code differ
-    by 1-2% (measured), so generations are the independent samples of a compare: their spread
-    enters the interval (bootstrap and Student-t over generations) instead of the verdict."""
-    result = ShapeResult(shape, dist, "PASS")
-    labels = [c.label for c in children]
-    pair = len(children) == 2
+    def __post_init__(self):
+        self.blocks = [[] for _ in range(self.children)]
+        self.replies = [[] for _ in range(self.children)]
+        self.warm_blocks = [[] for _ in range(self.children)]
 
-    def fail(i: int, status: str, message: str) -> ShapeResult:
-        result.status = status
-        result.message = (f"{labels[i]}: " if pair else "") + message
-        return result
-
-    min_generations = max(1, plan.processes) if pair else max(1, plan.run_processes)
-    max_generations = max(min_generations, plan.max_processes) if pair else min_generations
-    generation_budget = plan.rule.budget_s / min_generations
-    # NOTE: run with several processes: each gets the stopping rule with its share of the budget.
-    generation_rule = dataclasses.replace(plan.rule, budget_s=generation_budget)
-    unconverged: list[str] = []
-    blocks: list[list] = [[] for _ in children]
-    kept: list[list[dict]] = [[] for _ in children]
-    warm_blocks: list[list] = [[] for _ in children]
-    groups: list[int] = []  # the generation of every kept round
-    tele_log: list = []
-    extra: dict = {}
-    dropped, rounds = 0, 0
-    timed_s = 0.0  # seconds spent in timing rounds (starting children and checking are not counted)
-    decision = None
-    gen = 0
-    while gen < max_generations:
+    def run_one(self, children, plan: TimingPlan, timeout_s) -> tuple[dict[int, dict] | None, tuple | None]:
+        """One block from every child, the first child first in odd rounds and last in even ones (A B,
+        B A, ...: neither version always goes first). (replies by child, None), or (None, (index,
+        status, message)) for the first child that failed."""
+        self.count += 1
         order = list(range(len(children)))
-        if gen % 2 == 1:
-            order.reverse()  # the other version's process is prepared first this time
-        if gen > 0:
-            _together([child.stop for child in children])
-            if progress:
-                progress({"event": "progress", "item": item["id"], "stage": f"process generation {gen + 1}"})
-        failure = _prepare(children, order, item, plan, timeout_s, progress, extra)
-        if failure:
-            return fail(*failure)
-        gen_start_s, gen_rounds = timed_s, 0
-        while True:
-            rounds += 1
-            round_order = list(range(len(children)))
-            if rounds % 2 == 0:
-                round_order.reverse()  # A B, B A, A B ...: neither version always goes first
-            replies = {}
-            t0 = time.monotonic()
-            for i in round_order:
-                try:
-                    reply = children[i].request({"cmd": "block", "round": rounds, "mode": plan.mode,
-                                                 "warm": plan.warm, "sub": 0}, timeout_s)
-                except isolation.ChildFailure as exc:
-                    return fail(i, exc.status, exc.message)
-                if reply["status"] != "PASS":
-                    return fail(i, reply["status"], reply.get("message", ""))
-                replies[i] = reply
-            timed_s += time.monotonic() - t0
-            samples = [replies[i].get("telemetry") for i in range(len(children))]
-            if any(telemetry.is_throttled(s) for s in samples) and dropped < MAX_THROTTLE_DROPS:
-                dropped += 1
-                continue
-            tele_log.append({"round": rounds, "generation": gen,
-                             "throttled": any(telemetry.is_throttled(s) for s in samples), "samples": samples})
-            for i in range(len(children)):
-                blocks[i].append(replies[i]["times_us"])
-                kept[i].append(replies[i])
-                if "warm_times_us" in replies[i]:
-                    warm_blocks[i].append(replies[i]["warm_times_us"])
-            groups.append(gen)
-            gen_rounds += 1
-            if progress and rounds % 5 == 0:
-                calls = sum(len(b) for b in blocks[0])
-                progress({"event": "progress", "item": item["id"], "stage": f"timing: {calls} calls"})
-            if not pair:
-                gen_blocks = blocks[0][len(blocks[0]) - gen_rounds:]
-                decision = generation_rule.decide([t for b in gen_blocks for t in b], timed_s - gen_start_s, gen_rounds)
-                if decision:
-                    if not decision[0]:
-                        unconverged.append(decision[1])
-                    break
-                continue
-            if gen_rounds >= 2 and timed_s - gen_start_s >= generation_budget:
-                break
-        gen += 1
-        if not pair:
-            continue
-        if gen >= min_generations and ((gen - min_generations) % 2 == 0 or gen == max_generations):
-            _, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
-            if stats.verdict(lo, hi, plan.margin) != "AMBIGUOUS":
-                decision = (True, f"decided after {gen} process generation(s)")
-                break
-    if pair and decision is None:
-        decision = (False, f"still AMBIGUOUS after {gen} process generation(s) (--max-processes)")
-    if not pair and unconverged:
-        decision = (False, unconverged[0] + (f" (in {len(unconverged)} of {gen} processes)" if gen > 1 else ""))
+        if self.count % 2 == 0:
+            order.reverse()
+        replies = {}
+        t0 = time.monotonic()
+        for i in order:
+            try:
+                reply = children[i].request({"cmd": "block", "round": self.count, "mode": plan.mode,
+                                             "warm": plan.warm, "sub": 0}, timeout_s)
+            except isolation.ChildFailure as exc:
+                return None, (i, exc.status, exc.message)
+            if reply["status"] != "PASS":
+                return None, (i, reply["status"], reply.get("message", ""))
+            replies[i] = reply
+        self.timed_s += time.monotonic() - t0
+        return replies, None
+
+    def keep(self, replies: dict[int, dict], generation: int) -> bool:
+        """Keeps the round's blocks, unless a child's GPU was throttled and fewer than
+        MAX_THROTTLE_DROPS rounds were dropped so far (then it is dropped: False). Past that bound a
+        throttled round is kept, flagged in its telemetry entry."""
+        samples = [replies[i].get("telemetry") for i in range(self.children)]
+        throttled = any(telemetry.is_throttled(s) for s in samples)
+        if throttled and self.dropped < MAX_THROTTLE_DROPS:
+            self.dropped += 1
+            return False
+        self.telemetry.append({"round": self.count, "generation": generation, "throttled": throttled,
+                               "samples": samples})
+        for i in range(self.children):
+            self.blocks[i].append(replies[i]["times_us"])
+            self.replies[i].append(replies[i])
+            if "warm_times_us" in replies[i]:
+                self.warm_blocks[i].append(replies[i]["warm_times_us"])
+        self.generations.append(generation)
+        return True
+
+    def report_progress(self, progress, item) -> None:
+        if progress and self.count % 5 == 0:
+            calls = sum(len(b) for b in self.blocks[0])
+            progress({"event": "progress", "item": item["id"], "stage": f"timing: {calls} calls"})
+
+
+def _start_generation(children, generation: int, item, plan, timeout_s, progress, extra) -> tuple | None:
+    """Fresh processes for ``generation`` (the previous generation's stopped first), prepared in
+    alternating order: the first child first in even generations, the other first in odd ones.
+    (index, status, message) of the first failure, or None."""
+    order = list(range(len(children)))
+    if generation % 2 == 1:
+        order.reverse()
+    if generation > 0:
+        _together([child.stop for child in children])
+        if progress:
+            progress({"event": "progress", "item": item["id"], "stage": f"process generation {generation + 1}"})
+    return _prepare(children, order, item, plan, timeout_s, progress, extra)
+
+
+def _failed(result: ShapeResult, labels: list[str], failure: tuple) -> ShapeResult:
+    """``result`` with the failure's status and message; in a compare, the message names the side."""
+    index, status, message = failure
+    result.status = status
+    result.message = (f"{labels[index]}: " if len(labels) > 1 else "") + message
+    return result
+
+
+def _finish_children(children, timeout_s) -> None:
     for child in children:
         try:
             child.request({"cmd": "finish"}, timeout_s)
         except isolation.ChildFailure:
             pass  # the samples are in; a child that dies while freeing memory is restarted next shape
-    converged, reason = decision or (False, "stopped")
+
+
+def _fill_timed(result: ShapeResult, rounds: _Rounds, decision: tuple[bool, str], item, extra: dict,
+                per_process: bool) -> None:
+    """The shape's statistics per child from the kept rounds (``per_process``: the interval over
+    the process generations, run --processes), its samples, telemetry and timing by-products."""
+    converged, reason = decision
     result.stats = []
-    for i in range(len(children)):
-        summary = stats.summarize(blocks[i], converged, reason, groups=None if pair else groups)
-        if warm_blocks[i]:
-            summary["warm"] = stats.summarize(warm_blocks[i], converged, reason)
-        summary["throttled_blocks_kept"] = sum(1 for t in tele_log if t["throttled"])
-        extra_kernel = _kernel_extra(kept[i])
+    for i in range(rounds.children):
+        summary = stats.summarize(rounds.blocks[i], converged, reason,
+                                  groups=rounds.generations if per_process else None)
+        if rounds.warm_blocks[i]:
+            summary["warm"] = stats.summarize(rounds.warm_blocks[i], converged, reason)
+        summary["throttled_blocks_kept"] = sum(1 for t in rounds.telemetry if t["throttled"])
+        extra_kernel = _kernel_extra(rounds.replies[i])
         if extra_kernel:
             summary["kernel"] = extra_kernel
         result.stats.append(summary)
-    result.samples = blocks
-    result.telemetry = tele_log
-    result.extra = {"rounds": rounds, "throttle_drops": dropped, "children": extra, "generations": groups,
-                    "read_floor": extra.pop("read_floor", None),
+    result.samples = rounds.blocks
+    result.telemetry = rounds.telemetry
+    read_floor = extra.pop("read_floor", None)
+    result.extra = {"rounds": rounds.count, "throttle_drops": rounds.dropped, "children": extra,
+                    "generations": rounds.generations, "read_floor": read_floor,
                     "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
-    if pair:
-        point, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
-        by_generation = []
-        for gen in sorted(set(groups)):
-            ga = [b for b, g in zip(blocks[0], groups) if g == gen]
-            gb = [b for b, g in zip(blocks[1], groups) if g == gen]
-            by_generation.append({"generation": gen, "first_prepared": "B" if gen % 2 else "A",
-                                  "speedup": stats.ratio_interval(ga, gb)[0], "rounds": len(ga)})
-        result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
-                        "processes": len(by_generation), "by_generation": by_generation}
+
+
+def _measure_run(child, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
+    """``run``'s timing of one shape: rounds until the stopping rule is satisfied, in
+    ``plan.run_processes`` fresh processes one after another, each with the rule and its share of
+    the budget. Converged only if every process converged; with several, the mean's interval
+    covers the spread between them (``stats.summarize`` over the generations)."""
+    result = ShapeResult(shape, dist, "PASS")
+    processes = max(1, plan.run_processes)
+    rule = dataclasses.replace(plan.rule, budget_s=plan.rule.budget_s / processes)
+    rounds = _Rounds(1)
+    extra: dict = {}
+    unconverged: list[str] = []
+    decision = None
+    for generation in range(processes):
+        failure = _start_generation([child], generation, item, plan, timeout_s, progress, extra)
+        if failure:
+            return _failed(result, [child.label], failure)
+        start_s, start_kept = rounds.timed_s, len(rounds.generations)
+        while True:
+            replies, failure = rounds.run_one([child], plan, timeout_s)
+            if failure:
+                return _failed(result, [child.label], failure)
+            if not rounds.keep(replies, generation):
+                continue
+            rounds.report_progress(progress, item)
+            kept = rounds.blocks[0][start_kept:]
+            decision = rule.decide([t for b in kept for t in b], rounds.timed_s - start_s, len(kept))
+            if decision:
+                if not decision[0]:
+                    unconverged.append(decision[1])
+                break
+    if unconverged:
+        decision = (False, unconverged[0] + (f" (in {len(unconverged)} of {processes} processes)" if processes > 1 else ""))
+    _finish_children([child], timeout_s)
+    _fill_timed(result, rounds, decision or (False, "stopped"), item, extra, per_process=True)
+    return result
+
+
+def _measure_isolated(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
+    """``compare --isolated``'s timing of one shape: generations of fresh process pairs (started
+    together, prepared in alternating order), each timing for ``budget / processes`` seconds; after
+    ``plan.processes`` generations, two more at a time while the verdict is AMBIGUOUS, up to
+    ``plan.max_processes``. Two processes of identical code differ by 1-2% (measured), so the
+    generations are the independent samples of the compare: their spread enters the interval
+    (bootstrap and Student-t over generations) instead of the verdict."""
+    result = ShapeResult(shape, dist, "PASS")
+    labels = [c.label for c in children]
+    min_generations = max(1, plan.processes)
+    max_generations = max(min_generations, plan.max_processes)
+    generation_budget = plan.rule.budget_s / min_generations
+    rounds = _Rounds(len(children))
+    extra: dict = {}
+    decision = None
+    generation = 0
+    while generation < max_generations:
+        failure = _start_generation(children, generation, item, plan, timeout_s, progress, extra)
+        if failure:
+            return _failed(result, labels, failure)
+        start_s, kept = rounds.timed_s, 0
+        while True:
+            replies, failure = rounds.run_one(children, plan, timeout_s)
+            if failure:
+                return _failed(result, labels, failure)
+            if not rounds.keep(replies, generation):
+                continue
+            kept += 1
+            rounds.report_progress(progress, item)
+            if kept >= 2 and rounds.timed_s - start_s >= generation_budget:
+                break
+        generation += 1
+        # NOTE: a verdict is read after the minimum, then after every second generation (an even
+        # count keeps the prepared-first order balanced), or at the last one allowed.
+        if generation >= min_generations and ((generation - min_generations) % 2 == 0 or generation == max_generations):
+            _, lo, hi = stats.ratio_interval(rounds.blocks[0], rounds.blocks[1], groups=rounds.generations)
+            if stats.verdict(lo, hi, plan.margin) != "AMBIGUOUS":
+                decision = (True, f"decided after {generation} process generation(s)")
+                break
+    if decision is None:
+        decision = (False, f"still AMBIGUOUS after {generation} process generation(s) (--max-processes)")
+    _finish_children(children, timeout_s)
+    _fill_timed(result, rounds, decision, item, extra, per_process=False)
+    blocks, groups = rounds.blocks, rounds.generations
+    point, lo, hi = stats.ratio_interval(blocks[0], blocks[1], groups=groups)
+    by_generation = []
+    for gen in sorted(set(groups)):
+        ga = [b for b, g in zip(blocks[0], groups) if g == gen]
+        gb = [b for b, g in zip(blocks[1], groups) if g == gen]
+        by_generation.append({"generation": gen, "first_prepared": "B" if gen % 2 else "A",
+                              "speedup": stats.ratio_interval(ga, gb)[0], "rounds": len(ga)})
+    result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
+                    "processes": len(by_generation), "by_generation": by_generation}
     return result
 
 
@@ -633,64 +717,3 @@ def _finish(outcome: JobOutcome) -> None:
     if len(outcome.submissions) == 2:
         outcome.geomean["ratio"] = (stats.geomean_ratio_interval(
             [(r.samples[0], r.samples[1], r.extra.get("generations")) for r in timed]) if complete else None)
-
-
-def leaderboard_rows(outcome: JobOutcome, sub_index: int = 0) -> tuple[list[dict], list[dict]]:
-    """Rows for leaderboard.csv and, per row, its reproducibility sidecar (raw samples and context).
-
-    An IMPLAUSIBLE (or any failed) result is recorded as its status without times: never as a result.
-    Every row names the full commit (``machine.git_state``) and its shape's dimensions as columns
-    (``leaderboard.shape_columns``); a timed row also its TFLOP/s and TB/s (``leaderboard.throughput``).
-    """
-    sub = outcome.submissions[sub_index]
-    git = machine.git_state()
-    try:
-        rel = str(sub.path.relative_to(config.paths.REPO_ROOT))
-    except ValueError:
-        rel = str(sub.path)
-    rows, sidecars = [], []
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    for r in outcome.results:
-        if r.status == "SKIP":
-            continue
-        dev = r.device or outcome.device or {}  # NOTE: with --gpus every row names its own GPU
-        tele = dev.get("telemetry") or {}
-        st = r.stats[sub_index] if (r.stats and r.ok) else None
-        row = {"timestamp": stamp, "problem": sub.problem, "version": sub.label, "file": rel, "sha256": sub.sha256,
-               "code_hash": sub.source_hash[:16],
-               "shape_set": r.shape.set_name, "shape_index": r.shape.index, "shape": r.shape.key, "dist": r.dist,
-               "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
-               "gpu_uuid": tele.get("uuid", ""), "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""),
-               "cuda": dev.get("cuda", ""), "torch": dev.get("torch", ""),
-               "timing_mode": (outcome.plan.mode if outcome.plan else ""),
-               "flush": (outcome.plan.flush if outcome.plan else ""),
-               "batch": (outcome.plan.batch(sub.problem) if outcome.plan else ""), **git,
-               **leaderboard.shape_columns(r.shape.params)}
-        if st:
-            row.update({k: leaderboard.format_number(st.get(k)) for k in ("mean_us", "median_us", "std_us", "ci95_us", "best_us",
-                                                     "ci95_lo_us", "ci95_hi_us", "iqr_us")})
-            row.update(n=st["n"], converged=str(st["converged"]).lower())
-            row.update(leaderboard.throughput(sub.problem, r.shape.params, st.get("mean_us")))
-            if r.floor_us:
-                row.update(floor_us=leaderboard.format_number(r.floor_us), pct_of_floor=leaderboard.format_number(100 * r.floor_us / st["mean_us"]))
-            if r.read_floor_us:
-                row.update(read_floor_us=leaderboard.format_number(r.read_floor_us))
-            if st.get("kernel"):
-                row.update(kernel_sum_us=leaderboard.format_number(st["kernel"]["sum_us"]), host_us=leaderboard.format_number(st["kernel"]["host_us"]))
-        rows.append(row)
-        sidecars.append({
-            "row": {k: row[k] for k in ("timestamp", "problem", "version", "shape", "dist", "status")},
-            "source": {"file": rel, "sha256": sub.sha256, "source_hash": sub.source_hash, **git},
-            "shape": r.shape.params, "seeds": r.extra.get("seeds"),
-            "samples_us": r.samples[sub_index] if (r.samples and r.ok) else None,
-            "stats": st, "telemetry": r.telemetry,
-            "timing": dict(outcome.plan.describe(sub.problem) if outcome.plan else {},
-                           flush_detail=FLUSH_DETAIL.get(outcome.plan.flush if outcome.plan else "dirty"),
-                           **{k: v for k, v in r.extra.items() if k != "seeds"}),
-            "environment": {"gpu": dev.get("gpu"), "gpu_telemetry": tele, "sm_count": dev.get("sm_count"),
-                            "capability": dev.get("capability"), "driver": dev.get("driver"), "cuda": dev.get("cuda"),
-                            "torch": dev.get("torch"), "nvcc": machine.nvcc_version(), "ceilings": dev.get("ceilings"),
-                            "harness": machine.harness_version()},
-        })
-    return rows, sidecars
-

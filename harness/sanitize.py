@@ -169,11 +169,10 @@ def _child(argv: list[str]) -> int:
     sys.path.insert(0, str(paths.REPO_ROOT))
     import torch
 
-    from harness import worker
+    from harness import loader
     from reference import problem_module
 
-    with build_cache.building(source_hash):
-        kernel = worker.import_submission(path, label)
+    kernel = loader.import_submission(path, label, source_hash=source_hash)
     mod = problem_module(problem)
     shape = json.loads(params)
     seed = shape.pop("seed", 1111)

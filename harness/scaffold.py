@@ -27,8 +27,9 @@ def new_version(problem: str, version: str, parent: str, change: str) -> tuple[P
     if not re.fullmatch(r"v\d+", version):
         raise UserError(f"{version!r}: a new version is named vN")
     target = paths.submissions_dir() / problem / f"submission_{version}.py"
-    if target.exists():
-        raise UserError(f"{target} exists: choose another number (nothing was written)")
+    taken = target if target.exists() else paths.submissions_dir() / problem / submissions.ATTIC / target.name
+    if taken.exists():  # NOTE: the attic's numbers too: a number names one version, wherever it lives
+        raise UserError(f"{taken} exists: choose another number (nothing was written)")
     source = submissions.resolve(problem, parent)
     if not submissions.in_lab(source):
         raise UserError(f"--from {parent}: start from a version of the lineage (vM)")

@@ -295,7 +295,7 @@ class StopRule:
 
     def decide(self, samples: list[float], elapsed_s: float, n_blocks: int) -> tuple[bool, str] | None:
         """None to go on, else (converged, reason). ``samples`` are the per-call times so far.
-        (``compare`` stops on its verdict instead: see ``harness.runner._measure_item``.)"""
+        (``compare`` stops on its verdict instead: see ``harness.runner._measure_isolated``.)"""
         n = len(samples)
         err = relative_error(samples)
         if n >= self.max_samples:

@@ -1,9 +1,14 @@
 """Finding submission files and reading their docstring header without importing them.
 
 A lineage file starts with a docstring holding ``Key: value`` lines: Version, Parent, Change,
-Arch (``any``, ``sm_90a``, ``sm_100a``), Analogue (the writeup version), Measured. Any other file
-that defines ``custom_kernel(data)`` (a GPU MODE submission, unmodified) runs too; with no
-header its arch is taken as ``any``.
+Verdict (``slower``: ✗, slower than its parent, kept for the lesson; ``mixed``: ≈, faster on some
+shapes and slower on others; absent otherwise), Arch (``any``, ``sm_90a``, ``sm_100a``), Analogue
+(the writeup version), Measured. Any other file that defines ``custom_kernel(data)`` (a GPU MODE
+submission, unmodified) runs too; with no header its arch is taken as ``any``.
+
+A lineage is ``submissions/<problem>/submission_vN.py``; versions that lost (Verdict: slower) live
+in its ``attic/`` folder under the same name and number. ``resolve`` finds a version in either
+place; ``versions`` lists the main folder, or with ``include_attic`` both.
 """
 
 from __future__ import annotations
@@ -19,7 +24,12 @@ from harness.errors import UserError
 from reference import PROBLEMS
 
 ARCHES = ("any", "sm_90", "sm_90a", "sm_100a")
-_HEADER_KEYS = ("version", "parent", "change", "arch", "analogue", "measured")
+VERDICTS = {"slower": "✗", "mixed": "≈"}  # a docstring's Verdict -> the mark beside the version in tables
+ATTIC = "attic"  # the folder of a lineage that keeps its ✗ versions, out of the main listing
+# NOTE: every key a lineage docstring uses, story fields (why, prediction) included: a line of an
+# unknown key would read as the previous value's continuation (an Analogue swallowing the Prediction).
+_HEADER_KEYS = ("version", "parent", "change", "why", "verdict", "arch", "analogue", "prediction", "measured")
+_ONE_WORD_KEYS = ("arch", "verdict")  # their value is the first word; the rest of the line is a comment
 _VERSION_FILE = re.compile(r"^submission_v(\d+)\.py$")
 
 
@@ -48,6 +58,24 @@ class Submission:
         return text[:m.start() + 1].rstrip(";") if m else text
 
     @property
+    def verdict(self) -> str | None:
+        """``slower`` or ``mixed`` from the docstring's Verdict line (``load`` refuses other values), else None."""
+        return self.header.get("verdict") or None
+
+    @property
+    def mark(self) -> str:
+        """✗ (slower), ≈ (mixed) or "": what lineage tables show after the version."""
+        return VERDICTS.get(self.verdict or "", "")
+
+    @property
+    def in_attic(self) -> bool:
+        """Whether the file is in its lineage's attic/ folder."""
+        try:
+            return self.path.resolve().parent == (paths.submissions_dir() / self.problem / ATTIC).resolve()
+        except OSError:
+            return False
+
+    @property
     def analogue(self) -> str | None:
         a = self.header.get("analogue", "").strip()
         return None if a.lower() in ("", "none", "-") else a
@@ -63,28 +91,47 @@ def check_problem(problem: str) -> None:
         raise UserError(f"unknown problem {problem!r}; expected one of {', '.join(PROBLEMS)}")
 
 
-def versions(problem: str) -> list[Submission]:
+def _lineage_files(problem: str, include_attic: bool) -> dict[str, Path]:
+    """label -> file of the lineage's versions (the main folder's, and with ``include_attic`` the
+    attic's). A number in both folders is refused: which one ran would depend on who asked."""
+    lineage = paths.submissions_dir() / problem
+    found: dict[str, Path] = {}
+    for folder in (lineage, lineage / ATTIC) if include_attic else (lineage,):
+        for f in folder.glob("submission_v*.py"):
+            m = _VERSION_FILE.match(f.name)
+            if not m:
+                continue
+            label = f"v{int(m.group(1))}"
+            if label in found:
+                raise UserError(f"{problem} {label} is both {found[label]} and {f}: a number names one version, "
+                                "keep one of the files")
+            found[label] = f
+    return found
+
+
+def versions(problem: str, include_attic: bool = False) -> list[Submission]:
+    """The lineage's versions in number order: the main folder's, or with ``include_attic`` the
+    attic's ✗ versions among them."""
     check_problem(problem)
-    folder = paths.submissions_dir() / problem
-    found = []
-    for f in folder.glob("submission_v*.py"):
-        m = _VERSION_FILE.match(f.name)
-        if m:
-            found.append(load(problem, f, label=f"v{int(m.group(1))}"))
+    found = [load(problem, f, label=label) for label, f in _lineage_files(problem, include_attic).items()]
     return sorted(found, key=lambda s: s.order)
 
 
 def resolve(problem: str, version: str) -> Submission:
-    """``vN`` (or ``N``) from the lineage, or a path to any file defining ``custom_kernel``."""
+    """``vN`` (or ``N``) from the lineage, its attic included, ``peer`` (cuBLAS on dequantised operands,
+    harness/probes/peer.py), or a path to any file defining ``custom_kernel``."""
     check_problem(problem)
     v = version.strip()
     if re.fullmatch(r"v?\d+", v):
         label = "v" + v.lstrip("v")
-        path = paths.submissions_dir() / problem / f"submission_{label}.py"
-        if not path.exists():
-            known = ", ".join(s.label for s in versions(problem)) or "none"
+        files = _lineage_files(problem, include_attic=True)
+        if label not in files:
+            known = ", ".join(sorted(files, key=lambda name: int(name[1:]))) or "none"
             raise UserError(f"{problem} has no version {label} (known: {known})")
-        return load(problem, path, label=label)
+        return load(problem, files[label], label=label)
+    if v == "peer":  # the issues' cuBLAS peer, runnable beside any version (harness/probes/peer.py)
+        from harness.probes import peer_file
+        return load(problem, peer_file(problem), label="peer")
     path = Path(v).expanduser()
     if not path.exists():
         raise UserError(f"no such version or file: {version!r} (use vN or a path to a .py file)")
@@ -94,9 +141,10 @@ def resolve(problem: str, version: str) -> Submission:
 
 
 def parse_header(docstring: str | None) -> dict:
-    """The ``Key: value`` lines of a docstring (Version, Parent, Change, Arch, Analogue, Measured); a
-    value continues on the lines after it until a blank line or the next key (a Change line wrapped
-    at 100 columns is one sentence, not its first 90 characters)."""
+    """The ``Key: value`` lines of a docstring (Version, Parent, Change, Why, Verdict, Arch, Analogue,
+    Prediction, Measured); a value continues on the lines after it until a blank line or the next
+    key (a Change line wrapped at 100 columns is one sentence, not its first 90 characters). Arch
+    and Verdict are one word each (Verdict lower-cased), with no continuation."""
     header: dict = {}
     current = None
     for line in (docstring or "").splitlines():
@@ -108,19 +156,36 @@ def parse_header(docstring: str | None) -> dict:
                 header[current] = m.group(2)
         elif not line.strip():
             current = None
-        elif current and current != "arch":
+        elif current and current not in _ONE_WORD_KEYS:
             header[current] = f"{header[current]} {line.strip()}".strip()
     if "arch" in header:
         header["arch"] = header["arch"].split()[0].rstrip(",;.") if header["arch"] else "any"
+    if "verdict" in header:
+        header["verdict"] = header["verdict"].split()[0].rstrip(",;.").lower() if header["verdict"] else ""
     return header
+
+
+def code_hash(data: bytes, path: str | Path = "<submission>") -> str:
+    """The hash of a submission's code without its docstring (``Submission.source_hash``, the build
+    cache's key): a docstring edit never rebuilds. Raises UserError on a syntax error."""
+    return _hash_of_code(_parse(data, path))
+
+
+def _hash_of_code(tree: ast.Module) -> str:
+    body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
+    return hashlib.sha256(ast.unparse(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()
+
+
+def _parse(data: bytes, path: str | Path) -> ast.Module:
+    try:
+        return ast.parse(data, filename=str(path))
+    except SyntaxError as exc:
+        raise UserError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
 
 
 def load(problem: str, path: Path, label: str) -> Submission:
     data = path.read_bytes()
-    try:
-        tree = ast.parse(data, filename=str(path))
-    except SyntaxError as exc:
-        raise UserError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    tree = _parse(data, path)
     defines_kernel = any(
         (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "custom_kernel")
         or (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "custom_kernel" for t in node.targets))
@@ -132,10 +197,10 @@ def load(problem: str, path: Path, label: str) -> Submission:
     arch = header.get("arch", "any")
     if arch not in ARCHES:
         raise UserError(f"{path}: Arch {arch!r} in the docstring is not one of {', '.join(ARCHES)}")
-    body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
-    code = ast.unparse(ast.Module(body=body, type_ignores=[]))
-    return Submission(problem, label, path, header, hashlib.sha256(data).hexdigest(),
-                      hashlib.sha256(code.encode()).hexdigest())
+    if "verdict" in header and header["verdict"] not in VERDICTS:
+        raise UserError(f"{path}: Verdict {header['verdict']!r} in the docstring is not one of {', '.join(VERDICTS)} "
+                        "(leave the line out for a version that is neither)")
+    return Submission(problem, label, path, header, hashlib.sha256(data).hexdigest(), _hash_of_code(tree))
 
 
 def in_lab(sub: Submission) -> bool:

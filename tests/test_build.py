@@ -9,7 +9,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from harness import build, cli, compile_only, paths, submissions
+from harness import build, cli, compile_only, paths, runner, submissions
+from harness.cli.devtools import tool_subs
 from harness.errors import UserError
 
 from test_compile_only import BAD, GOOD, needs_nvcc
@@ -57,9 +58,10 @@ def test_full_build_in_a_child(tmp_path):
 def test_all_selects_every_lineage_version():
     """PROBLEM and VERSION 'all' (CI's `build all all`); compiling them is CI's job, not this test's:
     a version whose source includes torch's headers takes a minute."""
-    subs = cli._tool_subs("all", "all")
+    subs = tool_subs("all", "all")
     assert {(s.problem, s.label) for s in subs} >= {(p, "v0") for p in ("gemv", "gemm", "dual_gemm", "group_gemm")}
-    assert [s.label for s in cli._tool_subs("gemm", "all")] == [s.label for s in submissions.versions("gemm")]
+    lineage = submissions.versions("gemm", include_attic=True)
+    assert [s.label for s in tool_subs("gemm", "all")] == [s.label for s in lineage]  # the attic's too
 
 
 @needs_nvcc
@@ -98,7 +100,7 @@ def test_cli_refusals(monkeypatch):
 
 def test_cli_full_build_table(monkeypatch):
     """The GPU path's table (the build itself stubbed: this machine may have no GPU)."""
-    monkeypatch.setattr(cli.runner, "local_capability", lambda: (9, 0))
+    monkeypatch.setattr(runner, "local_capability", lambda: (9, 0))
     monkeypatch.setattr(build, "full_build", lambda sub, timeout_s: compile_only.CompileResult(sub.label, "OK", seconds=1.5))
     r = invoke("build", "gemm", "v0")
     assert r.exit_code == 0, r.output
@@ -291,3 +293,22 @@ def test_manifest_key_is_what_is_compiled_not_the_machine(tmp_path, monkeypatch)
     assert key(GOOD.replace("Arch: sm_90a", "Arch: sm_100a")) != base
     assert key(GOOD.replace("CUDA_SRC", "CUDA_SRC = open('x').read()\nX")) is None  # unreadable: never skipped
     assert key(GOOD) and len(key(GOOD)) == 64
+
+
+def test_a_version_moved_to_the_attic_keeps_its_entry_and_is_not_compiled_again(lineage, manifest_file, monkeypatch):
+    """The manifest names a version problem/vN wherever it lives and keys it by what it compiles, so
+    moving a file to attic/ neither recompiles it nor drops it from a build of all of a problem."""
+    seen = _stub_check(monkeypatch)
+    assert invoke("build", "gemm", "all", "--compile-only").exit_code == 0
+    before = build.read_manifest(manifest_file).versions
+    attic = paths.submissions_dir() / "gemm" / submissions.ATTIC
+    attic.mkdir()
+    (paths.submissions_dir() / "gemm" / "submission_v2.py").rename(attic / "submission_v2.py")
+    assert build.manifest_name(submissions.resolve("gemm", "v2")) == "gemm/v2"
+    seen.clear()
+    r = invoke("build", "gemm", "all", "--changed")
+    assert r.exit_code == 0, r.output
+    assert seen == [] and "2 skipped as unchanged" in r.stdout
+    r = invoke("build", "gemm", "all", "--compile-only")
+    assert r.exit_code == 0 and sorted(seen) == ["v1", "v2"], r.output  # `all` is the attic's too
+    assert build.read_manifest(manifest_file).versions == before

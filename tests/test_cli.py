@@ -56,12 +56,12 @@ def test_list_shows_brackets_in_a_change_line_as_written(monkeypatch):
     from harness import submissions
     real = submissions.versions
 
-    def with_brackets(problem):
-        subs = real(problem)
+    def with_brackets(problem, include_attic=False):
+        subs = real(problem, include_attic)
         return [dataclasses.replace(s, header={**s.header, "change": "C staged as [rows][64] fp16 halves"})
                 if s.label == "v0" else s for s in subs]
 
-    monkeypatch.setattr(cli.submissions, "versions", with_brackets)
+    monkeypatch.setattr(submissions, "versions", with_brackets)
     r = invoke("list", "gemm")
     assert r.exit_code == 0, r.output
     assert "[rows][64] fp16" in r.output
@@ -185,7 +185,7 @@ def test_failed_timed_result_shows_its_reason(monkeypatch):
         outcome.results = [runner.ShapeResult(shapes[0], dists[0], "FAIL", message, [summary] * len(subs))]
         return outcome
 
-    monkeypatch.setattr(cli.runner, "run", fake_run)
+    monkeypatch.setattr(runner, "run", fake_run)
     r = invoke("run", "gemm", "v0", "--shape", SHAPE)
     assert r.exit_code == 1, r.output
     assert "FAIL" in r.output and "escapes the timed stream" in r.output
@@ -210,7 +210,7 @@ def test_implausible_time_is_flagged_and_never_recorded(monkeypatch, isolated_en
         real_finish(outcome)
         return outcome
 
-    monkeypatch.setattr(cli.runner, "run", fake_run)
+    monkeypatch.setattr(runner, "run", fake_run)
     r = invoke("run", "gemm", "v0", "--shape", "m=128,n=7168,k=16384", "--record")
     assert r.exit_code == 1, r.output
     assert "IMPLAUSIBLE" in r.output and "physical floor" in r.output and "geomean: -" in r.output
@@ -300,7 +300,7 @@ def test_timing_adversaries(name, isolated_env):
 
 def test_v0_is_the_positive_control_for_adversarial_shape():
     # same invocation as the adversarial cases, with the real v0 file as the path
-    r = invoke("test", "gemm", Path(cli.__file__).resolve().parent.parent / "submissions/gemm/submission_v0.py",
+    r = invoke("test", "gemm", Path(__file__).resolve().parents[1] / "submissions/gemm/submission_v0.py",
                "--shape", SHAPE, "--seeds", "2")
     assert r.exit_code == 0, r.output
     assert "2 passed, 0 failed" in r.output and "submission_v0.py" in r.output
@@ -411,3 +411,63 @@ def test_invalid_timing_numbers_and_names_are_refused_before_anything_runs(flags
 def test_compare_refuses_a_negative_margin():
     r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE, "--margin", "-1")
     assert r.exit_code == 2 and "--margin" in r.output
+
+
+# ------------------------------------------------------------------------------------- the attic
+
+@pytest.fixture
+def gemm_attic(monkeypatch, tmp_path):
+    """A gemm lineage of its own: v0 (the real one) in the main folder, v1 (v0's code, Verdict:
+    slower) in its attic."""
+    from harness import paths, submissions
+    real_v0 = submissions.resolve("gemm", "v0").path.read_text()
+    folder = tmp_path / "submissions" / "gemm"
+    (folder / submissions.ATTIC).mkdir(parents=True)
+    (folder / "submission_v0.py").write_text(real_v0)
+    (folder / submissions.ATTIC / "submission_v1.py").write_text(
+        real_v0.replace("Version: v0", "Version: v1\nVerdict: slower", 1))
+    monkeypatch.setattr(paths, "submissions_dir", lambda: tmp_path / "submissions")
+    return folder
+
+
+def test_list_leaves_the_attic_out_unless_asked(gemm_attic):
+    r = invoke("list", "gemm")
+    assert r.exit_code == 0, r.output
+    assert "v1" not in r.output and "attic: 1 more version(s)" in r.output
+    r = invoke("list", "gemm", "--all")
+    assert r.exit_code == 0 and "v1 ✗ attic" in r.output and "more version" not in r.output
+    doc = json.loads(invoke("list", "gemm", "--all", "--format", "json").output)
+    assert [(row["version"], row["verdict"], row["attic"]) for row in doc["rows"]] == [("v0", "", False),
+                                                                                        ("v1", "slower", True)]
+
+
+def test_an_attic_version_runs_exports_and_parents_a_new_one(gemm_attic):
+    r = invoke("test", "gemm", "v1", "--shape", SHAPE, "--seeds", "1", "--dist", "competition")
+    assert r.exit_code == 0 and "1 passed, 0 failed" in r.output, r.output
+    r = invoke("export", "gemm", "v1")
+    assert r.exit_code == 0 and r.output.startswith("#!POPCORN leaderboard nvfp4_gemm")
+    assert_clean_user_error(invoke("new", "gemm", "v1", "--from", "v0"), "attic/submission_v1.py exists")
+    r = invoke("new", "gemm", "v2", "--from", "v1")
+    assert r.exit_code == 0, r.output
+    assert "Parent: v1" in (gemm_attic / "submission_v2.py").read_text()
+
+
+def test_table_says_why_a_shape_failed(monkeypatch):
+    """The runner's plausibility verdict (the one there is) reaches the table with its reason."""
+    from harness import runner, stats
+
+    real_finish = runner._finish
+
+    def fake_run(subs, shapes, dists, mode, plan=None, **_):
+        outcome = runner.JobOutcome(list(subs), {"gpu": "NVIDIA H200", "torch": torch.__version__}, plan=plan)
+        blocks = [[0.5, 0.6], [0.55, 0.5]]  # µs: far below any H200 floor for these shapes
+        outcome.results = [runner.ShapeResult(s, dists[0], "PASS", "", [stats.summarize(blocks, True)], samples=[blocks])
+                           for s in shapes]
+        real_finish(outcome)
+        return outcome
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    r = invoke("table", "gemm", "--versions", "v0", "--shapes", "benchmarks")
+    assert r.exit_code == 1, r.output
+    flat = " ".join(r.output.split())
+    assert "IMPLAUSIBLE" in flat and "v0 128x7168x16384: IMPLAUSIBLE" in flat and "physical floor" in flat

@@ -246,7 +246,7 @@ def test_full_commit_expands_an_abbreviation_the_repo_knows(monkeypatch):
     assert machine.git_state()["git_commit"] == head
 
 
-def test_leaderboard_rows_carry_shape_columns_and_throughput(monkeypatch):
+def test_outcome_rows_carry_shape_columns_and_throughput(monkeypatch):
     from harness import config, runner, submissions
     monkeypatch.setattr(machine, "git_state", lambda: {"git_commit": "b" * 40, "git_dirty": "false"})
     sub = submissions.resolve("group_gemm", "v0")
@@ -256,7 +256,7 @@ def test_leaderboard_rows_carry_shape_columns_and_throughput(monkeypatch):
             "ci95_hi_us": 25.5, "iqr_us": 1.0, "n": 30, "converged": True}
     results = [runner.ShapeResult(shape, "competition", "PASS", stats=[stat], samples=[[25.0]]),
                runner.ShapeResult(shape, "general", "FAIL", message="mismatch")]
-    rows, sidecars = runner.leaderboard_rows(runner.JobOutcome([sub], {"gpu": "cpu"}, results))
+    rows, sidecars = leaderboard.outcome_rows(runner.JobOutcome([sub], {"gpu": "cpu"}, results))
     timed, failed = rows
     assert timed["git_commit"] == "b" * 40 and timed["shape"] == shape.key
     assert (timed["shape_m"], timed["shape_g"], timed["shape_l"]) == ("80;176;128", "3", "")

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness import cli, paths, report, runner, scaffold, submissions
+from harness.cli.measure import regression_gate
 
 SHAPE = "m=128,n=256,k=256"
 
@@ -78,9 +79,9 @@ def test_run_as_csv_on_a_cpu(tmp_path):
 ])
 def test_regression_gate(fail_on, max_regression, ratio, expected):
     ratios = [{"speedup": ratio[0], "lo": ratio[1], "hi": ratio[2]}]
-    why = cli.regression_gate(ratios, None, 0.02, fail_on, max_regression)
+    why = regression_gate(ratios, None, 0.02, fail_on, max_regression)
     assert (why is None) if expected is None else (expected in why)
-    assert cli.regression_gate(ratios, None, 0.02, "slower", 0.0, on_gpu=False) is None  # CPU: no verdict, no gate
+    assert regression_gate(ratios, None, 0.02, "slower", 0.0, on_gpu=False) is None  # CPU: no verdict, no gate
 
 
 def test_version_names_the_package_and_commit():

@@ -106,11 +106,6 @@ def test_ladder_point_reads_csv_strings():
         plots.ladder_point({"version": "v3", "shape": "A", "gpu": "H200", "mean_us": 1.0})
 
 
-def test_failed_versions_from_readme_reads_the_cross_marks():
-    text = "| version | change |\n|---|---|\n| v6 | ok |\n| v7 ✗ | slower |\n| v11 ✗ | split-K |\nv12 ✗ in prose\n"
-    assert plots.failed_versions_from_readme(text) == {"v7", "v11"}
-
-
 # ------------------------------------------------------------------------------- recorded rows
 SHAPES = {'{"m":1}': "A", '{"m":2}': "B"}
 

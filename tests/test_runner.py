@@ -1,6 +1,13 @@
-"""harness.runner: shapes sharded over several (here fake) GPUs come back complete and in order."""
+"""harness.runner: shapes sharded over several (here fake) GPUs come back complete and in order; run's
+rounds and isolated compare's verdict loop on fake children (no processes)."""
 
 from __future__ import annotations
+
+import threading
+
+import dataclasses
+
+import pytest
 
 from harness import config, runner, submissions
 
@@ -48,3 +55,124 @@ def test_each_finished_shape_reports_a_done_line():
     assert len(done) == len(shapes) == len(outcome.results)
     for e, shape in zip(done, shapes):
         assert e["line"].startswith(f"{shape.label} competition: PASS"), e["line"]
+
+
+# ------------------------------------------------- run's rounds and compare's verdict loop, no processes
+class FakeChild:
+    """Stands in for isolation.Child: answers prepare, block and finish at once. ``times(generation,
+    round)`` gives a block's per-call µs; ``throttled`` the rounds whose telemetry says throttled;
+    ``fail_round`` a round whose block FAILs. Every command lands in the shared ``log``."""
+
+    def __init__(self, label, times, log, throttled=(), fail_round=None):
+        self.label, self.times, self.log = label, times, log
+        self.throttled, self.fail_round = set(throttled), fail_round
+        self.generation, self.running = -1, False
+
+    def alive(self):
+        return self.running
+
+    def start(self):
+        self.running = True
+
+    def launch(self):
+        self.launched_on_main_thread = threading.current_thread() is threading.main_thread()
+        self.running = True
+
+    def await_ready(self):
+        pass
+
+    def stop(self):
+        self.running = False
+
+    def request(self, command, timeout_s):
+        cmd = command["cmd"]
+        self.log.append((self.label, cmd))
+        if cmd == "prepare":
+            self.running = True
+            self.generation += 1
+            return {"status": "PASS"}
+        if cmd == "block":
+            if command["round"] == self.fail_round:
+                return {"status": "FAIL", "message": "mismatch at [3, 7]"}
+            reasons = ["hw_slowdown"] if command["round"] in self.throttled else []
+            return {"status": "PASS", "times_us": self.times(self.generation, command["round"]),
+                    "telemetry": {"reasons": reasons}}
+        return {"status": "PASS"}
+
+
+def _item():
+    shape = _shapes(1)[0]
+    return shape, {"id": "custom:0:competition", "params": shape.params, "dist": "competition", "problem": "gemm"}
+
+
+def _plan(**rule):
+    plan = runner.TimingPlan()
+    plan.rule = dataclasses.replace(plan.rule, **{"min_samples": 8, "min_time_s": 0.0, "budget_s": 100.0, **rule})
+    return plan
+
+
+def test_run_times_each_process_until_its_rule_stops_and_drops_throttled_rounds():
+    log = []
+    child = FakeChild("v0", lambda gen, rnd: [10.0 + gen] * 4, log, throttled={1, 2})
+    shape, item = _item()
+    plan = _plan()
+    plan.run_processes = 2
+    result = runner._measure_run(child, shape, "competition", item, plan, 5.0, None)
+    assert result.status == "PASS", result.message
+    # per process: two kept blocks of 4 calls reach min_samples with no spread; rounds 1, 2 were throttled
+    assert result.extra["generations"] == [0, 0, 1, 1] and result.extra["throttle_drops"] == 2
+    assert result.extra["rounds"] == 6 and [t["round"] for t in result.telemetry] == [3, 4, 5, 6]
+    (st,) = result.stats
+    assert st["converged"] and st["n"] == 16 and st["processes"] == 2 and st["throttled_blocks_kept"] == 0
+    assert sorted(st["process_means_us"]) == [10.0, 11.0]  # the interval spans the processes
+    assert [c for _, c in log].count("prepare") == 2 and log[-1] == ("v0", "finish")
+
+
+def test_run_failure_is_the_results_status_without_a_label():
+    child = FakeChild("v0", lambda gen, rnd: [10.0] * 4, [], fail_round=2)
+    shape, item = _item()
+    result = runner._measure_run(child, shape, "competition", item, _plan(), 5.0, None)
+    assert (result.status, result.message, result.stats) == ("FAIL", "mismatch at [3, 7]", None)
+
+
+def test_isolated_compare_decides_after_the_minimum_of_process_generations():
+    log = []
+    a = FakeChild("v1", lambda gen, rnd: [10.0 + 0.01 * rnd] * 4, log)
+    b = FakeChild("v2", lambda gen, rnd: [5.0 + 0.01 * rnd] * 4, log)
+    shape, item = _item()
+    plan = _plan(budget_s=1e-9)  # two rounds a generation
+    result = runner._measure_isolated([a, b], shape, "competition", item, plan, 5.0, None)
+    assert result.status == "PASS", result.message
+    assert result.ratio["verdict"] == "FASTER" and result.ratio["speedup"] == pytest.approx(2.0, rel=0.01)
+    assert [g["first_prepared"] for g in result.ratio["by_generation"]] == ["A", "B"] and result.ratio["processes"] == 2
+    prepared = [label for label, cmd in log if cmd == "prepare"]
+    assert prepared == ["v1", "v2", "v2", "v1"]  # the other side is prepared first in the second generation
+    assert all(st["converged"] for st in result.stats) and "decided after 2" in result.stats[0]["stop_reason"]
+
+
+def test_isolated_compare_adds_generations_while_ambiguous_then_says_so():
+    a = FakeChild("v1", lambda gen, rnd: [10.0] * 4, [])
+    b = FakeChild("v2", lambda gen, rnd: [5.0 if gen % 2 == 0 else 20.0] * 4, [])  # 2x, then 0.5x
+    shape, item = _item()
+    plan = _plan(budget_s=1e-9)
+    plan.max_processes = 4
+    result = runner._measure_isolated([a, b], shape, "competition", item, plan, 5.0, None)
+    assert result.ratio["verdict"] == "AMBIGUOUS" and result.ratio["processes"] == 4
+    assert not result.stats[0]["converged"] and "still AMBIGUOUS after 4" in result.stats[0]["stop_reason"]
+
+
+def test_isolated_compare_failure_names_the_side():
+    a = FakeChild("v1", lambda gen, rnd: [10.0] * 4, [])
+    b = FakeChild("v2", lambda gen, rnd: [10.0] * 4, [], fail_round=3)
+    shape, item = _item()
+    result = runner._measure_isolated([a, b], shape, "competition", item, _plan(budget_s=1e-9), 5.0, None)
+    assert result.status == "FAIL" and result.message == "v2: mismatch at [3, 7]"
+
+
+def test_children_started_together_are_launched_on_the_calling_thread():
+    """A sandboxed child dies with the thread that forked it (PR_SET_PDEATHSIG): only the waits for
+    their imports may run on helper threads."""
+    log = []
+    children = [FakeChild("A", lambda g, r: [1.0], log), FakeChild("B", lambda g, r: [1.0], log)]
+    assert runner._start_together(children, [0, 1]) is None
+    assert all(child.running and child.launched_on_main_thread for child in children)

@@ -141,3 +141,53 @@ def test_versions_sorted_numerically(monkeypatch, tmp_path):
     assert [s.label for s in submissions.versions("gemm")] == ["v0", "v1", "v2", "v10"]
     with pytest.raises(UserError, match=r"known: v0, v1, v2, v10"):
         submissions.resolve("gemm", "v3")
+
+
+# ------------------------------------------------------------------------------ attic, verdict
+@pytest.fixture
+def attic_lineage(monkeypatch, tmp_path):
+    """gemm v0, v1 (≈) in the main folder, v2 (✗) in its attic; returns the lineage's folder."""
+    folder = tmp_path / "submissions" / "gemm"
+    (folder / submissions.ATTIC).mkdir(parents=True)
+    (folder / "submission_v0.py").write_text('"""Version: v0\nChange: the baseline"""\n' + KERNEL)
+    (folder / "submission_v1.py").write_text('"""Version: v1\nChange: a split\nVerdict: Mixed, see below\n"""\n' + KERNEL)
+    (folder / submissions.ATTIC / "submission_v2.py").write_text(
+        '"""Version: v2\nChange: a lost idea,\n  wrapped\nVerdict: slower\nArch: any\n"""\n' + KERNEL)
+    monkeypatch.setattr(submissions.paths, "submissions_dir", lambda: tmp_path / "submissions")
+    return folder
+
+
+def test_the_attic_is_out_of_the_listing_but_resolvable(attic_lineage):
+    assert [s.label for s in submissions.versions("gemm")] == ["v0", "v1"]
+    everything = submissions.versions("gemm", include_attic=True)
+    assert [(s.label, s.in_attic) for s in everything] == [("v0", False), ("v1", False), ("v2", True)]
+    v2 = submissions.resolve("gemm", "v2")
+    assert v2.in_attic and v2.path == attic_lineage / submissions.ATTIC / "submission_v2.py"
+    assert v2.change == "a lost idea, wrapped" and v2.arch == "any"  # the Verdict line ends the Change
+    assert submissions.in_lab(v2)  # the team's own code: shares a process in compare like any version
+    with pytest.raises(UserError, match=r"known: v0, v1, v2\)"):  # the attic's numbers are taken too
+        submissions.resolve("gemm", "v3")
+
+
+def test_verdict_marks_and_refusals(attic_lineage, tmp_path):
+    v1, v2 = submissions.resolve("gemm", "v1"), submissions.resolve("gemm", "v2")
+    assert (v1.verdict, v1.mark) == ("mixed", "≈") and (v2.verdict, v2.mark) == ("slower", "✗")
+    v0 = submissions.resolve("gemm", "v0")
+    assert (v0.verdict, v0.mark) == (None, "")
+    f = tmp_path / "odd.py"
+    f.write_text('"""Verdict: faster"""\n' + KERNEL)
+    with pytest.raises(UserError, match="Verdict 'faster'"):
+        submissions.resolve("gemm", str(f))
+
+
+def test_a_number_in_both_folders_is_refused(attic_lineage):
+    (attic_lineage / submissions.ATTIC / "submission_v1.py").write_text(KERNEL)
+    assert [s.label for s in submissions.versions("gemm")] == ["v0", "v1"]  # the main folder alone is unambiguous
+    for ask in (lambda: submissions.resolve("gemm", "v1"), lambda: submissions.versions("gemm", include_attic=True)):
+        with pytest.raises(UserError, match="v1 is both"):
+            ask()
+
+
+def test_story_keys_end_the_value_before_them():
+    h = submissions.parse_header("Analogue: none\nPrediction: faster by 5%\nWhy: the loads\nMeasured: -\n")
+    assert h["analogue"] == "none" and h["prediction"] == "faster by 5%" and h["why"] == "the loads"

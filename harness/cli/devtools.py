@@ -1,0 +1,297 @@
+"""Kernel developer tools (README: Developer tools): new, export, build, sanitize, profile, diff,
+ceilings, doctor.
+
+Each command reads its options, calls the module that does the work (scaffold, build,
+compile_only, sanitize, profile, diff, roofline, doctor) and prints through
+:mod:`harness.cli.render`. Any version they take may be in its lineage's attic
+(``submissions.resolve`` finds it there); ``build``'s ``all`` includes the attic.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from harness import config, roofline, runner, scaffold, submissions
+from harness.cli import clean_errors, main
+from harness.cli import render
+from harness.cli.render import console, err_console
+from harness.errors import UserError
+from reference import PROBLEMS
+from reference.distributions import DISTS
+
+
+# ------------------------------------------------------------------------------------ new, export
+@main.command("new")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--from", "parent", required=True, help="The parent version (vM, the attic's too) the new file starts from.")
+@click.option("--change", default="TODO: the one idea this version changes", show_default=True,
+              help="The Change line of the new docstring.")
+@clean_errors
+def new_cmd(problem, version, parent, change):
+    """A new version file from its parent: the code copied, a fresh docstring header (Version,
+    Parent, Change, Arch, Analogue, Prediction, Measured: not yet run), EXTENSION_NAME renamed."""
+    target, text = scaffold.new_version(problem, version, parent, change)
+    target.write_text(text)
+    console.print(f"wrote {target} (from {parent}); next: edit the code and the docstring's Change and "
+                  f"Prediction, then nvfp4 test {problem} {version} --dist both && nvfp4 compare {problem} {parent} {version}")
+
+
+@main.command("export")
+@click.argument("problem")
+@click.argument("version")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), default=None,
+              help="Write here (default: stdout).")
+@click.option("--gpu", default="B200", show_default=True, help="The #!POPCORN gpu line (the NVFP4 leaderboards run on B200).")
+@clean_errors
+def export_cmd(problem, version, output_path, gpu):
+    """The version as GPU MODE's submission CLI takes it: #!POPCORN leaderboard and gpu lines first."""
+    text = scaffold.export(submissions.resolve(problem, version), gpu)
+    if output_path:
+        Path(output_path).write_text(text)
+        err_console.print(f"wrote {output_path}")
+    else:
+        sys.stdout.write(text)
+
+
+# ------------------------------------------------------------------------------------------ build
+def tool_subs(problem: str, version: str) -> list:
+    """PROBLEM VERSION where either may be ``all``: every version, the attic's included (they stay
+    loadable, so they must keep compiling and stay in the compiled manifest)."""
+    if problem == "all":
+        if version != "all":
+            raise UserError("with PROBLEM all, VERSION must be all too")
+        return [s for p in PROBLEMS for s in submissions.versions(p, include_attic=True)]
+    if version == "all":
+        return submissions.versions(problem, include_attic=True)
+    return [submissions.resolve(problem, version)]
+
+
+@main.command("build")
+@click.argument("problem")
+@click.argument("version", default="all")
+@click.option("--compile-only", "compile_only_flag", is_flag=True,
+              help="nvcc on the CUDA source only, with ptxas's per-kernel resources (automatic without a GPU).")
+@click.option("--changed", is_flag=True,
+              help="Compile-only (implied), and only versions whose compile is not in the compiled manifest "
+                   "(submissions/compiled.json, or NVFP4_COMPILE_MANIFEST): changed or new ones; the rest are "
+                   "counted as skipped. CI's mode. A toolchain unlike the manifest's 'checked_with' still skips "
+                   "unchanged versions (with a warning): recheck all with the plain command.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Versions built at once (default: CPU count).")
+@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds one version's build may take.")
+@clean_errors
+def build_cmd(problem, version, compile_only_flag, changed, jobs, timeout):
+    """Build versions' extensions (PROBLEM and VERSION may be 'all', the attic's versions included);
+    --compile-only needs no GPU.
+
+    A compile-only build with no failure records each lineage version it checked in the compiled
+    manifest (submissions/compiled.json, committed): the hash of what compile-only compiles for it
+    (sources, flags, defines, arch; not the machine's paths or compiler versions, nor the file's
+    place: a version moved to the attic is not compiled again), so --changed can skip it while it
+    stays the same. The plain `build all all --compile-only` compiles every version (before a
+    release, or after changing nvcc, the host compiler or torch) and records that toolchain as the
+    manifest's 'checked_with'; --changed never recompiles for a toolchain change alone (see
+    harness/build.py for why)."""
+
+    from harness import build, build_cache, compile_only, cuda_tools
+
+    subs = tool_subs(problem, version)
+    if not subs:
+        raise UserError(f"{problem} has no versions yet")
+    nvcc = cuda_tools.find("nvcc")
+    mode = build.choose_mode(compile_only_flag or changed, runner.local_capability() is not None, nvcc)
+    what = ("nvcc " + cuda_tools.version(nvcc).removeprefix("Cuda compilation tools, ")) if mode == "compile-only" else "load_inline in a child per version"
+    console.print(f"build ({mode}, {what}), {len(subs)} version(s)")
+    manifest_file = build.manifest_path()
+    keys = build.manifest_keys(subs) if mode == "compile-only" else []
+    to_build, skipped = subs, []
+    if changed:
+        manifest = build.read_manifest(manifest_file)  # NOTE: unreadable is an error (exit 2), never "all changed"
+        build_idx, skip_idx = build.split_changed(subs, keys, manifest)
+        to_build, skipped = [subs[i] for i in build_idx], [subs[i] for i in skip_idx]
+        console.print(f"--changed: {len(skipped)} unchanged since {manifest_file} (skipped), {len(to_build)} to compile"
+                      + (": " + ", ".join(f"{s.problem} {s.label}" for s in to_build) if 0 < len(to_build) <= 20 else ""),
+                      soft_wrap=True)
+        here = compile_only.toolchain(nvcc)
+        # NOTE: another toolchain warns but recompiles nothing, or CI on a machine with another nvcc
+        # would take ~35 minutes every run (harness/build.py's docstring says why).
+        if skipped and manifest.checked_with and manifest.checked_with != here:
+            differ = "; ".join(f"{k}: {manifest.checked_with.get(k, '-')!r} there, {v!r} here"
+                               for k, v in here.items() if manifest.checked_with.get(k) != v)
+            err_console.print(f"[yellow]note:[/] the manifest was checked with another toolchain ({escape(differ)}); "
+                              "unchanged versions are skipped anyway: `nvfp4 build all all --compile-only` rechecks all",
+                              soft_wrap=True)
+    done = []
+    with err_console.status(f"building {len(to_build)} version(s)...") as status:
+        def on_done(sub, result):
+            done.append(sub)
+            status.update(f"building: {len(done)}/{len(to_build)} done ({sub.problem} {sub.label} {result.status})")
+        results = build.build(to_build, mode, nvcc=nvcc, jobs=jobs, timeout_s=timeout, on_done=on_done)
+    several = len({s.problem for s in to_build}) > 1
+    if mode == "full":
+        render.print_full_builds(to_build, results, several)
+    elif to_build:
+        render.print_compile_only(to_build, results, several)
+    failed = [(s, r) for s, r in zip(to_build, results) if not r.ok]
+    for sub, r in failed:
+        err_console.print(f"[bold red]{sub.problem} {sub.label} does not build[/] (log: {r.log or '-'})")
+        err_console.print(r.message, markup=False, highlight=False)
+    n_ok = len(results) - len(failed)
+    console.print(f"{n_ok} built, {len(failed)} failed" + (f", {len(skipped)} skipped as unchanged" if changed else "")
+                  + f"; build cache {build_cache.root()}")
+    if mode == "compile-only" and not failed:
+        # NOTE: only after a build with no failure, so the manifest never vouches for a version that
+        # does not compile; every version of a problem built (VERSION 'all') also drops deleted ones.
+        complete = set(PROBLEMS) if problem == "all" else ({problem} if version == "all" else set())
+        everything = problem == "all" and not changed
+        try:
+            if build.record_compiled(manifest_file, subs, keys, complete=complete,
+                                     toolchain=compile_only.toolchain(nvcc) if everything else None):
+                console.print(f"compiled manifest updated: {manifest_file}")
+        except build.ManifestError as exc:
+            err_console.print(f"[yellow]note:[/] {escape(str(exc))}; not updated", soft_wrap=True)
+    sys.exit(1 if failed else 0)
+
+
+# ------------------------------------------------------------------------------ sanitize, profile
+def _small_shape(problem: str, spec: str | None, custom: tuple, has_gpu: bool):
+    """--shapes / --shape as elsewhere; by default the tests shape with the fewest FLOPs."""
+    from reference import problem_module
+
+    if spec or custom:
+        shapes, _ = runner.select_shapes(problem, spec, custom, has_gpu)
+        if len(shapes) != 1:
+            raise UserError("choose one shape: --shapes tests:N, benchmarks:N or one --shape")
+        return shapes[0]
+    tests = config.load()[problem].tests
+    return min(tests, key=lambda s: problem_module(problem).flops(**s.params))
+
+
+@main.command("sanitize")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--tool", type=click.Choice(["memcheck", "racecheck", "synccheck", "initcheck"]), default="memcheck",
+              show_default=True)
+@click.option("--shapes", "shapes_spec", default=None, help="One shape: tests:N or benchmarks:N (default: the smallest tests shape).")
+@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=..")
+@click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds for the build and for the run.")
+@clean_errors
+def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeout):
+    """Run a version on a small shape under compute-sanitizer; errors summarised, parsed strictly."""
+
+    from harness import machine, sanitize
+
+    sub = submissions.resolve(problem, version)
+    cap = runner.local_capability()
+    if cap is None:
+        raise UserError("sanitize needs an NVIDIA GPU; this machine has none (nvfp4 doctor)")
+    why = machine.arch_refusal(sub.arch, cap)
+    if why:
+        raise UserError(f"{sub.label} {why}")
+    sanitizer = sanitize.find()
+    if not sanitizer:
+        raise UserError("compute-sanitizer not found on PATH or in the CUDA toolkit (nvfp4 doctor)")
+    shape = _small_shape(problem, shapes_spec, custom, True)
+    with err_console.status(f"sanitize {problem} {sub.label} ({tool}) on {shape.label}: building, then running under "
+                            "compute-sanitizer (slow)..."):
+        report, log = sanitize.run(sub, sanitizer, shape.params, dist, tool, seeds=seeds, timeout_s=timeout)
+    render.print_sanitize(problem, sub, tool, shape, dist, report, log)
+    sys.exit(0 if report.ok else 1)
+
+
+@main.command("profile")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--shape", "index", default=None,
+              help="Shape index (benchmarks on a GPU, tests without), or tests:N / benchmarks:N, or a custom m=..,k=.. shape.")
+@click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
+@click.option("--ncu", "use_ncu", is_flag=True, help="Nsight Compute on the custom_kernel NVTX range instead of torch.profiler.")
+@click.option("--calls", type=click.IntRange(min=1), default=None, help="Profiled calls (default 10; 1 with --ncu).")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the kernel table.")
+@click.option("--timeout", type=float, default=900.0, show_default=True)
+@clean_errors
+def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
+    """Where a version's time goes on one shape: torch.profiler kernels, or --ncu's summary."""
+
+    from harness import cuda_tools, machine, profile
+    from reference import problem_module
+
+    sub = submissions.resolve(problem, version)
+    cap = runner.local_capability()
+    why = machine.arch_refusal(sub.arch, cap)
+    if why:
+        raise UserError(f"{sub.label} {why}")
+    if index is None:
+        shapes, _ = runner.select_shapes(problem, "0", (), cap is not None)
+    elif "=" in index or index.lstrip().startswith("{"):
+        shapes, _ = runner.select_shapes(problem, None, (index,), cap is not None)
+    else:
+        shapes, _ = runner.select_shapes(problem, index, (), cap is not None)
+    shape = shapes[0]
+    if use_ncu:
+        if cap is None:
+            raise UserError("--ncu needs an NVIDIA GPU; this machine has none")
+        ncu = cuda_tools.find("ncu")
+        if not ncu:
+            raise UserError("--ncu: ncu (Nsight Compute) not found on PATH or in the CUDA toolkit (nvfp4 doctor)")
+        flops = problem_module(problem).flops(**shape.params)
+        with err_console.status(f"profile {problem} {sub.label} on {shape.label} under ncu (replays every kernel)..."):
+            res = profile.ncu_profile(sub, ncu, shape.params, dist, flops, calls=calls or 1, timeout_s=timeout)
+        render.print_ncu(problem, sub, shape, res)
+        return
+    with err_console.status(f"profile {problem} {sub.label} on {shape.label}..."):
+        res = profile.torch_profile(sub, shape.params, dist, calls=calls or 10, timeout_s=timeout)
+    render.print_torch_profile(problem, sub, shape, dist, res, top)
+
+
+# ------------------------------------------------------------------------- diff, ceilings, doctor
+@main.command("diff")
+@click.argument("problem")
+@click.argument("version_a")
+@click.argument("version_b", required=False)
+@click.option("--docstring", "show_docstring", is_flag=True, help="Show the docstring's diff too.")
+@click.option("-U", "--context", type=click.IntRange(min=0), default=3, show_default=True)
+@clean_errors
+def diff_cmd(problem, version_a, version_b, show_docstring, context):
+    """The change from VA to VB (with only VA: from its Parent to it): headers, code, CUDA source."""
+    from harness import diff
+
+    if version_b is None:
+        b = submissions.resolve(problem, version_a)
+        parent = (b.header.get("parent") or "").strip()
+        if parent.lower() in ("", "none", "-"):
+            raise UserError(f"{b.label} has no Parent in its docstring; name both versions")
+        a = submissions.resolve(problem, parent)
+    else:
+        a, b = submissions.resolve(problem, version_a), submissions.resolve(problem, version_b)
+    render.print_diff(problem, a, b, diff.diff(a, b, context), show_docstring)
+
+
+@main.command("ceilings")
+@click.option("--measure", "repeats", type=int, default=0, show_default=True,
+              help="measure this GPU's ceilings this many times now (about 4 s each) beside the figures runs use")
+@clean_errors
+def ceilings_cmd(repeats):
+    """The bf16 and copy ceilings this GPU's floors are computed from, and where they come from."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError("no GPU here: ceilings belong to a GPU model (the reference table is in harness/roofline.py)")
+    gpu = torch.cuda.get_device_name()
+    used = roofline.ceilings(torch, gpu, allow_measure=False)
+    render.print_ceilings(gpu, used, [roofline.measure(torch) for _ in range(repeats)])
+
+
+@main.command("doctor")
+@clean_errors
+def doctor_cmd():
+    """What this machine can do: GPU and arch, driver, CUDA, torch, nvcc, ncu, compute-sanitizer, build cache."""
+    from harness import doctor
+
+    render.print_doctor(*doctor.checks())

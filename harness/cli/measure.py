@@ -1,0 +1,436 @@
+"""The measuring commands: list, test, run, compare, table.
+
+Each turns its options into shapes, a TimingPlan and submissions, runs them through
+:func:`harness.runner.run`, and prints the outcome (:mod:`harness.cli.render`) or writes it in a
+machine format (:mod:`harness.report`); ``--record`` appends the rows of
+:func:`harness.leaderboard.outcome_rows`. Every verdict (status, plausibility, FASTER/SLOWER) is
+the runner's; only compare's regression gate, a policy on those verdicts, is decided here.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import click
+
+from harness import config, leaderboard, lineage, report, runner, stats, submissions
+from harness.cli import (clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
+                         output_options, run_processes_option, timing_options, timing_plan)
+from harness.cli import render
+from harness.cli.render import console, err_console
+from harness.errors import UserError
+from reference import PROBLEMS
+from reference.distributions import DISTS
+
+
+def _dists(dist: str) -> list[str]:
+    """``both``: the two exact-sum distributions (competition, general); ``all``: every distribution
+    (with ``realistic``, judged against the float64 reference the same way)."""
+    if dist == "all":
+        return list(DISTS)
+    if dist == "both":
+        return ["competition", "general"]
+    return [dist]
+
+
+def _record(outcome) -> str:
+    rows, sidecars = leaderboard.outcome_rows(outcome)
+    path = leaderboard.append(rows, sidecars=sidecars)
+    return f"recorded {len(rows)} rows in {path} (raw samples in {leaderboard.sidecar_dir(path)}/)"
+
+
+def _refused(outcome) -> None:
+    """A run that did not start (the arch): said on stderr, exit 1."""
+    if outcome.refused:
+        err_console.print(f"[red]refused:[/red] {outcome.refused}")
+        sys.exit(1)
+
+
+# ------------------------------------------------------------------------------------------ list
+@main.command("list")
+@click.argument("problem", required=False)
+@click.option("--all", "include_attic", is_flag=True,
+              help="Also the attic's versions (✗: slower than their parent, kept for the lesson).")
+@output_options
+@clean_errors
+def list_cmd(problem, include_attic, fmt, output_path):
+    """Problems, their versions (change, arch, analogue; ✗ / ≈ from the Verdict line) and shapes."""
+    fmt = output_format(fmt, output_path)
+    cfg = config.load()
+    names = [problem] if problem else list(PROBLEMS)
+    for name in names:
+        submissions.check_problem(name)
+    lineages = {name: submissions.versions(name, include_attic=True) for name in names}
+    listed = {name: [s for s in subs if include_attic or not s.in_attic] for name, subs in lineages.items()}
+    if fmt != "table":
+        rows = [{"problem": name, "version": sub.label, "arch": sub.arch, "analogue": sub.analogue or "",
+                 "parent": sub.header.get("parent", ""), "change": sub.change, "verdict": sub.verdict or "",
+                 "attic": sub.in_attic, "file": str(sub.path)}
+                for name in names for sub in listed[name]]
+        emit(report.document("list", problem, rows), fmt, output_path)
+        if not output_path:
+            return
+    for name in names:
+        render.print_list(name, cfg[name], listed[name], len(lineages[name]) - len(listed[name]))
+
+
+# ------------------------------------------------------------------------------------------ test
+@main.command("test")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--dist", type=click.Choice([*DISTS, "both", "all"]), default="both", show_default=True,
+              help="A distribution, both (competition and general) or all of them.")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per shape.")
+@click.option("--shapes", "shapes_spec", default="tests", show_default=True,
+              help="tests, benchmarks, edges (the issues' 'any shape' contracts), or SET:N.")
+@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
+@output_options
+@gpus_option
+@common_options
+@clean_errors
+def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_path, gpus_spec, timeout, compile_timeout,
+             untrusted):
+    """Correctness on the tests shapes: poisoned outputs, input mutation check, several seeds."""
+    fmt = output_format(fmt, output_path)
+    machine_only = fmt != "table" and not output_path
+    sub = submissions.resolve(problem, version)
+    cap = runner.local_capability()
+    shapes, _ = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
+    with render.Progress(f"test {problem} {sub.label}", quiet=machine_only) as prog:
+        outcome = runner.run([sub], shapes, _dists(dist), "test", seeds=seeds, timeout_s=timeout,
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog,
+                             gpus=gpu_indices(gpus_spec), untrusted_all=untrusted)
+    _refused(outcome)
+    emit(report.document("test", problem, report.result_rows(outcome), device=outcome.device, seeds=seeds),
+         fmt, output_path)
+    if not machine_only:
+        render.print_test(problem, sub, seeds, outcome)
+    sys.exit(0 if outcome.ok else 1)
+
+
+# ------------------------------------------------------------------------------------------- run
+@main.command("run")
+@click.argument("problem")
+@click.argument("version")
+@click.option("--shapes", "shapes_spec", default=None, help="benchmarks (default on a GPU), tests (default without), or an index.")
+@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
+@click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
+@click.option("--record", is_flag=True, help="Append the results to leaderboard.csv.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@output_options
+@timing_options()
+@run_processes_option
+@gpus_option
+@common_options
+@clean_errors
+def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, fmt, output_path, budget, min_samples, min_time,
+            target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout,
+            untrusted):
+    """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
+    fmt = output_format("json" if as_json else fmt, output_path)
+    machine_only = fmt != "table" and not output_path
+    plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
+                       flush_kind=flush_kind)
+    plan.run_processes = run_processes
+    sub = submissions.resolve(problem, version)
+    cap = runner.local_capability()
+    shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
+    if note and not machine_only:
+        err_console.print(f"[yellow]note:[/yellow] {note}")
+    with render.Progress(f"run {problem} {sub.label}", quiet=machine_only) as prog:
+        outcome = runner.run([sub], shapes, [dist], "run", plan=plan, timeout_s=timeout,
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog,
+                             gpus=gpu_indices(gpus_spec), untrusted_all=untrusted)
+    _refused(outcome)
+    if not machine_only:
+        render.print_run(problem, sub, outcome)
+    emit(_run_document("run", problem, outcome), fmt, output_path)
+    if record:
+        line = _record(outcome)
+        if not machine_only:
+            console.print(line)
+    sys.exit(0 if outcome.ok else 1)
+
+
+def _run_document(command: str, problem: str, outcome: runner.JobOutcome) -> dict:
+    """run's document: the common schema, plus the full outcome (stats, ratio, geomean) as before."""
+    full = _json_outcome(outcome)
+    doc = report.document(command, problem, report.result_rows(outcome), device=full.pop("device"), plan=outcome.plan,
+                          **full)
+    doc["device"] = outcome.device
+    return doc
+
+
+def _json_outcome(outcome: runner.JobOutcome) -> dict:
+    return {"device": outcome.device, "versions": [s.label for s in outcome.submissions],
+            "results": [{"shape": r.shape.params, "label": r.shape.label, "dist": r.dist, "status": r.status,
+                         "message": r.message, "stats": r.stats, "floor_us": r.floor_us,
+                         "physical_floor_us": r.physical_floor_us, "ratio": r.ratio,
+                         "gpu_index": r.extra.get("gpu_index"),
+                         "gpu_uuid": ((r.device or {}).get("telemetry") or {}).get("uuid")}
+                        for r in outcome.results],
+            "geomean": outcome.geomean, "timing": outcome.plan.describe() if outcome.plan else None}
+
+
+# --------------------------------------------------------------------------------------- compare
+@main.command("compare")
+@click.argument("problem")
+@click.argument("version_a")
+@click.argument("version_b")
+@click.option("--shapes", "shapes_spec", default=None)
+@click.option("--shape", "custom", multiple=True)
+@click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
+@click.option("--margin", type=float, default=runner.TimingPlan.margin, show_default=True,
+              help="SAME when the whole 95% interval of the ratio is within this fraction of 1.")
+@click.option("--processes", type=click.IntRange(min=1), default=runner.TimingPlan.processes, show_default=True,
+              help="Generations of fresh process pairs per shape at least, prepared in alternating order (the budget is split over them).")
+@click.option("--max-processes", type=click.IntRange(min=1), default=runner.TimingPlan.max_processes, show_default=True,
+              help="--isolated: while a shape's verdict is AMBIGUOUS, two more generations at a time, up to this many.")
+@click.option("--isolated", is_flag=True,
+              help="Each version in processes of its own, generations of fresh process pairs (automatic for a file "
+                   "outside submissions/): for a file you did not write.")
+@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=runner.TimingPlan.precision,
+              show_default=True, help="One process: stop once the verdict is decided and the interval is within "
+                                      "this fraction of the speedup.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["slower", "ambiguous"]), default=None,
+              help="Exit 3 when a shape or the geomean is SLOWER (ambiguous: also when AMBIGUOUS): a regression gate.")
+@click.option("--max-regression", type=click.FloatRange(min=0, max=1), default=None,
+              help="Exit 3 when B is slower than A by more than this fraction with 95% confidence (the interval's "
+                   "upper end below 1 - this) on a shape or the geomean, e.g. 0.02.")
+@click.option("--recorded", is_flag=True,
+              help="Measure nothing: compare the two versions' latest recorded runs (leaderboard.csv and their "
+                   "sidecars' samples) of this --method and --flush on one GPU.")
+@output_options
+@timing_options(method="kernel", budget=10.0)
+@common_options
+@clean_errors
+def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, isolated,
+                precision, fail_on, max_regression, recorded, fmt, output_path, budget, min_samples, min_time, target,
+                pool, method, flush_kind, graph, queued, warm, timeout, compile_timeout, untrusted):
+    """A and B taking turns block by block (A B B A ...) on identical, never-seen inputs; verdicts
+    FASTER / SLOWER / SAME / AMBIGUOUS from the speedup's 95% interval. Your own versions share one
+    process (paired blocks); --isolated, or a file from outside submissions/, gives each version
+    processes of its own (generations of process pairs, more while AMBIGUOUS)."""
+    plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, margin, queued=queued, method=method,
+                       flush_kind=flush_kind, default_method="kernel")
+    plan.processes, plan.max_processes = processes, max(processes, max_processes)
+    plan.precision = precision
+    fmt = output_format(fmt, output_path)
+    machine_only = fmt != "table" and not output_path
+    if recorded:
+        sys.exit(_compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_regression, fmt, output_path))
+    sub_a = submissions.resolve(problem, version_a)
+    sub_b = submissions.resolve(problem, version_b)
+    outside = [s.label for s in (sub_a, sub_b) if not submissions.in_lab(s)]
+    plan.isolated = isolated or untrusted or bool(outside)
+    if outside and not isolated:
+        err_console.print(f"[yellow]note:[/yellow] {', '.join(outside)} is not a version of this lab: each side runs "
+                          "in processes of its own (--isolated)")
+    cap = runner.local_capability()
+    if cap is None:
+        err_console.print("[yellow]note:[/yellow] no GPU here: CPU times of the Python path, not comparable "
+                          "with anything: no verdict")
+    shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
+    if note:
+        err_console.print(f"[yellow]note:[/yellow] {note}")
+    with render.Progress(f"compare {problem} {sub_a.label} vs {sub_b.label}", quiet=machine_only) as prog:
+        outcome = runner.run([sub_a, sub_b], shapes, [dist], "compare", plan=plan, timeout_s=timeout,
+                             compile_timeout_s=compile_timeout, capability=cap, progress=prog, untrusted_all=untrusted)
+    _refused(outcome)
+    gm = (outcome.geomean or {}).get("ratio")
+    gate = regression_gate([r.ratio for r in outcome.results if r.ratio], gm, margin, fail_on, max_regression,
+                           on_gpu=cap is not None)
+    emit(report.document("compare", problem, report.compare_rows(outcome), device=outcome.device, plan=plan,
+                         geomean=({"speedup": gm[0], "lo": gm[1], "hi": gm[2]} if gm else None), gate=gate),
+         fmt, output_path)
+    if machine_only:
+        sys.exit(3 if gate and outcome.ok else 0 if outcome.ok else 1)
+    render.print_compare(problem, sub_a, sub_b, outcome, plan, margin, on_gpu=cap is not None)
+    if gate and outcome.ok:
+        err_console.print(f"[red]regression gate:[/red] {gate}")
+        sys.exit(3)
+    sys.exit(0 if outcome.ok else 1)
+
+
+def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_regression, fmt, output_path) -> int:
+    """compare --recorded: per benchmark shape, the latest recorded PASS row of each version of this
+    method and flush, on the GPU of B's latest row, compared from their sidecars' samples. Exit code
+    as compare's (3: the gate failed; 1: a shape has no pair of rows)."""
+    submissions.check_problem(problem)
+    pc = config.load()[problem]
+    rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS" and r.get("run_id")
+            and leaderboard.timing_mode(r) == plan.mode and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist]
+
+    def latest(version, shape, gpu=None):
+        return max((r for r in rows if r["version"] == version and r["shape"] == shape and (gpu is None or r["gpu"] == gpu)),
+                   key=lambda r: r["timestamp"], default=None)
+
+    out, ratios, missing = [], [], []
+    for shape, label in zip(pc.benchmarks, pc.benchmark_labels):
+        row_b = latest(version_b, shape.key)
+        row_a = latest(version_a, shape.key, row_b["gpu"]) if row_b else None
+        if not (row_a and row_b):
+            missing.append(label)
+            out.append({"shape": label, "status": "MISSING", "message": f"no recorded {plan.mode}/{plan.flush} pair"})
+            continue
+        blocks = [leaderboard.read_sidecar(r["run_id"]).get("samples_us") or [] for r in (row_a, row_b)]
+        point, lo, hi = stats.independent_ratio_interval(*blocks)
+        ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin)}
+        ratios.append(ratio)
+        out.append({"shape": label, "status": "PASS", "gpu": row_b["gpu"], "mean_a_us": float(row_a["mean_us"]),
+                    "mean_b_us": float(row_b["mean_us"]), "commit_a": row_a.get("git_commit"),
+                    "commit_b": row_b.get("git_commit"), **ratio})
+    gm = None
+    if ratios and not missing:
+        logs = [math.log(r["speedup"]) for r in ratios]
+        gm = (math.exp(sum(logs) / len(logs)), math.nan, math.nan)
+    gate = regression_gate(ratios, None, plan.margin, fail_on, max_regression)
+    emit(report.document("compare", problem, out, plan=plan, recorded=True, gate=gate), fmt, output_path)
+    if fmt == "table" or output_path:
+        render.print_compare_recorded(problem, version_a, version_b, plan, out, gm)
+    if gate:
+        err_console.print(f"[red]regression gate:[/red] {gate}")
+        return 3
+    return 1 if missing else 0
+
+
+def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | None, max_regression: float | None,
+                    on_gpu: bool = True) -> str | None:
+    """Why compare's regression gate fails, or None. ``fail_on``: slower (a SLOWER verdict on a shape
+    or the geomean) or ambiguous (SLOWER or AMBIGUOUS); ``max_regression``: B slower than A by more
+    than this fraction with 95% confidence (the interval's upper end below 1 - it). CPU times open
+    no gate: they give no verdict."""
+    if not on_gpu or (fail_on is None and max_regression is None):
+        return None
+    cases = [("shape " + str(i), r["speedup"], r["lo"], r["hi"]) for i, r in enumerate(ratios)]
+    if geomean:
+        cases.append(("geomean", *geomean))
+    bad = {"slower": ("SLOWER",), "ambiguous": ("SLOWER", "AMBIGUOUS")}.get(fail_on or "", ())
+    for name, point, lo, hi in cases:
+        v = stats.verdict(lo, hi, margin)
+        if v in bad:
+            return f"{name}: {point:.3f}x [{lo:.3f}, {hi:.3f}] {v}"
+        if max_regression is not None and math.isfinite(hi) and hi < 1 - max_regression:
+            return f"{name}: {point:.3f}x [{lo:.3f}, {hi:.3f}], slower by more than {max_regression:.1%}"
+    return None
+
+
+# ----------------------------------------------------------------------------------------- table
+@main.command("table")
+@click.argument("problem")
+@click.option("--versions", default=None, help="Comma-separated versions (default: the lineage's main folder).")
+@click.option("--all", "include_attic", is_flag=True,
+              help="The attic's versions too (✗: slower than their parent, kept for the lesson).")
+@click.option("--shapes", "shapes_spec", default=None, help="benchmarks (default on a GPU) or tests.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the ladder plot (PNG).")
+@click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv.")
+@click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
+@click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
+@click.option("--markdown", is_flag=True,
+              help="With --recorded: the lineage README's table in Markdown, one row per version (its Change's "
+                   "first sentence, the best recorded mean per benchmark shape of --method, the GPU).")
+@output_options
+@timing_options()
+@run_processes_option
+@gpus_option
+@common_options
+@clean_errors
+def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, published, recorded, markdown, fmt,
+              output_path, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm,
+              run_processes, gpus_spec, timeout, compile_timeout, untrusted):
+    """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
+    if published and recorded:
+        raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
+    if markdown and not recorded:
+        raise UserError("--markdown prints the recorded lineage table: add --recorded")
+    if markdown and (fmt or output_path or plot_path):
+        raise UserError("--markdown writes Markdown to stdout: it does not combine with --format, -o or --plot")
+    fmt = output_format(fmt, output_path)
+    plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
+                       flush_kind=flush_kind)
+    plan.run_processes = run_processes
+    gpus = gpu_indices(gpus_spec)
+    submissions.check_problem(problem)
+    cfg = config.load()
+    pc = cfg[problem]
+    if published:
+        if plot_path:
+            raise UserError("--plot draws measured (or, with --recorded, recorded) figures; --published measures nothing")
+        render.print_published(pc)
+        return
+    if plot_path:
+        render.require_matplotlib()  # NOTE: before minutes of measuring, not after
+    if markdown:
+        click.echo(lineage.markdown_table(problem, plan.mode, include_attic, flush=plan.flush), nl=False)
+        return
+    if recorded:
+        _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path)
+        return
+    subs = ([submissions.resolve(problem, v) for v in versions.split(",")] if versions
+            else submissions.versions(problem, include_attic=include_attic))
+    if not subs:
+        raise UserError(f"{problem} has no versions yet")
+    cap = runner.local_capability()
+    shapes, note = runner.select_shapes(problem, shapes_spec, (), cap is not None, cfg)
+    if note:
+        err_console.print(f"[yellow]note:[/yellow] {note}")
+    on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(pc.benchmarks)
+    outcomes = []
+    for sub in subs:
+        with render.Progress(f"table {problem} {sub.label}", quiet=fmt != "table" and not output_path) as prog:
+            outcome = runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
+                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=gpus,
+                                 untrusted_all=untrusted)
+        outcomes.append(outcome)
+        if record and not outcome.refused:
+            _record(outcome)
+    rows = [row for o in outcomes if not o.refused for row in report.result_rows(o)]
+    emit(report.document("table", problem, rows, device=next((o.device for o in outcomes if o.device), None), plan=plan,
+                         not_run={o.submissions[0].label: o.refused for o in outcomes if o.refused}), fmt, output_path)
+    if fmt != "table" and not output_path:
+        sys.exit(1 if any(not o.refused and not o.ok for o in outcomes) else 0)
+    render.print_table(problem, pc, shapes, outcomes, on_benchmarks)
+    _note_recorded_gpus(problem, outcomes)
+    if plot_path:
+        render.plot_measured(problem, pc, shapes, outcomes, on_benchmarks, plot_path)
+        console.print(f"plot written to {plot_path}")
+    skipped = [o for o in outcomes if o.refused]
+    if skipped:
+        render.print_not_run(skipped)
+    sys.exit(1 if any(not o.refused and not o.ok for o in outcomes) else 0)
+
+
+def _print_recorded(problem, pc, mode, flush, include_attic, plot_path) -> None:
+    """table --recorded: the best recorded rows of this method and flush, the attic's versions only
+    with --all (rows of a version no longer in the lineage are still shown), and the plot."""
+    rows = leaderboard.best(leaderboard.read(), problem, mode, flush)
+    if not include_attic:
+        attic = {s.label for s in submissions.versions(problem, include_attic=True) if s.in_attic}
+        rows = [r for r in rows if r["version"] not in attic]
+    if not rows:
+        console.print(f"no recorded {mode} results ({flush} flush) for {problem} (use --record)")
+        return
+    here = None
+    if runner.local_capability() is not None:
+        import torch
+        here = torch.cuda.get_device_name(0)
+    render.print_recorded(problem, pc, rows, mode, flush, here)
+    if plot_path:
+        render.plot_recorded(problem, pc, rows, plot_path, mode)
+        console.print(f"plot written to {plot_path}")
+
+
+def _note_recorded_gpus(problem, outcomes) -> None:
+    """Says when a version's recorded results come from a GPU other than the one measured now."""
+    here = next((o.device.get("gpu") for o in outcomes if o.device), None)
+    if not here or here.lower() == "cpu":
+        return  # NOTE: a CPU run's times compare with no GPU's; one note per version said nothing new
+    rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS"]
+    for o in outcomes:
+        sub = o.submissions[0]
+        gpus = sorted({r["gpu"] for r in rows if r["version"] == sub.label and r.get("code_hash") == sub.source_hash[:16]})
+        others = [g for g in gpus if g != here]
+        if others:
+            console.print(f"[yellow]note:[/yellow] {sub.label}'s recorded results come from {', '.join(others)}"
+                          + (f" as well as {here}" if here in gpus else f", not this {here}") + ": compare within one GPU")

@@ -1,0 +1,71 @@
+"""The recorded results: ``nvfp4 leaderboard`` (show, the default; merge).
+
+The record's schema and every rule about rows (which are comparable, which is best, what a merge
+skips) are :mod:`harness.leaderboard`'s; this module reads options and prints.
+"""
+
+from __future__ import annotations
+
+import click
+
+from harness import leaderboard, report, runner, submissions, timing
+from harness.cli import clean_errors, emit, main, output_format, output_options
+from harness.cli import render
+from harness.cli.render import console
+
+
+class _ShowByDefault(click.Group):
+    """``nvfp4 leaderboard [PROBLEM] [--mode M] [--flush F]`` lists as it always has: arguments that
+    do not start with a subcommand's name (or ask for help) go to ``show``."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+@main.group("leaderboard", cls=_ShowByDefault)
+def leaderboard_group():
+    """Recorded results (leaderboard.csv): the best per version and shape (show, the default), or
+    merge another machine's rows in."""
+
+
+@leaderboard_group.command("show")
+@click.argument("problem", required=False)
+@click.option("--mode", "--method", "mode", type=click.Choice(sorted(render.MODE_TITLES)), default=timing.DEFAULT_METHOD,
+              show_default=True, help="Which timing method's rows (a row is only ever compared with rows of its own method).")
+@click.option("--flush", "flush_kind", type=click.Choice(timing.FLUSHES), default="dirty", show_default=True,
+              help="Which flush's rows.")
+@output_options
+@clean_errors
+def leaderboard_cmd(problem, mode, flush_kind, fmt, output_path):
+    """Best recorded result per version and shape (from leaderboard.csv); also `nvfp4 leaderboard [PROBLEM]`."""
+    if problem:
+        submissions.check_problem(problem)
+    fmt = output_format(fmt, output_path)
+    rows = leaderboard.best(leaderboard.read(), problem, mode, flush_kind)
+    if fmt != "table":
+        plan = runner.TimingPlan(mode=mode, flush=flush_kind)
+        emit(report.document("leaderboard", problem, [leaderboard.backfill(r) for r in rows], plan=plan), fmt,
+             output_path)
+        if not output_path:
+            return
+    if not rows:
+        console.print(f"no recorded {mode} results ({flush_kind} flush)" + (f" for {problem}" if problem else "")
+                      + " (use --record)")
+        return
+    render.print_leaderboard(rows, mode, flush_kind)
+
+
+@leaderboard_group.command("merge")
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@clean_errors
+def leaderboard_merge_cmd(files):
+    """Fold the rows of other leaderboards (FILE: another machine's leaderboard.csv, any older header)
+    into this one, with their sidecars from FILE's sibling <stem>_runs/ folder.
+
+    A row already here (same run_id; without one, same timestamp, problem, version, shape, dist and
+    gpu) is skipped. Bad input (a missing file, unknown columns) writes nothing."""
+    result = leaderboard.merge(list(files))
+    console.print(f"merged into {result.path}: {result.added} rows added, {result.skipped} already present and skipped, "
+                  f"{result.sidecars} sidecars copied")

@@ -1,0 +1,694 @@
+"""What the ``nvfp4`` commands show on a terminal: rich tables, notes, progress and plots.
+
+Nothing here measures or decides: every function takes what a command computed (an outcome,
+recorded rows, a build's results) and draws it. Free text from a docstring or a failure goes
+through :func:`fmt_text`, so brackets are shown rather than read as rich markup. The machine
+formats (json, csv, md) are harness/report.py's.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness import plots, roofline, submissions, timing
+
+# NOTE: piped or captured (a log, CI, a remote call), rich assumes 80 columns and squeezes every
+# number column to "…"; there is no terminal to fit, so the tables get the width they need.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 240)
+
+STATUS_STYLE = {"PASS": "green", "FAIL": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "TAMPERED": "bold red",
+                "IMPLAUSIBLE": "bold red", "SKIP": "yellow"}
+VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS": "yellow"}
+
+# What each timing method's figures are, for table titles and notes.
+MODE_TITLES = {"gpumode": "GPU MODE's eval: calls queued in batches after one flush",
+               "kernel": "device time of the call's kernels (span), queued behind a sleep",
+               "cold": "cold L2, each call from an idle device",
+               "queued": "cold L2, one call queued behind the flush",
+               "graph": "CUDA graph replays",
+               "warm": "warm L2"}
+
+# run's columns kept in a terminal narrower than WIDE_COLUMNS (80 columns must read, not show "…").
+NARROW_RUN_COLUMNS = ("shape", "status", "mean µs", "95% CI", "n", "sum µs", "host µs", "% of floor", "% of read")
+WIDE_COLUMNS = 130
+PROCESS_SPREAD_NOTE = 0.05  # run --processes: process means further apart than this are pointed out
+
+
+# ------------------------------------------------------------------------------------- cells
+def fmt_status(s: str) -> str:
+    return f"[{STATUS_STYLE.get(s, 'white')}]{s}[/]"
+
+
+def fmt_text(s: str) -> str:
+    """Free text (a docstring's change line, a failure message) as a table cell: escaped, so brackets
+    such as `[rows][64]` or `[m=128]` are shown rather than read as rich markup and dropped."""
+    return escape(s) if s else s
+
+
+def fmt_us(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.1f}" if x >= 100 else f"{x:.2f}"
+
+
+def fmt_interval(lo, hi) -> str:
+    return f"[{fmt_us(lo)}, {fmt_us(hi)}]" if lo is not None and math.isfinite(lo) else "-"
+
+
+def fmt_verdict(v: str) -> str:
+    return f"[{VERDICT_STYLE.get(v, 'dim')}]{v}[/]"
+
+
+def fmt_version(sub) -> str:
+    """The version's label with its ✗ / ≈ mark, and 'attic' where it lives there."""
+    return sub.label + (f" {sub.mark}" if sub.mark else "") + (" [dim]attic[/dim]" if sub.in_attic else "")
+
+
+def _sig(x: float) -> str:
+    """Three significant digits below 100 (0.00122, 16.2), whole numbers with separators above."""
+    return f"{x:.3g}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def method_title(plan) -> str:
+    return f"{plan.mode}: {MODE_TITLES.get(plan.mode, plan.mode)}, {plan.flush} flush"
+
+
+def version_ranges(labels: list[str]) -> str:
+    """v1, v2, v3, v7 -> 'v1-v3, v7'."""
+    nums = sorted(int(v[1:]) for v in labels if v[1:].isdigit())
+    others = [v for v in labels if not v[1:].isdigit()]
+    parts, start = [], None
+    for i, n in enumerate(nums):
+        if start is None:
+            start = n
+        if i + 1 == len(nums) or nums[i + 1] != n + 1:
+            parts.append(f"v{start}" if start == n else f"v{start}-v{n}")
+            start = None
+    return ", ".join(parts + others)
+
+
+# ---------------------------------------------------------------------------------- progress
+class Progress:
+    """A spinner that follows the child's events (importing = compiling, checking, timing).
+
+    When stderr is not a terminal (a log file, CI, a remote call's captured output) the spinner
+    would show nothing until the end; there it prints one line per import, shape started and shape
+    finished instead, so a run killed at a time limit leaves what it had measured."""
+
+    def __init__(self, title: str, quiet: bool = False, plain: bool | None = None):
+        self.title = title
+        self.plain = (not quiet) and (not err_console.is_terminal if plain is None else plain)
+        self.status = None if quiet or self.plain else err_console.status(title)
+        self.started = time.monotonic()
+
+    def __enter__(self):
+        if self.status:
+            self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.status:
+            self.status.__exit__(*exc)
+
+    def _line(self, text: str) -> None:
+        err_console.print(f"[{time.monotonic() - self.started:6.1f} s] {self.title}: {text}", markup=False,
+                          highlight=False, soft_wrap=True)
+
+    def __call__(self, event: dict) -> None:
+        kind = event.get("event")
+        if self.plain:
+            if kind == "phase" and event.get("phase") == "imported":
+                self._line(f"{event['label']} ready in {event['seconds']:.1f} s")
+            elif kind == "start":
+                self._line(f"{event['item']} started")
+            elif kind == "done":
+                self._line(event["line"])
+            return
+        if not self.status:
+            return
+        if kind == "phase" and event["phase"] == "import":
+            self.status.update(f"{self.title}: importing {event['label']} (compiles on first use)...")
+        elif kind == "phase" and event["phase"] == "imported":
+            self.status.update(f"{self.title}: {event['label']} ready in {event['seconds']:.1f} s")
+        elif kind == "start":
+            self.status.update(f"{self.title}: {event['item']}")
+        elif kind == "progress":
+            self.status.update(f"{self.title}: {event.get('item') or ''} {event['stage']}...")
+
+
+# ------------------------------------------------------------------------------ common lines
+def sandbox_lines(outcome) -> list[str]:
+    """Where each untrusted submission ran: the sandbox, or plainly that none was available."""
+    lines = [f"{label} ran sandboxed: {how}" for label, how in (outcome.sandboxes or {}).items()]
+    untrusted = [s.label for s in outcome.submissions if not submissions.in_lab(s)]
+    bare = [label for label in untrusted if label not in (outcome.sandboxes or {})]
+    if bare:
+        from harness import sandbox
+        why = "; ".join(dict.fromkeys((outcome.unsandboxed or {}).get(label, "") for label in bare)) or sandbox.describe()
+        lines.append(f"{', '.join(bare)}: not sandboxed: {why}")
+    return lines
+
+
+def device_line(dev: dict | None) -> str:
+    if not dev:
+        return "device: unknown"
+    if dev.get("gpu") == "cpu":
+        return f"device: CPU (torch {dev.get('torch')}); times are CPU times, no roofline"
+    ceil = dev.get("ceilings") or {}
+    ceil_txt = (f"; ceilings {ceil['bf16_tflops']:.0f} TFLOP/s bf16, {ceil['copy_tbps']:.2f} TB/s ({ceil.get('source')})"
+                if ceil else "")
+    return (f"device: {dev.get('gpu')} ({dev.get('sm_count')} SMs, sm_{dev.get('capability', '').replace('.', '')}), "
+            f"driver {dev.get('driver') or '?'}, CUDA {dev.get('cuda')}, torch {dev.get('torch')}{ceil_txt}")
+
+
+def _print_context(outcome) -> None:
+    """The device line and where untrusted files ran, dimmed, under a command's table."""
+    console.print(f"[dim]{device_line(outcome.device)}[/dim]")
+    for line in sandbox_lines(outcome):
+        console.print(f"[dim]{fmt_text(line)}[/dim]")
+
+
+# -------------------------------------------------------------------------------------- list
+def print_list(name: str, pc, subs: list, attic_count: int) -> None:
+    """One problem's versions (with their ✗ / ≈ marks) and shapes; ``attic_count``: attic versions
+    left out of ``subs`` (said in one line)."""
+    table = Table(title=f"{name}", title_justify="left")
+    table.add_column("version")
+    table.add_column("arch")
+    table.add_column("analogue")
+    table.add_column("change (first sentence)")
+    for sub in subs:
+        table.add_row(fmt_version(sub), sub.arch, fmt_text(sub.analogue) or "-", fmt_text(sub.summary))
+    console.print(table)
+    if attic_count:
+        console.print(f"  attic: {attic_count} more version(s) kept for the lesson (nvfp4 list {name} --all shows them)")
+    console.print("  benchmarks: " + "; ".join(s.label for s in pc.benchmarks))
+    console.print(f"  tests: {len(pc.tests)} shapes" + (f" (e.g. {pc.tests[0].label})" if pc.tests else ""))
+    if pc.edges:
+        console.print("  edges: " + "; ".join(s.label for s in pc.edges))
+
+
+# ---------------------------------------------------------------------------------- test, run
+def print_test(problem: str, sub, seeds: int, outcome) -> None:
+    table = Table(title=f"{problem} {sub.label}: correctness ({seeds} seeds per shape)", title_justify="left")
+    for col in ("shape", "dist", "status", "detail"):
+        table.add_column(col)
+    for r in outcome.results:
+        table.add_row(r.shape.label, r.dist, fmt_status(r.status), fmt_text(r.message))
+    console.print(table)
+    for line in sandbox_lines(outcome):
+        console.print(f"[dim]{fmt_text(line)}[/dim]")
+    n_ok = sum(r.ok for r in outcome.results)
+    console.print(f"{n_ok} passed, {len(outcome.results) - n_ok} failed")
+
+
+def print_run(problem: str, sub, outcome) -> None:
+    plan = outcome.plan
+    mode = method_title(plan) if plan else "cold"
+    table = Table(title=f"{problem} {sub.label}: {fmt_text(sub.summary or '')} ({mode})", title_justify="left")
+    cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
+    if plan and plan.warm:
+        cols.append("warm mean µs")
+    if plan and plan.mode == "kernel":
+        cols += ["sum µs", "host µs"]
+    cols += ["floor µs", "% of floor", "read µs", "% of read"]
+    if console.width < WIDE_COLUMNS:
+        cols = [c for c in cols if c in NARROW_RUN_COLUMNS]
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("shape", "status") else "right")
+    not_converged = []
+    for r in outcome.results:
+        st = r.stats[0] if r.stats else None
+        cells = {"shape": r.shape.label, "status": fmt_status(r.status), "floor µs": fmt_us(r.floor_us)}
+        if st:
+            if not st["converged"]:
+                not_converged.append(f"{r.shape.label}: {st['stop_reason']}")
+            k = st.get("kernel") or {}
+            read_us = r.read_floor_us
+            cells.update({"mean µs": fmt_us(st["mean_us"]), "95% CI": fmt_interval(st["ci95_lo_us"], st["ci95_hi_us"]),
+                          "median µs": fmt_us(st["median_us"]), "IQR": fmt_us(st["iqr_us"]),
+                          "best µs": fmt_us(st["best_us"]), "n": f"{st['n']}" + ("" if st["converged"] else "*"),
+                          "warm mean µs": fmt_us(st["warm"]["mean_us"]) if st.get("warm") else "-",
+                          "sum µs": fmt_us(k.get("sum_us")), "host µs": fmt_us(k.get("host_us")),
+                          "% of floor": f"{100 * r.floor_us / st['mean_us']:.1f}%" if r.floor_us else "-",
+                          "read µs": fmt_us(read_us),
+                          "% of read": f"{100 * read_us / st['mean_us']:.1f}%" if read_us else "-"})
+        table.add_row(*[cells.get(c, "-") for c in cols])
+        if r.message and not r.ok:  # failed, or timed but failed (escape, implausible): say why
+            table.add_row("", f"[dim]{fmt_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
+    console.print(table)
+    gm = (outcome.geomean or {}).get(sub.label)
+    floors = roofline.geomean([r.floor_us for r in outcome.results])
+    if gm:
+        console.print(f"geomean: {fmt_us(gm[0])} µs, 95% CI {fmt_interval(gm[1], gm[2])}"
+                      + (f" (floor geomean {fmt_us(floors)} µs)" if floors else ""))
+    else:
+        console.print("geomean: - (only when every shape passes with a plausible time)")
+    for line in not_converged:
+        console.print(f"[dim]* did not converge: {line}[/dim]")
+    for r in outcome.results:
+        st = r.stats[0] if r.stats else {}
+        if st.get("process_spread", 0) > PROCESS_SPREAD_NOTE:
+            means = ", ".join(fmt_us(m) for m in st["process_means_us"])
+            console.print(f"[yellow]processes disagree on {r.shape.label}: {means} µs "
+                          f"({st['process_spread']:.0%} apart); the interval covers it[/yellow]")
+    _print_context(outcome)
+
+
+# ------------------------------------------------------------------------------------ compare
+def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_gpu: bool) -> None:
+    gm = (outcome.geomean or {}).get("ratio")
+    over = "paired blocks in one process" if not plan.isolated else "blocks and process generations"
+    table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
+                        f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})",
+                  title_justify="left")
+    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI",
+                "procs" if plan.isolated else "pairs", "verdict"):
+        table.add_column(col)
+    for r in outcome.results:
+        if r.stats and r.ratio:
+            v = r.ratio["verdict"]
+            table.add_row(r.shape.label, fmt_status(r.status), fmt_us(r.stats[0]["mean_us"]), fmt_us(r.stats[1]["mean_us"]),
+                          f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
+                          str(r.ratio.get("processes", "") if plan.isolated else r.ratio.get("pairs", "")),
+                          fmt_verdict(v) if r.ok else fmt_text(r.message))
+            orders = r.ratio.get("by_order") or {}
+            if all(orders.get(k) for k in ("A", "B")):
+                table.add_row("", "[dim]by order[/dim]", "", "", "", "", "",
+                              f"[dim]{orders['A']:.3f}x A first, {orders['B']:.3f}x B first[/dim]")
+            gens = r.ratio.get("by_generation") or []
+            if len(gens) > 1:
+                table.add_row("", "[dim]by process pair[/dim]", "", "", "", "", "",
+                              "[dim]" + ", ".join(f"{g['speedup']:.3f}x ({g['first_prepared']} prepared first)"
+                                                  for g in gens) + "[/dim]")
+        else:
+            table.add_row(r.shape.label, fmt_status(r.status), "-", "-", "-", "-", "-", fmt_text(r.message))
+    console.print(table)
+    name = f"geomean speedup of {sub_b.label} over {sub_a.label}"
+    if gm and not on_gpu:
+        console.print(f"{name}: {gm[0]:.3f}x (CPU times: no verdict)")
+    elif gm:
+        from harness import stats
+        console.print(f"{name}: {gm[0]:.3f}x, 95% CI [{gm[1]:.3f}, {gm[2]:.3f}]: "
+                      f"{fmt_verdict(stats.verdict(gm[1], gm[2], margin))}")
+    else:
+        console.print(f"{name}: - (only when every shape passes)")
+    _print_context(outcome)
+
+
+def print_compare_recorded(problem: str, version_a: str, version_b: str, plan, rows: list[dict], geomean) -> None:
+    """compare --recorded's table: one row per benchmark shape (``measure.compare_recorded``'s rows)."""
+    table = Table(title=f"{problem}: {version_a} vs {version_b} from recorded runs ({plan.mode}, {plan.flush} flush; "
+                        "speedup = time A / time B; interval from each run's blocks alone: runs of other processes "
+                        "and days can differ by more)", title_justify="left")
+    for col in ("shape", "gpu", f"{version_a} µs", f"{version_b} µs", "speedup", "95% CI", "verdict"):
+        table.add_column(col)
+    for r in rows:
+        if r["status"] != "PASS":
+            table.add_row(r["shape"], "-", "-", "-", "-", "-", fmt_text(r["message"]))
+            continue
+        table.add_row(r["shape"], fmt_text(r["gpu"]), fmt_us(r["mean_a_us"]), fmt_us(r["mean_b_us"]),
+                      f"{r['speedup']:.3f}x", f"[{r['lo']:.3f}, {r['hi']:.3f}]", fmt_verdict(r["verdict"]))
+    console.print(table)
+    if geomean:
+        console.print(f"geomean speedup of {version_b} over {version_a}: {geomean[0]:.3f}x")
+
+
+# -------------------------------------------------------------------------------------- table
+def _mean(outcome, i):
+    r = outcome.results[i]
+    return r.stats[0]["mean_us"] if r.ok and r.stats else None
+
+
+def print_table(problem: str, pc, shapes, outcomes, on_benchmarks: bool) -> None:
+    """table's ladder: a row per version, a column per shape (the writeup analogue's figure in
+    brackets), geomean and ratios to v0 and to the row above; then why each failed shape failed."""
+    wu = pc.writeup if on_benchmarks else None
+    labels = pc.benchmark_labels if on_benchmarks else [f"{s.set_name[0]}{s.index}" for s in shapes]
+    dev = next((o.device for o in outcomes if o.device), None)
+    on_cpu = (dev or {}).get("gpu") == "cpu"
+    plan = next((o.plan for o in outcomes if o.plan), None)
+    title = f"{problem}: measured here (µs, mean, {'CPU time' if on_cpu else MODE_TITLES[plan.mode if plan else 'cold']})"
+    if wu:
+        title += f"; in brackets the writeup analogue on {wu.gpu}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("version")
+    table.add_column("change", max_width=36, overflow="ellipsis", no_wrap=True)
+    for lab in labels:
+        table.add_column(lab, justify="right")
+    for col in ("geomean", "vs v0", "vs prev"):
+        table.add_column(col, justify="right")
+    base_gm, prev_gm = None, None
+    failures = []
+    for outcome in outcomes:
+        sub = outcome.submissions[0]
+        if outcome.refused:
+            table.add_row(fmt_version(sub), fmt_text(sub.change), *(["skip"] * len(shapes)), "-", "-", "-")
+            continue
+        means = [_mean(outcome, i) for i in range(len(shapes))]
+        analogue = wu.version(sub.analogue) if wu and sub.analogue else None
+        cells = []
+        for i, m in enumerate(means):
+            txt = fmt_us(m) if m is not None else f"[red]{outcome.results[i].status}[/red]"
+            if analogue and analogue["us"][i] is not None:
+                txt += f" [dim]({fmt_us(analogue['us'][i])})[/dim]"
+            cells.append(txt)
+        gm = roofline.geomean(means)
+        if base_gm is None and sub.label == "v0":
+            base_gm = gm
+        vs0 = f"{base_gm / gm:.2f}x" if base_gm and gm else "-"
+        vsp = f"{prev_gm / gm:.2f}x" if prev_gm and gm else "-"
+        table.add_row(fmt_version(sub), fmt_text(sub.change), *cells, fmt_us(gm), vs0, vsp)
+        prev_gm = gm or prev_gm
+        failures += [(sub.label, lab, r) for lab, r in zip(labels, outcome.results) if not r.ok and r.message]
+    console.print(table)
+    # NOTE: a cell says only the status; why (an IMPLAUSIBLE time's floor, a mismatch) is here
+    for label, lab, r in failures:
+        why = r.message if r.message.startswith(r.status) else f"{r.status}: {r.message}"
+        console.print(f"{label} {lab}: [{STATUS_STYLE.get(r.status, 'red')}]{fmt_text(why)}[/]", soft_wrap=True)
+    if not on_benchmarks:
+        console.print("shapes: " + "; ".join(f"{lab} = {s.label}" for lab, s in zip(labels, shapes)))
+    floors = [roofline.floor_us(problem, s.params, (dev or {}).get("ceilings")) for s in shapes]
+    if any(floors):
+        console.print("floor (this GPU): " + ", ".join(f"{lab} {fmt_us(f)}" for lab, f in zip(labels, floors)))
+    if on_benchmarks and pc.speed_of_light_b200_us:
+        console.print("GPU MODE speed of light (B200, fp4 tensor cores): "
+                      + ", ".join(f"{lab} {fmt_us(v)}" for lab, v in zip(labels, pc.speed_of_light_b200_us)))
+    console.print(f"[dim]{device_line(dev)}[/dim]")
+
+
+def print_not_run(outcomes) -> None:
+    """The versions a table could not run here, one line per reason (not one per version: on a CPU
+    41 versions share one reason)."""
+    reasons: dict[str, list[str]] = {}
+    for o in outcomes:
+        label = o.submissions[0].label
+        reasons.setdefault(o.refused.removeprefix(f"{label}: "), []).append(label)
+    for why, labels in reasons.items():
+        console.print(f"[yellow]not run here ({len(labels)}):[/yellow] {fmt_text(why)}: {version_ranges(labels)}")
+
+
+def print_recorded(problem: str, pc, rows: list[dict], mode: str, flush: str, here: str | None) -> None:
+    """table --recorded: the best recorded mean per version and benchmark shape (``rows``:
+    ``leaderboard.best``'s), the GPU after each figure where several appear; ``here``: this
+    machine's GPU, or None."""
+    gpus = sorted({r["gpu"] for r in rows})
+    keys = {s.key: lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
+    table = Table(title=f"{problem}: best recorded results (µs, mean, {mode}: {MODE_TITLES.get(mode, mode)}, {flush} flush; "
+                        "GPU after each figure where they differ)", title_justify="left")
+    table.add_column("version")
+    for lab in pc.benchmark_labels:
+        table.add_column(lab, justify="right")
+    by_version: dict = {}
+    for r in rows:
+        if r["dist"] == "competition" and r["shape"] in keys:
+            by_version.setdefault(r["version"], {}).setdefault(keys[r["shape"]], []).append(r)
+    for v in sorted(by_version, key=lambda v: int(v[1:]) if v[1:].isdigit() else 10**6):
+        cells = []
+        for lab in pc.benchmark_labels:
+            found = sorted(by_version[v].get(lab, []), key=lambda r: float(r["mean_us"]))
+            cells.append("; ".join(fmt_us(float(r["mean_us"])) + (f" [dim]({r['gpu']})[/dim]" if len(gpus) > 1 else "")
+                                   for r in found) or "-")
+        table.add_row(v, *cells)
+    console.print(table)
+    console.print(f"recorded on: {', '.join(gpus)}" + (f"; this machine: {here}" if here else ""))
+    if here and any(g != here for g in gpus):
+        console.print(f"[yellow]note:[/yellow] results from a GPU other than this {here} are not comparable with a run here")
+
+
+def print_published(pc) -> None:
+    if not pc.writeup:
+        console.print(f"{pc.name}: no writeup table is published for this problem")
+        if pc.speed_of_light_b200_us:
+            console.print("GPU MODE speed of light (B200): "
+                          + ", ".join(f"{lab} {fmt_us(v)}" for lab, v in zip(pc.benchmark_labels, pc.speed_of_light_b200_us)))
+        return
+    wu = pc.writeup
+    table = Table(title=f"{pc.name}: the writeup's table as published ({wu.gpu}, µs) — {wu.source}", title_justify="left")
+    table.add_column("version")
+    table.add_column("change", max_width=60)
+    for lab in pc.benchmark_labels:
+        table.add_column(lab, justify="right")
+    table.add_column("geomean", justify="right")
+    table.add_column("note")
+    for v in wu.versions:
+        table.add_row(v["name"], fmt_text(v.get("change", "")), *[fmt_us(x) for x in v["us"]],
+                      fmt_us(roofline.geomean(v["us"])), fmt_text(v.get("note", "")))
+    console.print(table)
+
+
+def print_leaderboard(rows: list[dict], mode: str, flush: str) -> None:
+    """leaderboard show: the best recorded rows (backfilled), by problem, version number, shape, dist."""
+    from harness import leaderboard
+
+    table = Table(title=f"best recorded results ({mode}: {MODE_TITLES[mode]}, {flush} flush)", title_justify="left")
+    for col in ("problem", "version", "shape", "dist", "mean µs", "TFLOP/s", "TB/s", "% of floor", "gpu", "commit",
+                "when"):
+        table.add_column(col)
+
+    def order(r):
+        m = r["version"].lstrip("v")
+        return (r["problem"], int(m) if m.isdigit() else 10**6, r["shape"], r["dist"])
+
+    for r in sorted(map(leaderboard.backfill, rows), key=order):  # backfill: a file not yet normalised
+        # The file keeps the full commit; 12 digits name it here without widening the table.
+        commit = r["git_commit"][:12] + ("+dirty" if r.get("git_dirty") == "true" else "")
+        pct = f"{float(r['pct_of_floor']):.1f}%" if r.get("pct_of_floor") else "-"
+        table.add_row(r["problem"], r["version"], r["shape"], r["dist"], fmt_us(float(r["mean_us"])),
+                      r.get("tflops") or "-", r.get("tbps") or "-", pct, r["gpu"], commit, r["timestamp"])
+    console.print(table)
+
+
+# -------------------------------------------------------------------------------------- plots
+def require_matplotlib() -> None:
+    """--plot needs matplotlib: said before anything is measured, not after."""
+    from harness.errors import UserError
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UserError("--plot needs matplotlib: pip install -e '.[plot]'") from None
+
+
+def _slower_versions(problem: str) -> set[str]:
+    """The lineage's ✗ versions (Verdict: slower), drawn apart on a ladder."""
+    return {s.label for s in submissions.versions(problem, include_attic=True) if s.verdict == "slower"}
+
+
+def _published(pc):
+    return plots.published_from_writeup(pc.writeup, pc.benchmark_labels, pc.speed_of_light_b200_us)
+
+
+def _draw(call) -> None:
+    """A plot; what it cannot draw (no points, no matplotlib) is one clear error."""
+    from harness.errors import UserError
+    try:
+        call()
+    except (ValueError, ImportError) as exc:
+        raise UserError(f"--plot: {exc}") from None
+
+
+def plot_measured(problem: str, pc, shapes, outcomes, on_benchmarks: bool, path) -> None:
+    """The ladder measured here: % of floor per version and shape (harness/plots.py)."""
+    labels = pc.benchmark_labels if on_benchmarks else [s.label for s in shapes]
+    failed = _slower_versions(problem)
+    points = [plots.LadderPoint(o.submissions[0].label, lab, (r.device or o.device or {}).get("gpu", "this GPU"),
+                                r.stats[0]["mean_us"], r.floor_us, r.stats[0].get("ci95_lo_us"),
+                                r.stats[0].get("ci95_hi_us"), o.submissions[0].label in failed)
+              for o in outcomes if not o.refused
+              for lab, r in zip(labels, o.results) if r.ok and r.stats and r.floor_us]
+    _draw(lambda: plots.ladder(path, problem, points, _published(pc) if on_benchmarks else None,
+                               title=f"{problem}: the version ladder measured here, % of floor",
+                               failed_versions=failed, lineage=[o.submissions[0].label for o in outcomes],
+                               shapes=labels))
+
+
+def plot_recorded(problem: str, pc, rows: list[dict], path, mode: str = timing.DEFAULT_METHOD) -> None:
+    """The ladder of the best recorded rows, one line per GPU, never joined across GPUs. The whole
+    lineage, attic included: a ✗ version is drawn as a hollow marker the line passes by."""
+    failed = _slower_versions(problem)
+    keys = {s.key: lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
+    lineage = [s.label for s in submissions.versions(problem, include_attic=True)]
+    shown = [r for r in rows if r["version"] in lineage]  # NOTE: rows of a deleted version have no place on it
+    _draw(lambda: plots.ladder(path, problem, plots.points_from_rows(shown, keys, failed_versions=failed), _published(pc),
+                               title=f"{problem}: best recorded, {MODE_TITLES.get(mode, mode)}: % of floor",
+                               failed_versions=failed, lineage=lineage, shapes=pc.benchmark_labels))
+
+
+# ----------------------------------------------------------------------------------- build
+def _bytes(n: int) -> str:
+    return f"{n:,}"
+
+
+def print_full_builds(subs, results, several: bool) -> None:
+    table = Table(title="build (imported in a child; --compile-only gives ptxas's registers and spills)",
+                  title_justify="left")
+    for col in (["problem"] if several else []) + ["version", "status", "time"]:
+        table.add_column(col, justify="right" if col == "time" else "left")
+    for sub, r in zip(subs, results):
+        status = "[bold red]FAIL[/]" if r.status == "FAIL" else "[green]OK[/]"
+        table.add_row(*([sub.problem] if several else []), sub.label, status, f"{r.seconds:.1f} s")
+    console.print(table)
+
+
+def print_compile_only(subs, results, several: bool) -> None:
+    table = Table(title="build (compile-only: registers per thread, bytes per kernel)", title_justify="left")
+    cols = (["problem"] if several else []) + ["version", "status", "kernel", "arch", "regs", "spill st/ld",
+                                                "stack", "smem", "barriers", "time"]
+    for col in cols:
+        table.add_column(col, justify="right" if col in ("regs", "spill st/ld", "stack", "smem", "barriers", "time") else "left")
+    for sub, r in zip(subs, results):
+        first = [sub.problem] if several else []
+        when = "cached" if r.cached else ("-" if r.status == "NO_CUDA" else f"{r.seconds:.1f} s")
+        status = "[bold red]FAIL[/]" if r.status == "FAIL" else "[green]OK[/]"
+        if not r.kernels:
+            note = "the error is below" if r.status == "FAIL" else r.message
+            table.add_row(*first, sub.label, status, f"[dim]{escape(note)}[/dim]", r.arch, "", "", "", "", "", when)
+        for i, k in enumerate(r.kernels):
+            spills = f"{k.spill_stores}/{k.spill_loads}"
+            if k.spill_stores or k.spill_loads:
+                spills = f"[yellow]{spills}[/]"
+            table.add_row(*(first if i == 0 else [""] * len(first)), sub.label if i == 0 else "", status if i == 0 else "",
+                          escape(k.name), k.arch, str(k.registers), spills, _bytes(k.stack_frame), _bytes(k.smem),
+                          str(k.barriers), when if i == 0 else "")
+    console.print(table)
+
+
+# ------------------------------------------------------------------------- sanitize, profile
+def print_sanitize(problem: str, sub, tool: str, shape, dist: str, report, log: str) -> None:
+    style = {"CLEAN": "green", "ERRORS": "bold red", "FAIL": "red", "UNPARSED": "bold red"}[report.status]
+    console.print(f"{problem} {sub.label}, {tool}, {shape.label} ({dist}): [{style}]{report.status}[/] "
+                  f"{escape(report.message)}")
+    for f in report.findings:
+        console.print(f"  [bold]{f.count}x[/] {escape(f.kind)}")
+        where = [line for line in f.example[1:] if not line.startswith(("Saved host backtrace", "Host Frame"))]
+        for line in where[:4]:  # the device location, thread and address; the host stack is in the log
+            console.print(f"      [dim]{escape(line)}[/dim]")
+    if report.child and not report.child.get("ok") and report.status != "FAIL":
+        console.print(f"  the program: {escape(report.child.get('message', ''))}")
+    console.print(f"[dim]full report: {log}[/dim]")
+
+
+def print_torch_profile(problem: str, sub, shape, dist: str, res: dict, top: int) -> None:
+    n = res["calls"]
+    unit = "GPU kernels" if res["on_gpu"] else "CPU operators (self time; no GPU here)"
+    table = Table(title=f"{problem} {sub.label} on {shape.label} ({dist}): {unit}, {n} calls", title_justify="left")
+    for col in ("name", "calls", "total µs", "µs per custom_kernel", "share"):
+        table.add_column(col, justify="left" if col == "name" else "right")
+    total = sum(r["total_us"] for r in res["rows"]) or 1.0
+    for r in res["rows"][:top]:
+        table.add_row(escape(r["name"][:100]), str(r["calls"]), fmt_us(r["total_us"]), fmt_us(r["total_us"] / n),
+                      f"{100 * r['total_us'] / total:.1f}%")
+    console.print(table)
+    console.print(f"sum: {fmt_us(total / n)} µs per custom_kernel call"
+                  + (f" ({len(res['rows']) - top} more rows)" if len(res["rows"]) > top else ""))
+    if not res["check"]["ok"]:
+        console.print(f"[red]the output is wrong:[/red] {escape(res['check']['message'])}")
+    console.print(f"[dim]{device_line(res['device'])}[/dim]")
+
+
+def print_ncu(problem: str, sub, shape, res: dict) -> None:
+    from harness import profile
+    s = res["summary"]
+    table = Table(title=f"{problem} {sub.label} on {shape.label}: Nsight Compute (--clock-control none)", title_justify="left")
+    for col in ("kernel", "grid", "block", "regs", "µs", "DRAM GB/s", "occupancy (achieved/theor.)", "L2 / shared / tensor %"):
+        table.add_column(col, justify="left" if col in ("kernel", "grid", "block") else "right")
+    for k in res["kernels"]:
+        m = k.metrics
+        occ = (f"{m['sm__warps_active.avg.pct_of_peak_sustained_active']:.0f}% / "
+               f"{m.get('sm__maximum_warps_per_active_cycle_pct', float('nan')):.0f}%"
+               if "sm__warps_active.avg.pct_of_peak_sustained_active" in m else "-")
+        gbps = k.dram_bytes / (k.duration_us * 1e-6) / 1e9 if k.duration_us else 0.0
+        regs = m.get("launch__registers_per_thread")
+        units = " / ".join(f"{v:.0f}" if v is not None else "-" for v in profile.unit_pcts(m).values())
+        table.add_row(escape(k.name[:80]), k.grid, k.block, f"{regs:.0f}" if regs is not None else "-",
+                      fmt_us(k.duration_us), f"{gbps:,.0f}", occ, units)
+    console.print(table)
+    ceil = s.get("ceilings")
+    line = f"per custom_kernel call: {fmt_us(s['duration_us'])} µs"
+    if s["tflops"] is not None:
+        line += f", {_sig(s['tflops'])} TFLOP/s" + (f" ({_sig(s['pct_of_bf16'])}% of {ceil['bf16_tflops']:.0f} bf16)" if ceil else "")
+        line += f", DRAM {_sig(s['dram_gbps'])} GB/s" + (f" ({_sig(s['pct_of_copy'])}% of {ceil['copy_tbps'] * 1e3:,.0f})" if ceil else "")
+    console.print(line + (f" [dim](ceilings: {ceil['source']})[/dim]" if ceil else " [dim](no ceilings known for this GPU)[/dim]"))
+    if s["achieved_occupancy_pct"] is not None:
+        console.print(f"occupancy (time-weighted): {s['achieved_occupancy_pct']:.1f}% achieved"
+                      + (f", {s['theoretical_occupancy_pct']:.1f}% theoretical" if s["theoretical_occupancy_pct"] is not None else ""))
+    if any(v is not None for v in s["units_pct"].values()):
+        console.print("units busy (time-weighted, % of peak): " + ", ".join(
+            f"{label} {v:.0f}%" for label, v in s["units_pct"].items() if v is not None))
+    if s["top_stalls"]:
+        console.print("top stall reasons (warps stalled per issue cycle, share of all stalls): " + ", ".join(
+            f"{t['reason']} {t['warps_per_issue']:.2f}" + (f" ({100 * t['share']:.0f}%)" if t["share"] else "")
+            for t in s["top_stalls"]))
+    if not res["check"]["ok"]:
+        console.print(f"[red]the output is wrong:[/red] {escape(res['check']['message'])}")
+    console.print(f"[dim]report: {res['report']} (open with ncu-ui or ncu --import)[/dim]")
+    console.print(f"[dim]{device_line(res['device'])}[/dim]")
+
+
+# ------------------------------------------------------------------------ diff, ceilings, doctor
+def print_diff(problem: str, a, b, d, show_docstring: bool) -> None:
+    from rich.text import Text
+
+    table = Table(title=f"{problem}: {a.label} -> {b.label}", title_justify="left", show_header=True)
+    table.add_column("")
+    table.add_column(a.label)
+    table.add_column(b.label)
+    for key in ("parent", "change", "verdict", "arch", "analogue"):
+        table.add_row(key, escape(a.header.get(key, "-")), escape(b.header.get(key, "-")))
+    console.print(table)
+    for note in d.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    styles = {"+": "green", "-": "red", "@": "cyan"}
+    for section in d.sections:
+        if not section.lines:
+            console.print(f"[bold]{section.title}[/bold]: unchanged")
+            continue
+        console.print(f"[bold]{section.title}[/bold]: +{section.added} -{section.removed}")
+        for line in section.lines:
+            style = "bold" if line.startswith(("+++", "---")) else styles.get(line[:1], "")
+            console.print(Text(line, style=style), soft_wrap=True)
+    doc = d.docstring
+    if not doc.lines:
+        console.print("[bold]docstring[/bold]: unchanged")
+    elif show_docstring:
+        console.print(f"[bold]docstring[/bold]: +{doc.added} -{doc.removed}")
+        for line in doc.lines:
+            console.print(Text(line, style=styles.get(line[:1], "")), soft_wrap=True)
+    else:
+        console.print(f"[bold]docstring[/bold]: +{doc.added} -{doc.removed} lines (--docstring shows them)")
+    if d.identical:
+        console.print("the code is identical (the docstring aside)")
+
+
+def print_ceilings(gpu: str, used: dict | None, measured: list[dict]) -> None:
+    table = Table(title=f"ceilings, {gpu}", title_justify="left")
+    for col in ("figures", "bf16 TFLOP/s", "copy TB/s", "vs used"):
+        table.add_column(col, justify="left" if col == "figures" else "right")
+    if used:
+        table.add_row(f"used by runs ({used['source']})", f"{used['bf16_tflops']:.1f}", f"{used['copy_tbps']:.3f}", "")
+    for i, m in enumerate(measured):
+        vs = (f"{m['bf16_tflops'] / used['bf16_tflops']:.3f}x / {m['copy_tbps'] / used['copy_tbps']:.3f}x" if used else "")
+        table.add_row(f"measured now ({i + 1} of {len(measured)})", f"{m['bf16_tflops']:.1f}", f"{m['copy_tbps']:.3f}", vs)
+    console.print(table)
+    if used is None:
+        console.print("no figures for this model yet: the first run measures and caches them")
+    elif used["source"] != "reference":
+        console.print("not in roofline.REFERENCE: floors on this model follow whichever measurement was cached first")
+
+
+def print_doctor(found: list, can: list) -> None:
+    marks = {True: "[green]ok[/]", False: "[yellow]missing[/]", None: ""}
+    for title, rows in (("this machine", found), ("what it can do here", can)):
+        table = Table(title=title, title_justify="left", show_header=False)
+        for _ in range(3):
+            table.add_column()
+        for c in rows:
+            table.add_row(c.item, escape(c.value), marks[c.ok])
+        console.print(table)

@@ -1,0 +1,134 @@
+"""``nvfp4 probe host``: what a call costs on the host against what it costs on the device.
+
+A version's call is Python, argument conversion (pybind's list-of-tuples conversion cost ~6 µs a
+group on group_gemm v16), allocations and launch API calls (~5.5 µs of CPU per cudaLaunchKernel on
+an H200 host, whatever the parameter's size) before its kernels run. When that host path is longer
+than the device time, a faster kernel cannot show in a call-level timing; this probe says which
+side bounds a call, from one process:
+
+- ``host``: CPU time of one call started on an idle device (synchronised before; the launches are
+  asynchronous, so this is the host path alone), median over the calls;
+- ``device``: the harness's ``kernel`` method (harness.timing): first device activity to last one
+  per call, the calls queued behind a device sleep so no launch latency is inside; and the
+  kernels' summed durations;
+- ``cold``: the harness's ``cold`` method: events around the call on an idle device (host path,
+  launch latency and device time; what a caller waits for);
+- ``events``: two events with nothing between them on an idle device (the floor of ``cold``);
+- ``exposed``: cold - device - events: the host path and launch latency a caller sees;
+- the host path split over the runtime and aten ops torch.profiler's CPU events see (self time a
+  call; the profiler's own cost inflates each a little), and the rest (Python, C++ between ops).
+
+Without a GPU only the host figures are measured (the device ones are None).
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.config import Shape
+from harness.probes import common
+from harness.submissions import Submission
+
+WARMUP_PASSES = 3  # builds, first-call set-up (workspaces, tensor maps), the allocator's pools
+
+
+def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int = 4, top: int = 12) -> list[dict]:
+    """The figures of the module's docstring for ``sub``, one dict per shape (µs, medians over ``calls``)."""
+    torch = common.bound_torch()
+    common.refuse_unrunnable(sub, torch)
+    from harness import loader
+    kernel = loader.import_submission(sub.path, sub.label, source_hash=sub.source_hash)
+    return [_measure_shape(torch, sub, kernel, shape, calls, pool, top) for shape in shapes]
+
+
+def _measure_shape(torch, sub: Submission, kernel, shape: Shape, calls: int, pool: int, top: int) -> dict:
+    from harness import timing
+    data_sets = common.inputs(sub.problem, shape, pool)
+    checked = common.check(sub.problem, data_sets[0], kernel(data_sets[0]))
+    for _ in range(WARMUP_PASSES):
+        for data in data_sets:
+            kernel(data)
+    cuda = torch.cuda.is_available()
+    b = timing.bound()
+    sync = b.synchronize if cuda else (lambda: None)
+    sync()
+
+    def host_times() -> list[float]:
+        out = []
+        for i in range(calls):
+            data = data_sets[i % len(data_sets)]
+            sync()
+            t0 = time.perf_counter()
+            kernel(data)
+            out.append((time.perf_counter() - t0) * 1e6)
+        sync()
+        return out
+
+    host = common.median(host_times())
+    ops = _host_ops(torch, host_times, calls, top)
+    result = {"problem": sub.problem, "version": sub.label, "shape": shape.label, "device": common.device_name(torch),
+              "torch": torch.__version__, "calls": calls, "check": checked, "host_us": host, "ops": ops,
+              "rest_us": host - sum(op["self_us"] for op in ops), "device_us": None, "device_sum_us": None,
+              "cold_us": None, "events_us": None, "exposed_us": None}
+    if cuda:
+        blocks = max(1, -(-calls // len(data_sets)))
+        spans, sums, cold = [], [], []
+        for _ in range(blocks):
+            block = timing.time_block(kernel, data_sets, "kernel")
+            spans += block.kernel["span_us"]
+            sums += block.kernel["sum_us"]
+            cold += timing.time_block(kernel, data_sets, "cold").times_us
+        events = []
+        for _ in range(calls):
+            start, end = b.Event(enable_timing=True), b.Event(enable_timing=True)
+            b.synchronize()
+            b.record(start)
+            b.record(end)
+            b.synchronize()
+            events.append(b.elapsed(start, end) * 1e3)
+        result.update(device_us=common.median(spans), device_sum_us=common.median(sums), cold_us=common.median(cold),
+                      events_us=common.median(events))
+        result["exposed_us"] = result["cold_us"] - result["device_us"] - result["events_us"]
+    return result
+
+
+def _host_ops(torch, host_times, calls: int, top: int) -> list[dict]:
+    """The CPU ops torch.profiler sees in the calls: self µs a call and count a call, largest first."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        host_times()
+    rows = []
+    for e in prof.key_averages():
+        self_us = float(getattr(e, "self_cpu_time_total", 0.0)) / calls
+        if self_us > 0.05:
+            rows.append({"op": e.key, "self_us": self_us, "per_call": e.count / calls})
+    return sorted(rows, key=lambda r: -r["self_us"])[:top]
+
+
+def _us(x: float | None) -> str:
+    return "-" if x is None else f"{x:9.2f}"
+
+
+def format_report(r: dict) -> list[str]:
+    """The lines ``nvfp4 probe host`` prints."""
+    lines = [f"{r['problem']} {r['version']}, {r['shape']}, {r['device']}, torch {r['torch']}, {r['calls']} calls "
+             "(µs a call, medians)"]
+    if not r["check"]["ok"]:
+        lines.append(f"WRONG OUTPUT ({r['check']['message']}): these are the times of a broken kernel")
+    rows = [("host path (CPU time of a call, device idle)", r["host_us"]),
+            ("device (kernel method: first activity to last)", r["device_us"]),
+            ("  the kernels' summed durations", r["device_sum_us"]),
+            ("cold call (events around it, device idle)", r["cold_us"]),
+            ("an event pair alone, device idle", r["events_us"]),
+            ("exposed: cold - device - event pair", r["exposed_us"])]
+    lines += [f"  {name:<50} {_us(value)}" for name, value in rows]
+    if r["device_us"] is None:
+        lines.append("  (no GPU here: the host figures are this CPU's, comparable with nothing measured on a GPU)")
+    elif r["host_us"] > r["device_us"]:
+        lines.append("  the host path is longer than the device time: back-to-back calls are host-bound")
+    lines.append("  host path by CPU op (self time a call; the profiler's own cost inflates each a little):")
+    for op in r["ops"]:
+        lines.append(f"    {op['op'][:46]:<46} {_us(op['self_us'])}  ({op['per_call']:.1f} a call)")
+    note = "  (below 0: the profiler's own cost outgrew it)" if r["rest_us"] < 0 else ""
+    lines.append(f"    {'rest (Python, conversions, C++ between the ops)':<46} {_us(r['rest_us'])}{note}")
+    return lines

@@ -1,0 +1,256 @@
+"""Timeline marks: where the time goes inside a kernel, from stamps the version itself carries.
+
+A version opts in by pasting ``MARKS_CUDA`` (``nvfp4 probe marks --header`` prints it) into its
+``CUDA_SRC`` and calling ``NVFP4_MARK(id)`` at the points it wants timed, from one thread of the
+CTA (every thread that executes a mark stamps it; the last store wins), e.g.
+
+    if (threadIdx.x == 128) NVFP4_MARK(2);  // the first consumer thread: its K loop is done
+
+and may name its marks in a module constant, in id order: ``MARK_NAMES = ["start", "prologue",
+"first stage", "K loop", "end"]``. Built as usual the macro is ``do {} while (0)``: no code, no
+symbol, nothing for the timed build to pay. ``nvfp4 probe marks`` builds its own copy with
+``-DNVFP4_MARKS`` (:mod:`harness.probes.variants`: a build of its own, the plain one untouched),
+where each mark stores ``%globaltimer`` (ns; one clock for the whole GPU, so CTAs on different SMs
+compare; it ticks in steps the report states) and ``clock64`` (this SM's cycles; compared within a
+CTA only) into a device buffer, one slot per (CTA, mark). Three host functions with C linkage,
+exported from the extension's shared object, are read through ctypes: nothing has to be added to
+the version's ``FUNCTIONS``.
+
+The report, per mark over CTAs and calls: when it was reached (µs after the call's first stamp of
+any mark in any CTA, median and max) and by how many CTAs; per phase (one mark to the next stamped
+one within a CTA, in id order, so marks a launch skips merge their neighbours' phases): median and
+max µs and median cycles.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+from dataclasses import dataclass
+
+from harness.errors import UserError
+
+DEFINE = "NVFP4_MARKS"
+
+MARKS_CUDA = r"""
+// ---- nvfp4 timeline marks (harness/probes/marks.py; `nvfp4 probe marks`) ---------------------
+// NVFP4_MARK(id) stamps %globaltimer and clock64 for this CTA at mark `id` (0 <= id < 16); call it
+// from one thread. Without -DNVFP4_MARKS (every build but the probe's) it compiles to nothing.
+#ifdef NVFP4_MARKS
+#include <cuda_runtime.h>
+#ifndef NVFP4_MARKS_MAX_CTAS
+#define NVFP4_MARKS_MAX_CTAS 4096
+#endif
+#define NVFP4_MARKS_MAX_IDS 16
+__device__ unsigned long long nvfp4_marks_ns[NVFP4_MARKS_MAX_CTAS * NVFP4_MARKS_MAX_IDS];
+__device__ long long nvfp4_marks_clock[NVFP4_MARKS_MAX_CTAS * NVFP4_MARKS_MAX_IDS];
+__device__ unsigned int nvfp4_marks_dropped;  // stamps of CTAs or ids past the buffer
+__device__ __forceinline__ void nvfp4_mark(int id) {
+    const unsigned int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (cta >= NVFP4_MARKS_MAX_CTAS || id < 0 || id >= NVFP4_MARKS_MAX_IDS) {
+        atomicAdd(&nvfp4_marks_dropped, 1u);
+        return;
+    }
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns) :: "memory");
+    const long long cycles = clock64();
+    nvfp4_marks_ns[cta * NVFP4_MARKS_MAX_IDS + id] = ns;
+    nvfp4_marks_clock[cta * NVFP4_MARKS_MAX_IDS + id] = cycles;
+}
+#define NVFP4_MARK(id) nvfp4_mark(id)
+extern "C" __attribute__((visibility("default"))) int nvfp4_marks_layout(int* ctas, int* ids) {
+    *ctas = NVFP4_MARKS_MAX_CTAS;
+    *ids = NVFP4_MARKS_MAX_IDS;
+    return 0;
+}
+extern "C" __attribute__((visibility("default"))) int nvfp4_marks_read(void* ns, void* cycles, void* dropped) {
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err == cudaSuccess) err = cudaMemcpyFromSymbol(ns, nvfp4_marks_ns, sizeof(nvfp4_marks_ns));
+    if (err == cudaSuccess) err = cudaMemcpyFromSymbol(cycles, nvfp4_marks_clock, sizeof(nvfp4_marks_clock));
+    if (err == cudaSuccess) err = cudaMemcpyFromSymbol(dropped, nvfp4_marks_dropped, sizeof(unsigned int));
+    return static_cast<int>(err);
+}
+extern "C" __attribute__((visibility("default"))) int nvfp4_marks_clear() {
+    void* p = nullptr;
+    cudaError_t err = cudaGetSymbolAddress(&p, nvfp4_marks_ns);
+    if (err == cudaSuccess) err = cudaMemset(p, 0, sizeof(nvfp4_marks_ns));
+    if (err == cudaSuccess) err = cudaGetSymbolAddress(&p, nvfp4_marks_clock);
+    if (err == cudaSuccess) err = cudaMemset(p, 0, sizeof(nvfp4_marks_clock));
+    if (err == cudaSuccess) err = cudaGetSymbolAddress(&p, nvfp4_marks_dropped);
+    if (err == cudaSuccess) err = cudaMemset(p, 0, sizeof(unsigned int));
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    return static_cast<int>(err);
+}
+#else
+#define NVFP4_MARK(id) do { } while (0)
+#endif
+// ---- end of nvfp4 timeline marks --------------------------------------------------------------
+"""
+
+
+@dataclass
+class Stamps:
+    """One call's stamps: ``ns[cta][mark]`` (%globaltimer, 0 = not stamped), ``cycles[cta][mark]``
+    (clock64) and how many stamps fell past the buffer."""
+    ns: list[list[int]]
+    cycles: list[list[int]]
+    dropped: int = 0
+
+
+class MarkBuffer:
+    """The three C functions of a marks build, found in its extension's shared object."""
+
+    def __init__(self, extension_file: str):
+        try:
+            lib = ctypes.CDLL(extension_file)
+            self._layout, self._read, self._clear = lib.nvfp4_marks_layout, lib.nvfp4_marks_read, lib.nvfp4_marks_clear
+        except (OSError, AttributeError) as exc:
+            raise UserError(f"{extension_file} has no marks buffer ({exc}): the version does not carry the marks "
+                            "header (`nvfp4 probe marks --header` prints it; paste it into CUDA_SRC and call "
+                            "NVFP4_MARK(id))") from None
+        ctas, ids = ctypes.c_int(), ctypes.c_int()
+        self._layout(ctypes.byref(ctas), ctypes.byref(ids))
+        self.ctas, self.ids = ctas.value, ids.value
+
+    def clear(self) -> None:
+        err = self._clear()
+        if err:
+            raise RuntimeError(f"nvfp4_marks_clear: CUDA error {err}")
+
+    def read(self) -> Stamps:
+        n = self.ctas * self.ids
+        ns, cycles, dropped = (ctypes.c_ulonglong * n)(), (ctypes.c_longlong * n)(), ctypes.c_uint()
+        err = self._read(ns, cycles, ctypes.byref(dropped))
+        if err:
+            raise RuntimeError(f"nvfp4_marks_read: CUDA error {err}")
+        rows = [list(ns[c * self.ids:(c + 1) * self.ids]) for c in range(self.ctas)]
+        clocks = [list(cycles[c * self.ids:(c + 1) * self.ids]) for c in range(self.ctas)]
+        last = max((c for c, row in enumerate(rows) if any(row)), default=-1)  # CTAs past the last stamped one
+        return Stamps(rows[:last + 1], clocks[:last + 1], dropped.value)
+
+
+def mark_names(names: list[str] | None, calls: list[Stamps]) -> list[str]:
+    """The version's ``MARK_NAMES`` extended by ``mark N`` for every id past them that was stamped."""
+    names = list(names or [])
+    used = max((i for call in calls for row in call.ns for i, t in enumerate(row) if t), default=-1)
+    return names + [f"mark {i}" for i in range(len(names), used + 1)]
+
+
+def summarise(calls: list[Stamps], names: list[str], ctas: range | None = None) -> dict:
+    """Per mark and per phase figures over ``calls`` (see the module's docstring). With ``ctas``,
+    only those CTAs are counted; times stay relative to the whole call's first stamp."""
+    at: dict[str, list[float]] = {n: [] for n in names}
+    phases: dict[str, dict[str, list[float]]] = {}
+    steps: set[int] = set()
+    counted_calls = 0
+    dropped = sum(c.dropped for c in calls)
+    for call in calls:
+        stamped = [t for row in call.ns for t in row if t]
+        if not stamped:
+            continue
+        counted_calls += 1
+        t0 = min(stamped)
+        for cta, (row, clocks) in enumerate(zip(call.ns, call.cycles)):
+            if ctas is not None and cta not in ctas:
+                continue
+            hits = [(i, t, clocks[i]) for i, t in enumerate(row) if t and i < len(names)]
+            for i, t, _ in hits:
+                at[names[i]].append((t - t0) / 1e3)
+            for (i, ta, ca), (j, tb, cb) in zip(hits, hits[1:]):
+                phase = phases.setdefault(f"{names[i]} -> {names[j]}", {"us": [], "cycles": []})
+                phase["us"].append((tb - ta) / 1e3)
+                phase["cycles"].append(float(cb - ca))
+                if tb > ta:
+                    steps.add(tb - ta)
+    marks = [{"mark": n, "median_us": statistics.median(xs), "max_us": max(xs), "ctas": len(xs) / counted_calls}
+             for n, xs in at.items() if xs]
+    phase_rows = [{"phase": p, "median_us": statistics.median(v["us"]), "max_us": max(v["us"]),
+                   "median_cycles": statistics.median(v["cycles"])} for p, v in phases.items()]
+    return {"calls": counted_calls, "marks": marks, "phases": phase_rows,
+            "timer_step_ns": min(steps) if steps else None, "dropped": dropped}
+
+
+def format_summary(summary: dict) -> list[str]:
+    """The lines ``nvfp4 probe marks`` prints for one summary."""
+    if not summary["marks"]:
+        return ["no mark was stamped: the kernel never reached NVFP4_MARK (or the CTA range holds none)"]
+    out = [f"{'mark (µs after the call first stamp)':<40} {'median':>9} {'max':>9} {'CTAs':>7}"]
+    for m in summary["marks"]:
+        out.append(f"{m['mark']:<40} {m['median_us']:9.2f} {m['max_us']:9.2f} {m['ctas']:7.1f}")
+    if summary["phases"]:
+        out.append(f"{'phase (within a CTA)':<40} {'median':>9} {'max':>9} {'cycles':>9}")
+        for p in summary["phases"]:
+            out.append(f"{p['phase']:<40} {p['median_us']:9.2f} {p['max_us']:9.2f} {p['median_cycles']:9.0f}")
+    if summary["timer_step_ns"]:
+        out.append(f"smallest nonzero step between two marks of a CTA: {summary['timer_step_ns']} ns "
+                   "(%globaltimer's resolution bounds it)")
+    if summary["dropped"]:
+        out.append(f"{summary['dropped']} stamps fell past the buffer (CTA index >= the build's "
+                   "NVFP4_MARKS_MAX_CTAS, or a mark id >= 16) and are not counted")
+    return out
+
+
+def parse_cta_ranges(text: str) -> list[range]:
+    """``0-31,32-63,64`` -> [range(0, 32), range(32, 64), range(64, 65)]."""
+    out = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()) or int(last or first) < int(first):
+            raise UserError(f"--ctas: {part.strip()!r} is not A-B with 0 <= A <= B (or one CTA index)")
+        out.append(range(int(first), int(last or first) + 1))
+    return out
+
+
+def measure(sub, shapes, *, calls: int = 20, cta_ranges: list[range] | None = None, on_progress=None) -> dict:
+    """Build ``sub`` with ``-DNVFP4_MARKS`` (a build of its own), then per shape: one checked call,
+    and ``calls`` calls each from a cleared buffer with L2 flushed; the summaries per shape (and per
+    range of CTAs)."""
+    from harness import timing
+    from harness.probes import common, variants
+    torch = common.bound_torch()
+    common.require_gpu(torch, "nvfp4 probe marks")
+    common.refuse_unrunnable(sub, torch)
+    say = on_progress or (lambda text: None)
+    say(f"building {sub.problem} {sub.label} with -D{DEFINE}")
+    built = variants.import_variant(sub, variants.Variant("marks", (DEFINE,)))
+    if not built.extensions:
+        raise UserError(f"{sub.problem} {sub.label} builds no CUDA extension: there is no kernel to mark")
+    buffer = MarkBuffer(built.extensions[-1].__file__)
+    declared = variants.module_constant(sub.path, "MARK_NAMES")
+    if declared is not None and not (isinstance(declared, (list, tuple)) and all(isinstance(n, str) for n in declared)):
+        raise UserError(f"{sub.path}: MARK_NAMES must be a list of the marks' names, in id order")
+    results = []
+    for shape in shapes:
+        say(f"marking {shape.label}")
+        data = common.inputs(sub.problem, shape, 1, seed_offset=11)[0]
+        checked = common.check(sub.problem, data, built.kernel(data))
+        stamps = []
+        for _ in range(calls):
+            buffer.clear()
+            timing.flush()
+            torch.cuda.synchronize()
+            built.kernel(data)
+            torch.cuda.synchronize()
+            stamps.append(buffer.read())
+        names = mark_names(declared, stamps)
+        entry = {"shape": shape.label, "check": checked, "summary": summarise(stamps, names), "ranges": []}
+        for ctas in cta_ranges or []:
+            entry["ranges"].append({"ctas": f"{ctas.start}-{ctas.stop - 1}", "summary": summarise(stamps, names, ctas)})
+        results.append(entry)
+    return {"problem": sub.problem, "version": sub.label, "device": common.device_name(torch), "calls": calls,
+            "shapes": results}
+
+
+def format_report(r: dict) -> list[str]:
+    lines = []
+    for entry in r["shapes"]:
+        lines.append(f"{r['problem']} {r['version']} {entry['shape']}, {r['device']}, {r['calls']} calls, L2 flushed "
+                     "before each")
+        if not entry["check"]["ok"]:
+            lines.append(f"WRONG OUTPUT ({entry['check']['message']}): the timeline of a broken kernel")
+        lines += format_summary(entry["summary"])
+        for part in entry["ranges"]:
+            lines.append(f"CTAs {part['ctas']}:")
+            lines += ["  " + line for line in format_summary(part["summary"])]
+        lines.append("")
+    return lines

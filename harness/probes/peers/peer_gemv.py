@@ -1,0 +1,13 @@
+"""gemv's peer: cuBLAS bf16 on operands already dequantised.
+
+Version: peer
+Parent: none
+Change: not a version of the lineage: the yardstick its versions are measured against (issue 39),
+run beside any of them (`nvfp4 compare gemv peer vN`): the matrix-vector product, as a batched
+matmul with N = 1. How it works, and why the dequantisation is never timed: harness/probes/peer.py.
+Arch: any
+"""
+
+from harness.probes.peer import make_kernel
+
+custom_kernel = make_kernel("gemv")

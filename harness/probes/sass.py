@@ -1,0 +1,164 @@
+"""``nvfp4 probe sass``: what ptxas made of a version's wgmma loops, read from its SASS (no GPU).
+
+gemm v23 lost 2.2-2.7x to one scope qualifier: ``mbarrier.arrive.release.cluster`` compiled to
+MEMBAR.ALL.CTA + MEMBAR.ALL.GPU before every remote arrive, a GPU-wide fence per consumer warp per
+K block, invisible in the CUDA source and in ``-Xptxas -v``. This compiles a version's ``CUDA_SRC``
+to a cubin with its own ``CUDA_FLAGS`` (harness.contract reads both without importing the file),
+disassembles it (nvdisasm) and, per kernel, finds the wgmma loops (the innermost backward-branch
+spans holding HGMMA) and reports in each: its size in bytes (dual_gemm v8 lost 8% to a ~25 KB hot
+loop), its HGMMA count, its instruction count and how many run on the uniform datapath (U-prefixed
+opcodes: gemm v31's loop carried 29 more UMOV and 16 more UIADD3 than v30's and lost 4-8% with
+nothing else changed), fences (MEMBAR) and local-memory traffic (LDL/STL: spills). A fence or a
+local access inside a loop is flagged, and the command exits 1 when any is, so a script can gate
+on it.
+
+nvdisasm is not in every CUDA toolkit install; it is found on PATH, in ``$NVDISASM``, next to nvcc
+or in the toolkit folders. ``pip download --no-deps nvidia-cuda-nvdisasm`` brings a wheel whose
+``nvidia/cu13/bin/nvdisasm`` runs (unzip it; point ``$NVDISASM`` at it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import UserError
+
+FLAGGED = ("MEMBAR", "LDL", "STL")
+_ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
+_FUNCTION = re.compile(r"^\s*\.text\.(\S+):")
+_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+_BRANCH = re.compile(r"\bBRA\b.*`\((\.L_x_\d+)\)")
+
+
+@dataclass
+class Loop:
+    first: int            # byte address of the loop's first instruction (the branch target)
+    last: int             # byte address of its backward branch
+    hgmma: int = 0
+    instructions: int = 0
+    uniform: int = 0      # uniform-datapath instructions (opcode starting with U: UMOV, UIADD3, ...)
+    flagged: list[str] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return self.last - self.first + 16
+
+
+def _instructions(sass_lines: list[str]) -> tuple[dict[str, list[tuple[int, str]]], dict[str, dict[str, int]]]:
+    """Per kernel (mangled name): its (address, text) instructions and its labels' addresses."""
+    kernels: dict[str, list[tuple[int, str]]] = {}
+    labels: dict[str, dict[str, int]] = {}
+    name, pending = None, []
+    for line in sass_lines:
+        found = _FUNCTION.match(line)
+        if found:
+            name = found.group(1)
+            kernels.setdefault(name, [])
+            labels.setdefault(name, {})
+            pending = []
+            continue
+        if name is None:
+            continue
+        label = _LABEL.match(line)
+        if label:
+            pending.append(label.group(1))
+            continue
+        address = _ADDRESS.search(line)
+        if address:
+            at = int(address.group(1), 16)
+            for waiting in pending:
+                labels[name][waiting] = at
+            pending = []
+            kernels[name].append((at, line[address.end():].strip().rstrip(";").strip()))
+    return kernels, labels
+
+
+def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
+    """Per kernel, the wgmma loops of a disassembly (``nvdisasm -c`` text) and the flagged
+    instructions inside each (address and text). A loop is the span of a predicated backward branch
+    (from its target label to the branch) holding HGMMA and no smaller such span: the innermost loop
+    around the tensor work, whatever the decode between its HGMMA groups."""
+    kernels, labels = _instructions(sass_lines)
+    result = {}
+    for kernel, instructions in kernels.items():
+        hgmma_at = [at for at, text in instructions if "HGMMA" in text]
+        spans = set()
+        for at, text in instructions:
+            target = _BRANCH.search(text)
+            # NOTE: only predicated branches are back-edges: ptxas puts slow paths (an mbarrier
+            # wait's retry) after the function and returns into the loop with a plain BRA.
+            if target and text.startswith("@") and target.group(1) in labels[kernel]:
+                start = labels[kernel][target.group(1)]
+                if start <= at and any(start <= h <= at for h in hgmma_at):
+                    spans.add((start, at))
+        innermost = [a for a in spans if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in spans)]
+        loops = []
+        for start, end in sorted(innermost):
+            loop = Loop(first=start, last=end)
+            for at, text in instructions:
+                if start <= at <= end:
+                    loop.instructions += 1
+                    words = text.split()
+                    opcode = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+                    if opcode.startswith("U"):
+                        loop.uniform += 1
+                    if "HGMMA" in text:
+                        loop.hgmma += 1
+                    elif any(re.search(rf"\b{op}\b", text) for op in FLAGGED):
+                        loop.flagged.append(f"{at:#x} {text}")
+            loops.append(loop)
+        result[kernel] = loops
+    return result
+
+
+def find_nvdisasm() -> str | None:
+    from harness import cuda_tools
+    named = os.environ.get("NVDISASM")
+    if named and Path(named).is_file():
+        return named
+    found = cuda_tools.find("nvdisasm")
+    if found:
+        return found
+    nvcc = cuda_tools.find("nvcc")
+    beside = Path(nvcc).resolve().parent / "nvdisasm" if nvcc else None
+    return str(beside) if beside and beside.is_file() else None
+
+
+def disassemble(source: Path, arch: str, nvcc: str, nvdisasm: str) -> list[str]:
+    """The SASS of a submission's CUDA_SRC compiled with its own CUDA_FLAGS, for ``arch`` unless the
+    flags choose one (as compile-only does)."""
+    from harness import compile_only, contract
+    c = contract.read(source)
+    if not c.compiles_cuda:
+        raise UserError(f"{source}: no CUDA_SRC to compile")
+    gencode, _ = compile_only.arch_flags(arch if arch.startswith("sm_") else "sm_90a", c.cuda_flags)
+    with tempfile.TemporaryDirectory() as tmp:
+        cu, cubin = Path(tmp) / "k.cu", Path(tmp) / "k.cubin"
+        cu.write_text(c.cuda_src)
+        build = subprocess.run([nvcc, "-cubin", *gencode, *c.cuda_flags, str(cu), "-o", str(cubin)],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            raise UserError(f"{source}: nvcc failed: {' | '.join(build.stderr.strip().splitlines()[-4:])}")
+        listing = subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True)
+        if listing.returncode != 0:
+            raise UserError(f"nvdisasm failed on {source}: {listing.stderr.strip()[-300:]}")
+        return listing.stdout.splitlines()
+
+
+def format_loops(title: str, loops_by_kernel: dict[str, list[Loop]]) -> list[str]:
+    lines = []
+    for kernel, loops in loops_by_kernel.items():
+        if not loops:
+            continue
+        lines.append(f"{title} {kernel[:60]}")
+        for n, loop in enumerate(loops):
+            mark = "  FLAGGED" if loop.flagged else ""
+            lines.append(f"  loop {n}: {loop.bytes / 1024:6.1f} KB, {loop.instructions:5d} instructions "
+                         f"({loop.uniform} uniform), {loop.hgmma:3d} HGMMA, {len(loop.flagged)} fence/local{mark}")
+            lines += [f"      {text}" for text in sorted({t.split(" ", 1)[1] for t in loop.flagged})]
+    return lines or [f"{title}: no wgmma loop found"]

@@ -1,0 +1,364 @@
+"""harness.probes: the cuBLAS peer (a submission resolved by the label ``peer``), timeline marks,
+builds with defines (ablations), the host-path probe and the SASS loop reader, and the ``probe``
+click group. CPU tests everywhere; ``gpu`` tests build and run tests/data/probes/marked_gemm.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from harness import config, runner, submissions
+from harness.errors import UserError
+from harness.probes import PEERS_DIR, marks, peer, sass, variants
+from harness.probes.commands import probe
+from harness.worker import tensors_of
+from reference import problem_module
+from reference.distributions import DISTS
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "probes" / "marked_gemm.py"
+SMALL = {"gemm": "m=64,n=128,k=256,l=2", "gemv": "m=128,k=256,l=2", "dual_gemm": "m=64,n=128,k=256,l=2",
+         "group_gemm": "m=64;40,n=128;64,k=256;256,g=2"}
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+def _shape(problem: str) -> config.Shape:
+    return config.parse_shape_option(problem, SMALL[problem], 0)
+
+
+def _inputs(problem: str, count: int, dist: str = "competition", first_seed: int = 1) -> list:
+    params = _shape(problem).generator_kwargs()
+    return [problem_module(problem).generate_input(**params, seed=first_seed + i, dist=dist) for i in range(count)]
+
+
+def _refill(problem: str, data_sets: list, first_seed: int, dist: str = "competition") -> None:
+    """What harness.worker does before every timed block: never-seen values copied into the same tensors."""
+    for data, fresh in zip(data_sets, _inputs(problem, len(data_sets), dist, first_seed)):
+        for dst, src in zip(tensors_of(data), tensors_of(fresh)):
+            dst.copy_(src)
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(probe, list(args))
+
+
+# ------------------------------------------------------------------------------------------ peer
+@pytest.mark.parametrize("problem", sorted(SMALL))
+def test_every_problem_resolves_peer_to_its_entry(problem):
+    sub = submissions.resolve(problem, "peer")
+    assert sub.label == "peer" and sub.arch == "any" and sub.path.parent == PEERS_DIR
+    assert submissions.resolve(problem, " peer ").path == sub.path
+
+
+@pytest.mark.parametrize("dist", DISTS)
+@pytest.mark.parametrize("problem", sorted(SMALL))
+def test_peer_output_passes_the_problems_check(problem, dist):
+    kernel = peer.make_kernel(problem)
+    for data in _inputs(problem, 2, dist):
+        ok, message = problem_module(problem).check(data, kernel(data))
+        assert ok, message
+
+
+@pytest.mark.parametrize("problem", sorted(SMALL))
+def test_peer_dequantises_an_input_once_then_only_multiplies(problem):
+    kernel = peer.make_kernel(problem)
+    data_sets = _inputs(problem, 3)
+    for data in data_sets:
+        kernel(data)
+    assert kernel.memo.dequantisations == 3
+    for data in data_sets * 2:
+        ok, message = problem_module(problem).check(data, kernel(data))
+        assert ok, message
+    assert kernel.memo.dequantisations == 3
+
+
+@pytest.mark.parametrize("problem", sorted(SMALL))
+def test_the_untimed_call_after_a_refill_prepares_the_whole_pool(problem):
+    # the worker's order: warm-up on the pool, then per block: refill in place, one call on the
+    # scratch set (untimed), the timed calls on the pool, every output checked
+    kernel = peer.make_kernel(problem)
+    pool, scratch = _inputs(problem, 3), _inputs(problem, 1, first_seed=50)
+    for data in pool:
+        kernel(data)
+    for block in range(2):
+        _refill(problem, pool + scratch, first_seed=100 + 10 * block)
+        kernel(scratch[0])
+        before = kernel.memo.dequantisations
+        outputs = [kernel(data) for data in pool]
+        assert kernel.memo.dequantisations == before, "a timed call dequantised"
+        for data, out in zip(pool, outputs):
+            ok, message = problem_module(problem).check(data, out)
+            assert ok, message
+
+
+def test_peer_never_multiplies_stale_operands_of_an_input_rewritten_in_place():
+    kernel = peer.make_kernel("gemm")
+    (data,) = _inputs("gemm", 1)
+    kernel(data)
+    _refill("gemm", [data], first_seed=77)
+    ok, message = problem_module("gemm").check(data, kernel(data))
+    assert ok, message
+
+
+def test_peer_forgets_the_least_recent_input_past_its_capacity_and_says_so():
+    kernel = peer.make_kernel("gemm", memo_capacity=2)
+    data_sets = _inputs("gemm", 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for data in data_sets:
+            kernel(data)
+    assert any("more than 2 live inputs" in str(w.message) for w in caught)
+    ok, message = problem_module("gemm").check(data_sets[0], kernel(data_sets[0]))  # forgotten: dequantised again
+    assert ok, message
+    assert kernel.memo.dequantisations == 4
+
+
+def test_peer_passes_the_harness_test_and_its_timed_blocks_on_the_cpu():
+    sub = submissions.resolve("gemm", "peer")
+    shapes = [_shape("gemm")]
+    tested = runner.run([sub], shapes, ["competition", "general"], "test", seeds=2)
+    assert [r.status for r in tested.results] == ["PASS", "PASS"], [r.message for r in tested.results]
+    plan = runner.TimingPlan.from_options(budget_s=1.0, min_samples=3, min_time_s=0.0, mode="cold")
+    timed = runner.run([sub], shapes, ["competition"], "run", plan=plan)
+    assert timed.results[0].status == "PASS", timed.results[0].message
+
+
+# ----------------------------------------------------------------------------------------- marks
+@needs_nvcc
+def test_marks_compile_to_nothing_without_the_define_and_to_an_exported_buffer_with_it(tmp_path):
+    kernel = ("__global__ void k(float* x) { if (threadIdx.x == 0) NVFP4_MARK(0); x[threadIdx.x] *= 2.0f; "
+              "NVFP4_MARK(1); }\n")
+    (tmp_path / "k.cu").write_text(marks.MARKS_CUDA + kernel)
+    found = {}
+    for name, flags in (("plain", []), ("marked", ["-DNVFP4_MARKS"])):
+        ptx = subprocess.run(["nvcc", "-ptx", "-arch=sm_90a", "k.cu", "-o", f"{name}.ptx", *flags], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert ptx.returncode == 0, ptx.stderr[-2000:]
+        obj = subprocess.run(["nvcc", "-c", "-arch=sm_90a", "-Xcompiler", "-fPIC", "k.cu", "-o", f"{name}.o", *flags],
+                             cwd=tmp_path, capture_output=True, text=True)
+        assert obj.returncode == 0, obj.stderr[-2000:]
+        symbols = subprocess.run(["nm", f"{name}.o"], cwd=tmp_path, capture_output=True, text=True).stdout
+        found[name] = ((tmp_path / f"{name}.ptx").read_text().count("%globaltimer"),
+                       {s for s in ("nvfp4_marks_layout", "nvfp4_marks_read", "nvfp4_marks_clear")
+                        if f" T {s}" in symbols})
+    assert found["plain"] == (0, set())
+    assert found["marked"] == (2, {"nvfp4_marks_layout", "nvfp4_marks_read", "nvfp4_marks_clear"})
+
+
+def _call(*ctas):
+    """One call's Stamps from per-CTA {mark id: (ns, cycles)}."""
+    ids = 1 + max(i for cta in ctas for i in cta)
+    return marks.Stamps([[cta.get(i, (0, 0))[0] for i in range(ids)] for cta in ctas],
+                        [[cta.get(i, (0, 0))[1] for i in range(ids)] for cta in ctas])
+
+
+def test_marks_summary_times_marks_from_the_calls_first_stamp_and_phases_within_a_cta():
+    calls = [_call({0: (1000, 10), 1: (3000, 50), 2: (4000, 70)},
+                   {0: (2000, 5), 2: (6000, 105)}),  # CTA 1 skips mark 1: its phase runs start -> end
+             _call({0: (10_000, 0), 1: (11_000, 20), 2: (13_000, 60)},
+                   {0: (10_500, 0), 1: (12_500, 40), 2: (14_500, 80)})]
+    summary = marks.summarise(calls, ["start", "loop", "end"])
+    by_mark = {m["mark"]: m for m in summary["marks"]}
+    assert by_mark["start"]["median_us"] == pytest.approx(0.25) and by_mark["start"]["max_us"] == pytest.approx(1.0)
+    assert by_mark["loop"]["ctas"] == 1.5 and by_mark["end"]["max_us"] == pytest.approx(5.0)
+    by_phase = {p["phase"]: p for p in summary["phases"]}
+    assert set(by_phase) == {"start -> loop", "loop -> end", "start -> end"}
+    assert by_phase["start -> end"]["median_us"] == pytest.approx(4.0)
+    assert by_phase["start -> end"]["median_cycles"] == 100
+    assert by_phase["loop -> end"]["max_us"] == pytest.approx(2.0)
+    assert summary["timer_step_ns"] == 1000 and summary["calls"] == 2
+    only_second = marks.summarise(calls, ["start", "loop", "end"], ctas=range(1, 2))
+    # times stay relative to the whole call's first stamp, not the range's
+    assert {m["mark"]: m["max_us"] for m in only_second["marks"]}["start"] == pytest.approx(1.0)
+
+
+def test_marks_names_extend_past_the_declared_ones_and_an_unstamped_call_is_said():
+    calls = [_call({0: (5, 0), 3: (9, 0)})]
+    assert marks.mark_names(["start"], calls) == ["start", "mark 1", "mark 2", "mark 3"]
+    lines = marks.format_summary(marks.summarise(calls, marks.mark_names(["start"], calls)))
+    assert lines[1].startswith("start") and lines[2].startswith("mark 3")
+    empty = marks.summarise([marks.Stamps([[0, 0]], [[0, 0]], dropped=3)], ["a", "b"])
+    assert empty["dropped"] == 3 and "never reached" in marks.format_summary(empty)[0]
+
+
+def test_cta_ranges_parse_and_a_malformed_one_is_an_error():
+    assert marks.parse_cta_ranges("0-31, 32-63,64") == [range(0, 32), range(32, 64), range(64, 65)]
+    for bad in ("5-2", "a-3", "1-", ""):
+        with pytest.raises(UserError):
+            marks.parse_cta_ranges(bad)
+
+
+def test_probe_marks_prints_its_header_and_needs_a_version_otherwise():
+    shown = _invoke("marks", "--header")
+    assert shown.exit_code == 0 and "#define NVFP4_MARK(id) do { } while (0)" in shown.stdout
+    assert _invoke("marks", "gemm").exit_code == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without a GPU")
+def test_probe_marks_and_ablate_refuse_without_a_gpu():
+    for args in (("marks", "gemm", str(FIXTURE)), ("ablate", "gemm", str(FIXTURE))):
+        result = _invoke(*args)
+        assert result.exit_code == 2 and "needs a CUDA GPU" in result.stderr
+
+
+# ------------------------------------------------------------------------- builds with defines
+def test_variant_option_parses_names_and_defines_and_refuses_the_rest():
+    assert variants.parse_variant("ring4=RING=4,-DNO_MMA") == variants.Variant("ring4", ("RING=4", "NO_MMA"))
+    for bad in ("no_mma", "=X", "x=", "x=1BAD", "x=A B", "full=X"):
+        with pytest.raises(UserError):
+            variants.parse_variant(bad)
+
+
+def test_ablations_are_read_from_the_file_without_running_it(tmp_path):
+    path = tmp_path / "v.py"
+    path.write_text('raise SystemExit("imported")\n'
+                    'ABLATIONS = {"no_mma": ["NVFP4_ABLATE_NO_MMA"], "both": ["A", "B=2"]}\n'
+                    "def custom_kernel(data):\n    return data\n")
+    sub = submissions.load("gemm", path, "v")
+    assert variants.declared_ablations(sub) == [variants.Variant("no_mma", ("NVFP4_ABLATE_NO_MMA",)),
+                                                variants.Variant("both", ("A", "B=2"))]
+    path.write_text("N = 3\nABLATIONS = {'x': ['A'] * N}\ndef custom_kernel(data):\n    return data\n")
+    with pytest.raises(UserError, match=":2: ABLATIONS must be a literal"):
+        variants.declared_ablations(submissions.load("gemm", path, "v"))
+
+
+def test_a_variant_build_adds_its_defines_renames_its_extension_and_builds_apart(tmp_path, monkeypatch):
+    import torch.utils.cpp_extension as cpp_extension
+    seen = []
+
+    def recording_load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+                              extra_cuda_cflags=None, verbose=False):
+        import os
+        seen.append({"name": name, "cuda": extra_cuda_cflags, "cpp": extra_cflags,
+                     "dir": os.environ["TORCH_EXTENSIONS_DIR"]})
+        return type(sys)(name)
+
+    monkeypatch.setattr(cpp_extension, "load_inline", recording_load_inline)
+    path = tmp_path / "v.py"
+    path.write_text("from torch.utils.cpp_extension import load_inline\n"
+                    "_module = load_inline(name='ext_v9', cpp_sources='', cuda_sources='x', functions=[],\n"
+                    "                      extra_cuda_cflags=['-O3'])\n"
+                    "def custom_kernel(data):\n    return data\n")
+    sub = submissions.load("gemm", path, "v9")
+    built = variants.import_variant(sub, variants.Variant("no mma", ("NVFP4_ABLATE_NO_MMA", "RING=4")))
+    plain = variants.import_variant(sub, variants.Variant(variants.FULL))
+    assert seen[0]["name"] == "ext_v9_no_mma"
+    assert seen[0]["cuda"] == ["-O3", "-DNVFP4_ABLATE_NO_MMA", "-DRING=4"]
+    assert seen[0]["cpp"] == ["-DNVFP4_ABLATE_NO_MMA", "-DRING=4"]
+    assert seen[1]["name"] == "ext_v9" and seen[1]["cuda"] == ["-O3"]
+    assert seen[0]["dir"] != seen[1]["dir"]  # the variant never overwrites the plain build
+    assert built.extensions and not plain.extensions and callable(built.kernel)
+    assert cpp_extension.load_inline is recording_load_inline  # the wrap is undone
+
+
+def test_probe_ablate_lists_declared_variants_and_refuses_unknown_or_repeated_names(tmp_path):
+    listed = _invoke("ablate", "gemm", str(FIXTURE), "--list")
+    assert listed.exit_code == 0 and listed.stdout.split() == ["no_sum", "-DNVFP4_ABLATE_NO_SUM"]
+    unknown = _invoke("ablate", "gemm", str(FIXTURE), "--variant", "no_mma", "--list")
+    assert unknown.exit_code == 2 and "no_sum" in unknown.stderr
+    twice = _invoke("ablate", "gemm", str(FIXTURE), "--variant", "a=X", "--variant", "a=Y", "--list")
+    assert twice.exit_code == 2 and "given twice (a)" in twice.stderr
+    none = _invoke("ablate", "gemm", "v0", "--list")
+    assert none.exit_code == 2 and "declares no ABLATIONS" in none.stderr
+
+
+# ------------------------------------------------------------------------------------ host path
+@pytest.mark.parametrize("version", ["v0", "peer"])
+def test_probe_host_splits_a_calls_host_path_and_says_what_the_cpu_cannot_measure(version):
+    result = _invoke("host", "gemm", version, "--shape", SMALL["gemm"], "--calls", "4", "--pool", "2", "--json")
+    assert result.exit_code == 0, result.output
+    (r,) = json.loads(result.stdout)["shapes"]
+    assert r["check"]["ok"] and r["host_us"] > 0 and r["ops"] and all(op["self_us"] > 0 for op in r["ops"])
+    assert r["rest_us"] == pytest.approx(r["host_us"] - sum(op["self_us"] for op in r["ops"]))
+    if not torch.cuda.is_available():
+        assert r["device_us"] is None and r["cold_us"] is None
+        text = _invoke("host", "gemm", version, "--shape", SMALL["gemm"], "--calls", "2", "--pool", "1")
+        assert "no GPU here" in text.stdout
+
+
+# ----------------------------------------------------------------------------------------- SASS
+def _sass(body: list[str]) -> list[str]:
+    """A kernel's nvdisasm text: "L:name" lines are labels, the rest instructions, 16 bytes apart."""
+    lines, n = [".text._Z6kernelv:"], 0
+    for text in body:
+        if text.startswith("L:"):
+            lines.append(f"{text[2:]}:")
+            continue
+        lines.append(f"        /*{16 * n:04x}*/                   {text} ;")
+        n += 1
+    return lines
+
+
+HGMMA = "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"
+
+
+def test_sass_flags_a_fence_or_local_access_inside_a_wgmma_loop_only():
+    spin = ["L:.L_x_1", "SYNCS.PHASECHK.TRANS64 P0, [UR4], R2", "@!P0 BRA `(.L_x_1)"]  # a wait loop, no HGMMA
+    clean = _sass(["MEMBAR.ALL.GPU", "L:.L_x_0", *spin, "IMAD R0, R1, R2, R3", HGMMA, HGMMA,
+                   "@P1 BRA `(.L_x_0)", "LDL R2, [R1+0x8]"])
+    loops = sass.loops_of(clean)["_Z6kernelv"]
+    assert len(loops) == 1 and loops[0].hgmma == 2 and loops[0].flagged == []  # fence and spill outside
+    assert (loops[0].first, loops[0].last, loops[0].bytes) == (16, 16 * 6, 16 * 6)
+    assert (loops[0].instructions, loops[0].uniform) == (6, 0)
+    uniform = sass.loops_of(_sass(["L:.L_x_0", "UMOV UR4, 0x400", "@P0 UIADD3 UR5, UR4, 0x20, URZ", HGMMA,
+                                   "@P1 BRA `(.L_x_0)"]))["_Z6kernelv"][0]
+    assert (uniform.instructions, uniform.uniform) == (4, 2)
+    fenced = sass.loops_of(_sass(["L:.L_x_0", HGMMA, "@!P1 MEMBAR.ALL.GPU", "STL [R1], R2", HGMMA,
+                                  "@P1 BRA `(.L_x_0)"]))
+    assert [f.split(" ", 1)[1] for f in fenced["_Z6kernelv"][0].flagged] == ["@!P1 MEMBAR.ALL.GPU", "STL [R1], R2"]
+    report = sass.format_loops("gemm/v9", fenced)
+    assert "FLAGGED" in report[1] and report[2:] == ["      @!P1 MEMBAR.ALL.GPU", "      STL [R1], R2"]
+
+
+def test_sass_reports_the_innermost_loop_around_the_tensor_work():
+    # an out-of-line retry block after EXIT jumps back into the loop with a plain BRA: not a loop
+    nested = _sass(["L:.L_x_0", "IMAD R0, R1, R2, R3", "L:.L_x_1", HGMMA, "MEMBAR.ALL.CTA", "@P1 BRA `(.L_x_1)",
+                    "@P2 BRA `(.L_x_0)", "BRA `(.L_x_2)", "L:.L_x_2", "EXIT", "@!P0 BRA `(.L_x_2)", "BRA `(.L_x_1)"])
+    loops = sass.loops_of(nested)["_Z6kernelv"]
+    assert [(loop.first, loop.last, loop.hgmma, len(loop.flagged)) for loop in loops] == [(16, 48, 1, 1)]
+
+
+def test_probe_sass_needs_versions_or_files():
+    assert _invoke("sass").exit_code == 2
+    assert _invoke("sass", "gemm").exit_code == 2
+
+
+# ------------------------------------------------------------------------------------------ GPU
+@pytest.mark.gpu
+def test_probe_marks_times_every_cta_at_the_fixtures_marks():
+    shape = "m=64,n=256,k=512,l=2"  # 2 x 64 x 2 = 256 CTAs
+    result = _invoke("marks", "gemm", str(FIXTURE), "--shape", shape, "--calls", "3", "--ctas", "0-1", "--json")
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["shapes"]
+    assert entry["check"]["ok"], entry["check"]
+    summary = entry["summary"]
+    assert [m["mark"] for m in summary["marks"]] == ["start", "K loop", "stored"]
+    assert all(m["ctas"] == 256 for m in summary["marks"]) and summary["dropped"] == 0
+    assert [p["phase"] for p in summary["phases"]] == ["start -> K loop", "K loop -> stored"]
+    assert all(p["median_cycles"] > 0 for p in summary["phases"])
+    assert [m["ctas"] for m in entry["ranges"][0]["summary"]["marks"]] == [2, 2, 2]
+
+
+@pytest.mark.gpu
+def test_probe_ablate_times_the_fixture_with_its_k_loop_left_out():
+    result = _invoke("ablate", "gemm", str(FIXTURE), "--shape", "m=128,n=512,k=2048,l=1", "--rounds", "2",
+                     "--pool", "2", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {row["variant"]: row for row in json.loads(result.stdout)["rows"]}
+    assert rows["full"]["matches_reference"] and not rows["no_sum"]["matches_reference"]
+    assert rows["no_sum"]["us"] < rows["full"]["us"] and rows["full"]["vs_full"] == 1.0
+
+
+@pytest.mark.gpu
+def test_probe_host_measures_the_device_side_on_a_gpu():
+    result = _invoke("host", "gemm", str(FIXTURE), "--shape", SMALL["gemm"], "--calls", "8", "--json")
+    assert result.exit_code == 0, result.output
+    (r,) = json.loads(result.stdout)["shapes"]
+    assert r["device_us"] > 0 and r["cold_us"] > r["device_us"] and r["events_us"] > 0
