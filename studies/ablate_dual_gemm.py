@@ -17,7 +17,7 @@ call, variants interleaved round by round):
 
 Only `full` computes the product; the others' outputs are garbage (finite or not: only their time
 is read). Usage on a GPU machine, repo root (builds run in parallel child processes first):
-    python3 tools/experiments/ablate_dual_gemm.py [--version v25] [--shapes 0,1,2,3] [--variants all]
+    python3 studies/ablate_dual_gemm.py [--version v25] [--shapes 0,1,2,3] [--variants all]
 Without CUDA it only writes the patched sources (--emit DIR), which nvcc can compile.
 """
 from __future__ import annotations

@@ -23,7 +23,7 @@ time, L2 flushed before every call, variants interleaved round by round):
 
 Only `full` computes the product; the others are diagnostics and their outputs are garbage.
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
-    python3 tools/experiments/ablate_gemm.py [--version v19] [--shapes 0,1,2] [--variants all]
+    python3 studies/ablate_gemm.py [--version v19] [--shapes 0,1,2] [--variants all]
 Without CUDA it only writes the patched sources (--emit DIR), which nvcc can compile.
 """
 from __future__ import annotations

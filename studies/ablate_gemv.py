@@ -38,7 +38,7 @@ its CUDA source, and prints each as a fraction of this GPU's measured copy rate
   rows_scales8  the same in one 8-byte load a lane (256 B a request)
 
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
-    python3 tools/experiments/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
+    python3 studies/ablate_gemv.py [--variants v8,v10,no_vector,...] [--shapes 0,1,2]
 """
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ no_decode, no_mma, no_a_copy, half_a_copy, no_b_copy and no_epilogue are availab
 one-part removals, copies_only, compute_only, mma_only, decode_only, a_copy_only, b_copy_only,
 skeleton, no_epilogue, skeleton_no_epilogue); asking for another is an error that names them.
 Usage on a GPU machine, repo root (builds run in parallel child processes first):
-    python3 tools/experiments/ablate_group_gemm.py [--version v38] [--shapes 0,1] [--variants all]
+    python3 studies/ablate_group_gemm.py [--version v38] [--shapes 0,1] [--variants all]
 On a machine without CUDA it only applies the patches and writes the patched sources (--emit DIR),
 which nvcc can compile to read -Xptxas -v.
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 
 # NOTE: the tools run as plain scripts on a bare device machine, where the repository is not installed:
 # `harness` must come from the checkout this file sits in, whatever the working directory.
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
@@ -80,10 +80,9 @@ def no_mma_patch(wgmma_line: str, frag: str, lead: str = "") -> tuple[str, str]:
 def load(path: Path):
     """Import a patched file through the harness's build cache: one folder per source text, and a
     torch lock left by a killed build cleared (build_cache.building)."""
-    from harness import build_cache, worker
+    from harness import loader
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    with build_cache.building(f"ablate{digest}"):
-        return worker.import_submission(str(path), path.stem)
+    return loader.import_submission(str(path), path.stem, source_hash=f"ablate{digest}")
 
 
 def build_in_parallel(commands: list[list[str]]) -> bool:

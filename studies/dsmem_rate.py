@@ -19,7 +19,7 @@ its 1/256 of the received bytes:
 
 Per mode: 20 launches; per launch the slowest CTA's time from the cluster barrier before the
 exchange to its last thread done (%globaltimer), median over launches, as µs and as GB/s per CTA.
-Usage: python3 tools/experiments/dsmem_rate.py [--kb 64] [--compile-only]
+Usage: python3 studies/dsmem_rate.py [--kb 64] [--compile-only]
 (writes and builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse

@@ -12,7 +12,7 @@ comes before its batch's request in program order, or a request that overwrites 
 was read, gives a wrong answer here. The stage starts as random bytes, as shared memory does. A
 small grid (--sms) forces several row blocks per CTA. The output goes through the reference's check.
 
-Usage: python3 tools/experiments/emulate_gemv_v14.py   (CPU only, under a minute)
+Usage: python3 studies/emulate_gemv_v14.py   (CPU only, under a minute)
 """
 import os
 import random

@@ -8,7 +8,7 @@ reduction. PRMT and dp4a come from prmt_dp4a_decode.py (checked against their PT
 The output goes through the reference's own check. This checks the kernel's indexing and
 arithmetic, not its timing or the hardware.
 
-Usage: python3 tools/experiments/emulate_gemv_v7.py   (CPU only, seconds)
+Usage: python3 studies/emulate_gemv_v7.py   (CPU only, seconds)
 """
 import os
 import sys

@@ -11,7 +11,7 @@ Checks, per case: v25's workspace is byte-identical to v24's; v25 (and v24) writ
 the workspace exactly once; and the workspace equals a first-principles decode (fp16(a x sfa) in
 the K-permuted, swizzled tile layout, zero rows past M_g).
 
-Usage: python3 tools/experiments/emulate_group_gemm_prepass.py   (CPU only, under a minute)
+Usage: python3 studies/emulate_group_gemm_prepass.py   (CPU only, under a minute)
 """
 import numpy as np
 

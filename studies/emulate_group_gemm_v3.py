@@ -9,7 +9,7 @@ a 1024-aligned tile; the descriptor's start address moves 32 bytes per k16 step.
 compared exactly with the reference. This checks the kernel's indexing *given* those layouts;
 `wgmma_smoke.py` checks the layouts on the GPU.
 
-Usage: python3 tools/experiments/emulate_group_gemm_v3.py   (CPU only, a few seconds)
+Usage: python3 studies/emulate_group_gemm_v3.py   (CPU only, a few seconds)
 """
 import os
 import sys

@@ -8,14 +8,14 @@ import time
 sys.path.insert(0, os.getcwd())
 import torch
 
-from harness import build_cache, timing, worker
+from harness import build_cache, loader, timing, worker
 from harness.submissions import resolve
 from reference import problem_module
 
 mod = problem_module("gemv")
 sub = resolve("gemv", "v1")
 build_cache.use_for(sub.source_hash)
-kernel = worker.import_submission(str(sub.path), "v1")
+kernel = loader.import_submission(str(sub.path), "v1")
 timing.bind(torch)
 params = {"m": 4096, "k": 7168, "l": 8}
 pool = [mod.generate_input(**params, seed=s, dist="competition") for s in range(8)]

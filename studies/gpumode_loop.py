@@ -7,7 +7,7 @@ once the standard error is under 0.1% of the mean (after at least 3 repeats and 
 10 s. The clear here writes a 256 MB buffer (GPU MODE's clear fills a large int buffer), not the
 harness's flush, so the two share no code. Nothing is checked here: `nvfp4 test` does that.
 
-Usage (GPU, repo root): python3 tools/experiments/gpumode_loop.py group_gemm v39 [--batch 15]
+Usage (GPU, repo root): python3 studies/gpumode_loop.py group_gemm v39 [--batch 15]
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> int:
@@ -30,12 +30,12 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from harness import config, worker
+    from harness import config, loader
     from harness.submissions import resolve
     from reference import problem_module
     batch = args.batch or {"gemm": 50, "dual_gemm": 50, "group_gemm": 15, "gemv": 1}[args.problem]
     sub = resolve(args.problem, args.version)
-    kernel = worker.import_submission(str(sub.path), sub.label)
+    kernel = loader.import_submission(str(sub.path), sub.label)
     mod = problem_module(args.problem)
     dummy = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
     for shape in config.load()[args.problem].benchmarks:

@@ -17,9 +17,9 @@ group of a shape, sorted by the version's largest_first, one row per launch chun
 tallest M tile, and (versions with wants_deep_ring) which ring the launch takes.
 
 Usage (repo root, nvcc on PATH):
-    python3 tools/experiments/host_tiling.py gemm v11 [--sms 132] [--shapes 128x7168x2048,...] [--clusters 2:66,4:32]
-    python3 tools/experiments/host_tiling.py dual_gemm v13 [the same options]
-    python3 tools/experiments/host_tiling.py group_gemm v33 [--sms 132]
+    python3 studies/host_tiling.py gemm v11 [--sms 132] [--shapes 128x7168x2048,...] [--clusters 2:66,4:32]
+    python3 studies/host_tiling.py dual_gemm v13 [the same options]
+    python3 studies/host_tiling.py group_gemm v33 [--sms 132]
 Default shapes: the problem's benchmark, tests and edges shapes from shapes.yaml.
 """
 from __future__ import annotations

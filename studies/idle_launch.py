@@ -8,14 +8,14 @@ the smallest possible call, one near-empty kernel (torch.cuda._sleep(1)), four w
   idle-nosync: flush, start, launch, end, synchronise   (GPU MODE's eval: the start event queues behind the flush)
   busy:        start, launch, end with the device kept busy by a long kernel queued before start
   events-only: flush, synchronise, start, end            (no launch at all)
-Usage: python3 tools/experiments/idle_launch.py [--repeats 300]
+Usage: python3 studies/idle_launch.py [--repeats 300]
 """
 import argparse
 import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from harness import timing  # noqa: E402

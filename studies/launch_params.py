@@ -5,7 +5,7 @@ of cudaLaunchKernel, against 5.4 µs for gemv's one launch with a few words. Thi
 empty kernel whose parameter is a struct of 16 B ... 4 KB and prints, per size:
   host     CPU time of one launch (median over back-to-back launches, stream not synchronised)
   idle     start event, one launch, end event, from an idle device (the harness's cold mode)
-Usage on a GPU machine: python3 tools/experiments/launch_params.py [--repeats 2000]
+Usage on a GPU machine: python3 studies/launch_params.py [--repeats 2000]
 """
 import argparse
 import statistics

@@ -8,7 +8,7 @@ over one custom_kernel call and prints, per profiled kernel:
   - the SASS instructions with the most stall samples, each with its top stall reasons.
 The full details page and the per-instruction CSV go to --out (text, gzip) for later reading.
 Usage on a GPU machine, repo root:
-    python3 tools/experiments/ncu_source.py group_gemm v19 --shape 0 --out $OUT/ncu [--top 40]
+    python3 studies/ncu_source.py group_gemm v19 --shape 0 --out $OUT/ncu [--top 40]
 """
 import argparse
 import csv

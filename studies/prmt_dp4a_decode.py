@@ -12,7 +12,7 @@ PRMT's sign-replicate mode, which yields 0 (every table byte is positive). So
 and sum(a x b) = dp4a(pos, b) - dp4a(neg, b), with b (the vector, x 2, int8) stored once in the
 element order PRMT produces. Per 8 elements: 2 shifts, 1 XOR, 4 PRMT, 4 dp4a, no table loads.
 This script emulates PRMT (PTX default mode) and dp4a bit for bit and checks the identity on
-random words. No GPU needed: python3 tools/experiments/prmt_dp4a_decode.py
+random words. No GPU needed: python3 studies/prmt_dp4a_decode.py
 """
 
 import random

@@ -5,7 +5,7 @@ Hypothesis: it is where the input pool lands in device memory, not the process a
 inside one process, time gemv v1 on K fresh allocations of the pool (same seeds every time), and
 compare the spread of the per-allocation means with the spread between P separate processes
 (each one allocation). Usage on a GPU machine, repo root:
-    python3 tools/experiments/process_offset.py [--allocations 8] [--processes 6] [--problem gemv --version v1 --shape 2]
+    python3 studies/process_offset.py [--allocations 8] [--processes 6] [--problem gemv --version v1 --shape 2]
 A second pass moves the flush buffer too. Prints the per-allocation and per-process means, their coefficient of variation, and the
 within-allocation standard error for scale.
 """
@@ -23,14 +23,14 @@ def measure(problem: str, version: str, shape_index: int, allocations: int, bloc
             flush_too: bool = False) -> list[dict]:
     import torch
 
-    from harness import build_cache, config, timing, worker
+    from harness import build_cache, config, loader, timing
     from harness.submissions import resolve
     from reference import problem_module
 
     mod = problem_module(problem)
     sub = resolve(problem, version)
     build_cache.use_for(sub.source_hash)
-    kernel = worker.import_submission(str(sub.path), version)
+    kernel = loader.import_submission(str(sub.path), version)
     timing.bind(torch)
     params = dict(config.load()[problem].benchmarks[shape_index].params)
     base = params.pop("seed")

@@ -19,7 +19,7 @@ CTA end by %globaltimer), next to a device copy of the same bytes and an empty k
   ... L1        the same with ld.global.nc.L1::no_allocate alone (gemv v11's loads); "a CTA per
                 block": warp_rows with one CTA per 8 x R rows instead of the persistent grid
 
-Usage: python3 tools/experiments/read_pattern.py [--rows 7168 --row-bytes 8192] [--compile-only]
+Usage: python3 studies/read_pattern.py [--rows 7168 --row-bytes 8192] [--compile-only]
 (builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse

@@ -13,7 +13,7 @@ thing at a time, so the per-turn cost can be read off:
   unrolled by kStages (v22-v25) or not.
 
 Prints cycles per K block (SM clock, clock64 around each CTA's loop, the slowest CTA) per case.
-Usage: python3 tools/experiments/ring_rate.py [--blocks 20000] [--compile-only]
+Usage: python3 studies/ring_rate.py [--blocks 20000] [--compile-only]
 (writes and builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse

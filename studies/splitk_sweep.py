@@ -7,7 +7,7 @@ choice can rest on measurements instead of a model: the submission's source is c
 `choose_splits` returning S (the copy only; the submission is untouched), built once per S, checked
 on every timed output, and timed in the harness's cold mode (harness.timing.time_block).
 Usage on a GPU machine, repo root:
-    python3 tools/experiments/splitk_sweep.py --problem gemm --version v3 --splits 1,2,3,4,6,9
+    python3 studies/splitk_sweep.py --problem gemm --version v3 --splits 1,2,3,4,6,9
 Prints mean µs per (S, shape) and the S the submission itself picks, last.
 """
 import argparse
@@ -49,7 +49,7 @@ def main() -> int:
 
     import torch
 
-    from harness import build_cache, config, timing, worker
+    from harness import build_cache, config, loader, timing
     from harness.submissions import resolve
     from reference import problem_module
 
@@ -64,15 +64,16 @@ def main() -> int:
     copies = {s: forced_copy(source, s, folder, f"{args.problem}_{args.version}") for s in split_list}
     # NOTE: one compiler per copy, all at once (each load_inline build is ~40 s of one core); the
     # timing loop below then loads them from the extensions folder.
-    builds = [subprocess.Popen([sys.executable, "-c", f"import runpy; runpy.run_path({str(p)!r})"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for p in copies.values()]
+    builds = [subprocess.Popen([sys.executable, "-c", "from harness import loader; "
+                                f"loader.import_submission({str(p)!r}, 's{s}')"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for s, p in copies.items()]
     for s, proc in zip(copies, builds):
         _, err = proc.communicate()
         if proc.returncode != 0:
             raise SystemExit(f"S={s}: build failed:\n{err.decode()[-2000:]}")
     rows = []
     for splits in split_list:
-        kernel = worker.import_submission(str(copies[splits]), f"s{splits}")
+        kernel = loader.import_submission(str(copies[splits]), f"s{splits}")
         means = []
         for shape in shapes:
             params = dict(shape.params)

@@ -4,7 +4,7 @@ are printed so a timing can be read against them."""
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / ".build" / "experiments"
 
 

@@ -18,7 +18,7 @@ flushed; printed per mark, over CTAs and calls: the median and the max of (stamp
 earliest start), and per phase (mark to next mark within a CTA) the median and max.
 
 Usage on a GPU machine, repo root:
-    python3 tools/experiments/timeline.py gemm v15 [--shapes 0,1,2] [--calls 20] [--peers "K loop:4"]
+    python3 studies/timeline.py gemm v15 [--shapes 0,1,2] [--calls 20] [--peers "K loop:4"]
 Marks are defined per problem family below (MARKS); a version whose anchors drifted is an error.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ from shared memory (SS), B from shared memory. Operands are non-zero fp16 patter
 zeros). Prints TFLOP/s per (N, mode, W) and the share of the dense fp16 peak the GPU reports
 (clock x SMs x 4096 FLOP per clock per SM).
 
-Usage: python3 tools/experiments/wgmma_rate.py [--iters 4000] [--compile-only]
+Usage: python3 studies/wgmma_rate.py [--iters 4000] [--compile-only]
 (writes and builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse

@@ -8,7 +8,7 @@ of 128 bytes, 8-row groups 1024 bytes apart: SBO = 1024), the descriptor's start
 *subnormals* (integers x 2^-20): whether the tensor cores keep them decides if a dequantiser may
 skip its x 2^14 rescale. Exact comparison with a double-precision CPU product.
 
-Usage: python3 tools/experiments/wgmma_smoke.py [--compile-only]  (writes and builds a standalone
+Usage: python3 studies/wgmma_smoke.py [--compile-only]  (writes and builds a standalone
 CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse

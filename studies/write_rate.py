@@ -11,7 +11,7 @@ three preparations, kernel duration from torch.profiler:
 If dirty is much slower than clean at sizes L2 holds, writes after the flush pay DRAM write-backs.
 
 Usage on a GPU machine, repo root:
-    python3 tools/experiments/write_rate.py [--sizes-mb 2,4,8,16,64] [--calls 20]
+    python3 studies/write_rate.py [--sizes-mb 2,4,8,16,64] [--calls 20]
 """
 from __future__ import annotations
 
