@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from harness import config, leaderboard, lineage, report, runner, stats, submissions
+from harness import config, leaderboard, lineage, paths, report, runner, stats, submissions
 from harness.cli import (clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
                          output_options, run_processes_option, timing_options, timing_plan)
 from harness.cli import render
@@ -330,13 +330,16 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 @click.option("--markdown", is_flag=True,
               help="With --recorded: the lineage README's table in Markdown, one row per version (its Change's "
                    "first sentence, the best recorded mean per benchmark shape of --method, the GPU).")
+@click.option("--update-readme", is_flag=True,
+              help="With --markdown: write the table into submissions/PROBLEM/README.md in place of its generated "
+                   "block (or its `<!-- table: ... -->` placeholder line) instead of printing it.")
 @output_options
 @timing_options()
 @run_processes_option
 @gpus_option
 @common_options
 @clean_errors
-def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, published, recorded, markdown, fmt,
+def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, published, recorded, markdown, update_readme, fmt,
               output_path, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm,
               run_processes, gpus_spec, timeout, compile_timeout, untrusted):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
@@ -344,6 +347,8 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
     if markdown and not recorded:
         raise UserError("--markdown prints the recorded lineage table: add --recorded")
+    if update_readme and not markdown:
+        raise UserError("--update-readme writes the --markdown table: add --recorded --markdown")
     if markdown and (fmt or output_path or plot_path):
         raise UserError("--markdown writes Markdown to stdout: it does not combine with --format, -o or --plot")
     fmt = output_format(fmt, output_path)
@@ -362,7 +367,17 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     if plot_path:
         render.require_matplotlib()  # NOTE: before minutes of measuring, not after
     if markdown:
-        click.echo(lineage.markdown_table(problem, plan.mode, include_attic, flush=plan.flush), nl=False)
+        table = lineage.markdown_table(problem, plan.mode, include_attic, flush=plan.flush)
+        if not update_readme:
+            click.echo(table, nl=False)
+            return
+        readme = paths.submissions_dir() / problem / "README.md"
+        try:
+            text = lineage.splice(readme.read_text(encoding="utf-8"), table)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{readme}: {exc}") from None
+        readme.write_text(text, encoding="utf-8")
+        click.echo(f"wrote the generated table into {readme}")
         return
     if recorded:
         _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path)
