@@ -16,8 +16,8 @@ serves them locally, 1.00x (and the push design in NOTES is the next step). The 
 Measured: H100 80GB HBM3, commit 36b2bf1 (call S7). Timeline: the sum step 4.67 -> 4.37 µs on both
 split shapes (the barrier before it unchanged, 1.50 µs). Kernels alone against v22, one process,
 by span queued / sums: 1.011x / 0.991x / 1.011x / 1.018x and 1.013x / 0.999x / 1.019x / 0.999x;
-kernels 47.5 / 82.4 / 32.3 / 69.5 µs (256x4096x7168 at 1.252x the floor). The low end of the
-prediction: own-rank reads were not what held the sum; the peer's 64 KB a CTA through the cluster
+kernels 47.5 / 82.4 / 32.3 / 69.5 µs (v22 beside it 48.1 and 32.9 on the split shapes;
+256x4096x7168 at 1.252x the floor). The low end of the prediction: own-rank reads were not what held the sum; the peer's 64 KB a CTA through the cluster
 (~15 GB/s a CTA at this step's length) is. Tests and edges shapes (both distributions),
 racecheck, synccheck and split shapes (S = 4 with rows past M, S = 2 at 128 rows, 32-row tiles)
 pass. Recorded row (cold): 85.9 / 114.8 / 64.8 / 102.7 µs.

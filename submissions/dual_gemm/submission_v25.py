@@ -20,7 +20,7 @@ too, the sum is not transfer-then-arithmetic.
 Measured: H100 80GB HBM3, commit bb7233d (call T6). Timeline on 256x4096x7168: the sum step (partials
 shared -> sum staged) 4.35 (v23, whose split path v24 keeps) -> 2.98 µs. Kernels alone against v24, one process, by sums / by span
 queued: 1.033x / 1.000x / 1.000x / 1.000x and 1.033x / 1.000x / 0.998x / 0.998x; kernels 45.9 /
-78.8 / 30.2 / 67.9 µs: 256x4096x7168 at 1.21x the floor (v24 1.25x), within the issue's 1.25x. As
+78.8 / 30.2 / 67.9 µs (v24 beside it 47.4 / 78.8 / 30.2 / 67.8): 256x4096x7168 at 1.21x the floor (v24 1.25x), within the issue's 1.25x. As
 predicted, top of the range. Tests and edges shapes (both distributions), racecheck and synccheck on
 the smallest tests shape and on 96x3072x7168 (S = 2), and S = 2 at 32- / 96- / 128- / 160- / 256-row
 tiles plus an S = 4 launch on custom shapes pass. Recorded row (cold, on a freshly started machine;

@@ -10,6 +10,7 @@ decoded the vector again anyway. read_pattern.py on 4096x7168 L8's bytes had rea
 faster one CTA per 16 rows (48.3 us) than in v11's persistent order (53.6 us), without saying
 whether the order within the CTA or the persistence made the difference: this version tests the
 second. 7168x16384 (448 blocks, all resident at once) launches as before.
+Verdict: mixed
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
 Measured: H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 5bb48ce. Kernels alone

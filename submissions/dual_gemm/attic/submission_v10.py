@@ -9,6 +9,7 @@ copies (values and scales) of the first kStages stages at once, waits for the pr
 Why: on gemm the prepass, the launch gap and the GEMM's prologue and first loads were ~3-10 µs of
 serial time per call (v15's profile and timeline, H100). The dual kernel has the same prepass and
 the same prologue, and its first stages carry two B operands.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V23 (host launch path) in spirit
 Prediction: as gemm v16, ~1.5-3 µs per call: 1.03-1.05x on the M = 256 shapes, 1.02x on the

@@ -8,6 +8,7 @@ released k's stage between that wait and k + 1's issue. The last block's stage i
 the loop.
 Why: as a variant of gemm v25 (H100, one process) the same reordering gained 1.011x / 1.018x /
 1.015x; dual_gemm's consumer loop has the same wait, arrive, issue sequence.
+Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's consumers release the previous stage after issuing the next
 Prediction: 1.01-1.02x on every shape.

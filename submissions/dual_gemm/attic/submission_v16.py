@@ -8,6 +8,7 @@ silu x up and stores; v14 summed gate's S partials, then up's, then stored, and 
 next position: two DSMEM round trips per position in a row (16 on the S = 2 shapes).
 Why: gemm's timeline put its DSMEM sum (one product) at 1.9-2.6 µs after the K loop; dual_gemm's
 has twice the round trips. gemm v27 makes the same change.
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 256x4096x7168 and 256x3072x4096 (S = 2) 1.03-1.06x; the M = 512 shapes (S = 1, no sum)

@@ -16,6 +16,7 @@ v25 read the staged tile back into registers and wrote it with 16-byte stores, 8
 Why: issue 6's ladder step 3 (epilogue via shared memory and TMA store). group_gemm v38's port of the
 same step gained 1.003-1.027x; dual_gemm's unsplit epilogue (2.4-3.1 µs, v22's timeline) runs on
 one-wave launches where nothing overlaps it.
+Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's TMA-store epilogues; the writeup's V7 / V9 / V15
 Prediction (H100, kernels alone against v25): 1.000-1.005x on 256x4096x7168 (S = 2: the stores are

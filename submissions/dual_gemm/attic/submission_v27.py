@@ -11,6 +11,7 @@ Why: group_gemm v41's timeline (H200) took the K loop of 128-column tiles with 1
 44.6 to 40.5 µs (-9%) when their ring went from 3 to 6 loads in flight; three of dual's four
 benchmarks run tiles of 128 rows (256x4096x7168, S = 2; 256x3072x4096 with tails) or 104
 (512x3072x7168) in v25's 6 slots of 37 KB.
+Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS 3's automatic stage count (as many stages as the tile's shared-memory footprint
 allows), here per tile height.

@@ -9,6 +9,7 @@ in each copy: one descriptor low word computed once plus immediates, B1's and B2
 the barriers immediates off the ring, only the lap's parity a register.
 Why: tools/experiments/ring_rate.py (H100): the handshake alone is ~80 cycles per K block unrolled
 by the stage count, ~140 rolled; group_gemm v22 measured 13% fewer instructions from this change.
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 1-4% on every shape: dual's K block carries twice gemm's tensor work per handshake, so

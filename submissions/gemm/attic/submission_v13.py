@@ -8,6 +8,7 @@ drained every block while it waited, arrived and fenced. Now it waits only for t
 (wait_group 1): three fragment sets (blocks k - 1 and k may be in flight while k + 1 is decoded,
 the K loop unrolled by three so each set stays in registers), and a stage is released one block
 later. ptxas keeps the overlap (no serialisation warning).
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's MMA/epilogue overlap through TMEM double buffers; on Hopper the async
 wgmma group count is the knob

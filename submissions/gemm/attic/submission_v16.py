@@ -12,6 +12,7 @@ Why: v15's profile and per-CTA timeline (H100, commit d737e75): the prepass kern
 2.65 µs of the 58.7 / 23.3 / 15.0 µs of kernel time per call; the GEMM's CTAs spend ~0.8 µs in
 their prologue and another ~1.5 µs before the first stage is full; the calls' event spans exceed
 the two kernels' sum by ~1.2-1.5 µs (the launch gap between them). All of that was serial.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V23 (host launch path) in spirit: time between kernels; group_gemm v18
 tried PDL on the H200 (correct and faster on B, but its shape C tripped the harness's escape

@@ -10,6 +10,7 @@ Why: v15's timeline (H100): from the end of the K loop to the end of the kernel 
 128x7168x16384 (S = 2: 8 positions per thread in sequence) and 3.94 µs on 128x4096x7168 (S = 4: 4
 positions); a round trip to a peer's shared memory is a few hundred cycles, so ~1-2 µs of each is
 the loop waiting on one load batch after another.
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup (its DSMEM split-K never worked on B200)
 Prediction: ~0.5-1 µs per call on the split shapes (1.01-1.02x / 1.02-1.04x), nothing on

@@ -12,6 +12,7 @@ Why: the ablation of group_gemm's kernel of the same design (NOTES there) found 
 handshake alone at ~340 cycles per K block and the consumer warp's per-K-block instruction chain to
 be the clock of the design; its suggestion was more work per handshake. gemm v19's long shape runs
 ~620 cycles per K block against 512 of tensor work.
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels stage 256-K blocks for tcgen05)
 Prediction: 2-5% on every shape. Risks: the unrolled loop has 10 block bodies (v19: 8), ~17 KB of

@@ -15,6 +15,7 @@ serial. Each CTA also read its A tile from L2 as 16 KB of fp16 per K block (~5 T
 on the long shape); packed it is 4.5 KB. The decode is redone by every CTA of an M tile, on warps
 that had nothing to do (~130 instructions a warp per K block against ~300 per scheduler from the
 consumers).
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup (its B200 kernels feed NVFP4 to tcgen05 directly)
 Prediction: if the decode warps keep up: 1.05-1.10x on 128x7168x2048 and 128x4096x7168 (the

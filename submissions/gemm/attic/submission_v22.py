@@ -19,6 +19,7 @@ blocks each), because only 30 clusters of 4 fit (measured: cluster capacities 2:
 30). Stream-K on 132 CTAs gives every CTA 108-109 and 27-28 blocks. gemm v9's global split-K
 measured far worse than v10's DSMEM one; that was one finisher reading S whole partials after
 waiting for all of them, against here pieces that count in as they finish.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's B200 kernels use a static persistent schedule; stream-K is CUTLASS's
 Prediction: 128x7168x16384 1.05-1.10x (19 fewer K blocks a CTA at ~0.354 µs, minus the pieces'

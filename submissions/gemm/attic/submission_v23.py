@@ -16,6 +16,7 @@ Why: ablate_gemm on v19 (H100): on 128x7168x16384 the copies with the ring's han
 50.5 µs, as long as the consumers' decode + wgmma + handshake (50.3) and the whole kernel (53.5):
 112 CTAs read ~235 MB of fp16 A from L2 in ~50 µs (~4.7 TB/s), four times the B bytes they stream.
 Pairs halve A's L2 reads; each CTA issues half of A's copy.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's 2-SM MMA and TMA multicast of the shared operand (V17); the issue's ladder
 names cluster TMA multicast as its Hopper analogue

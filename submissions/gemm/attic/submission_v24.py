@@ -9,6 +9,7 @@ i.e. a GPU-wide memory fence per consumer warp per K block; with the default sem
 loops hold no MEMBAR (the remaining ones are at the cluster barriers and the split-K sum).
 Why: v23 ran 0.37-0.45x of v19 on an H100, ~0.7 µs more per K block on every shape, S = 1, 2 and
 3 alike: a per-block cost on the consumers' release path, which is where the fence sits.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V17 (TMA multicast of the shared operand); the issue ladder's "cluster TMA
 multicast"

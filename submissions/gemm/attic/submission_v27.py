@@ -9,6 +9,7 @@ partials, summed, stored, and only then read the next, one DSMEM round trip per 
 are v26's.
 Why: v19's timeline put the DSMEM sum at 2.59 / 1.86 µs (the largest piece after the K loop on
 the split shapes), about what kN / 8 / S serial round trips of a few hundred cycles come to.
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup
 Prediction: the sum phase to under 1 µs: 1.02-1.03x on 128x7168x16384, 1.03-1.05x on

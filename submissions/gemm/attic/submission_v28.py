@@ -11,6 +11,7 @@ Why: v24 lost 4-9% against v19, and its "never paired" variant showed the loss w
 arrive on the path from a wait to the next issue, which v26 moved off that path (1.013-1.017x by
 itself). An ablation of v19 put the long shape's copy path (A's fp16 tiles from L2) and its compute
 path both at ~50 µs; v26 shortened the compute path, so halving A's L2 reads may now show.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V17 (TMA multicast of the shared operand)
 Prediction: against v26 0.98-1.03x: a gain on 128x7168x16384 only if the copy path is now the

@@ -14,6 +14,7 @@ from L2, 16 of each stage's 21 KB) and the consumers' decode + wgmma + handshake
 multicast A (v24, v28) halved A's reads but coupled the rings and lost 4-10%. Here one CTA covers
 both halves: A's L2 traffic per unit of work halves with no coupling, and so do the handshakes and
 A's shared-memory descriptors per unit of work; the decode per element is unchanged.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's larger-N tiles (its B200 kernels' 256-wide MMA)
 Prediction: 128x7168x16384 1.02-1.06x (S = 4 now, 112 CTAs; the DSMEM sum moves a 128 KB partial,

@@ -16,6 +16,7 @@ DRAM round trip, which B's first loads (~1.5 µs, timeline's first stage) can hi
 group_gemm v27/v28 (two warps per CTA decoding claimed chunks during the GEMM) and gemm v21 (each CTA
 decoding all of its A on three warps), the decode here runs at the prepass's width, once, and
 before the loop.
+Verdict: slower
 Arch: sm_90a
 Analogue: a persistent kernel's grid barrier (cooperative groups' grid.sync), hand-written
 Prediction (H100, kernels alone against v30): 1.02-1.04x / 1.04-1.07x / 1.05-1.10x: the prepass's time

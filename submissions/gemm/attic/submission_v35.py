@@ -20,6 +20,7 @@ Why: v22's stream-K lost with one finisher reading every piece; v30's exchange s
 over the tile's CTAs (S = 4 cost ~3.7 µs on 128x4096x7168). The ncu units (L2 31%, tensor 56%)
 say the long K loop is a latency chain per CTA, not a shared limit, so 20 more CTAs should run as
 fast each; lockstep A reads, which stream-K scatters, were worth 2-3% (v31's rotation variant).
+Verdict: slower
 Arch: sm_90a
 Analogue: stream-K (Osama et al. 2023; CUTLASS's stream-K scheduler), with the data-parallel
 fixup replaced by a shared sum among the pieces' CTAs

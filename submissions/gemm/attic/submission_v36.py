@@ -10,6 +10,7 @@ Why: v16, dual_gemm v10 and group_gemm v34 were rejected on kernel_compare's sum
 durations, which count a dependent grid's time waiting inside the prepass's run twice; the device
 time a caller waits for is the span from the prepass's start to the GEMM's end. kernel_compare now
 measures both.
+Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's kernels launched with PDL (cudaGridDependencySynchronize)
 Prediction (H100, span against v34): the GEMM launch, its prologue (~0.7 µs) and B's first loads

@@ -13,6 +13,7 @@ Why: v34 taken apart (NOTES, call R5): 4.8 µs of 18.9 on 128x4096x7168 (S = 4) 
 K block, 3.7 µs of them the exchange before the sum (timeline), for ~48 KB out and ~48 KB in per
 CTA: a chain of dependent steps (stage, proxy fence, bulk store, store wait, release, per-peer poll
 and bulk copy, barrier wait), not bytes. This keeps one fence, one flag round trip and one read.
+Verdict: slower
 Arch: sm_90a
 Analogue: the "threadfence reduction" pattern of the CUDA samples and cooperative groups' grid
 barrier (a block barrier, then one thread's gpu-scope fence and flag), here per tile among S CTAs

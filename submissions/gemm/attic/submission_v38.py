@@ -13,6 +13,7 @@ handshake and loop instructions; at 64-row tiles a K block's tensor work is ~0.1
 profiles put the same per-block chain (wait, decode, fence, wgmma, commit, wait, release) at the
 centre of its narrow tiles' loss. Pairs halve the chain per unit of tensor work and give each
 warp two independent decodes to interleave.
+Verdict: slower
 Arch: sm_90a
 Prediction (H100, kernels alone against v34): 128x7168x2048 (64-row tiles) 1.03-1.08x, the
 128-row shapes 1.00-1.03x; a loss would mean the deeper per-pass latency (the first wgmma of a

@@ -12,6 +12,7 @@ tensor map (C: M x N fp16), so a descriptor is 384 bytes and a launch takes 10 b
 v34 read the staged tile back into registers and wrote it with 16-byte stores, 16 threads a row.
 Why: issue 7 names a TMA-store epilogue; group_gemm v38's port of the same step gained 1.003-1.027x;
 v34's unsplit epilogue still costs 0.58 µs on a one-wave launch, where nothing overlaps it.
+Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's TMA-store epilogues; the writeup's V7 / V9 / V15
 Prediction (H100, kernels alone against v34): 1.000-1.005x / 1.000-1.01x / 1.01-1.02x (the short

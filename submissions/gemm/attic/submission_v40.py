@@ -15,6 +15,7 @@ tails), so the plain split and unsplit kernels are v34's.
 Why: 128x7168x16384's 56 tiles x S = 2 use 112 of 132 SMs (85%); stream-K (v35, equal runs across
 tile boundaries) lost 5%; dual_gemm v21's tails (whole tiles' K ends, not scattered runs) gained
 1.10x where 25% of the SMs were idle.
+Verdict: slower
 Arch: sm_90a
 Prediction (H100, kernels alone against v34): 128x7168x16384 the split CTA's loop 128 -> 112 blocks,
 the makespan ~120 blocks (the helpers' six tails and their stores): ~1.03-1.06x; the others 1.00x.

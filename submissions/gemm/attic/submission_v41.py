@@ -12,6 +12,7 @@ Why: v40 lost 7% on 128x7168x16384 (60.7 against v34's 56.5 µs) where its model
 at ~2.5 µs a tail (a fence per tail stalling a warpgroup), a helper's six tails outlast the split
 CTAs they were meant to shorten. dual_gemm v21's tails, the model's source, cost ~3.3 µs each the
 same way (kTailCostBlocks there).
+Verdict: slower
 Arch: sm_90a
 Prediction (H100, kernels alone): 128x7168x16384 1.02-1.06x against v34 (and well above v40) if the
 fence was v40's loss; no better than v40 if the cost is the stores or the merge. The others 1.00x.

@@ -11,6 +11,7 @@ samples are long_scoreboard at the first use of a batch, 0.71 eligible warps per
 DRAM at 69% of peak. Batches never roll across row blocks, so 7168x2048x4 (one batch per row)
 is unchanged. To fit 64 registers the two rows' scale pairs of a piece share a register;
 ptxas still spills 8 bytes (v11: none).
+Verdict: slower
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
 Measured: ✗ failed experiment. H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 534eb7c.

@@ -12,6 +12,7 @@ To fit 64 registers the four-row kernel addresses its rows from one base pointer
 (kernel parameters) instead of a pointer per row (ptxas: 44 bytes spilled that way; none now).
 v11 on 7168x2048x4 (H100): kernel 17.9 us, 62% of the copy rate, while the same bytes read flat
 take ~13.3 us (tools/experiments/read_pattern.py): the shape furthest from its ceiling.
+Verdict: slower
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
 Measured: ✗ failed experiment, H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit c902ae7;

@@ -15,6 +15,7 @@ the store of one row block overlap the next one's first round trip (v10's L2 pre
 Shared memory per CTA 56 KB (20 KB vector + 8 x 4.5 KB): four CTAs fill the SM's 228 KB.
 Scales go by 4-byte cp.async, so K must be a multiple of 64 (v11: 32; the issue asks 64).
 Compile-only (nvcc 13.0, sm_90): 64 registers, 8 bytes spilled.
+Verdict: slower
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
 Measured (H100 80GB HBM3, commit ac6a03e): SLOWER than v11 (a failed experiment, kept for the

@@ -13,6 +13,7 @@ Why: v11 reaches 73% / 80% / 62% of the copy rate while a pure read of the same 
 (read_pattern.py, balanced by construction) reaches 86-92%; v13 and v14 refuted bytes in flight
 and the arithmetic as the gap, and the share of work per SM was never measured. 4096x7168 L8 (2048
 blocks over 528 CTAs, 3.9 each) is the most even in v11 and the closest to the copy rate.
+Verdict: slower
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix); CUTLASS's GEMV splits rows evenly
 Prediction (H100, kernels alone against v11): 7168x16384 1.05-1.15x, 4096x7168 L8 1.00-1.03x,

@@ -8,6 +8,7 @@ request) and reach the lane that needs them by a shuffle per piece. From ablate_
 in v11's order (H100, one process): the scale stream at 2 bytes a lane 27.6 / 50.0 / 14.4 us,
 at 4 bytes 26.9 / 49.5 / 14.0. Where the scale rows are not 4-byte aligned (K not a multiple of
 64, or an odd base or stride) a second instantiation keeps v16's 2-byte loads.
+Verdict: slower
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix)
 Measured: H100 (driver 580.159.04, CUDA 13.0, torch 2.11), commit 203507e. FAILED EXPERIMENT:

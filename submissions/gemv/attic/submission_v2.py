@@ -3,6 +3,7 @@
 Version: v2
 Parent: v1
 Change: no table loads: two e2m1 nibbles become one half2 by moving their sign and exponent-mantissa bits into place (value x 2^-14, scaled back by one exact HMUL2), multiplied and summed per 16-element block with HFMA2, then scaled and accumulated in fp32
+Verdict: slower
 Arch: sm_90
 Analogue: none
 Measured: NVIDIA H200, mean µs, L2 flushed, each call from an idle device (nvfp4 run, commit 53ab0a7): 7168x16384 84.4, 4096x7168 L8 134.9, 7168x2048 L4 54.2; in one compare against v1 (two process generations): 0.896x, 0.821x, 0.913x, geomean 0.876x [0.863, 0.887], SLOWER

@@ -6,6 +6,7 @@ Change: a warp's loads come in batches (2 rows x 4 x 16 bytes per lane); v5 requ
 waited for it, consumed it, and only then requested the next, so each warp had memory in flight
 only half of the time (Nsight Compute on v4: long_scoreboard 50% of stalls, 2.05 TB/s). Two
 batches now alternate in registers: batch i + 1 is requested before batch i is consumed.
+Verdict: slower
 Arch: sm_90
 Analogue: none
 Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), commit b673dd5 + this file, cold mode:

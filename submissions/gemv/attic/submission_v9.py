@@ -16,6 +16,7 @@ of whether the warps are computing. The producer also runs ahead across row-bloc
 and across the consumers' vector decode. Work is split by rows, not 16-row blocks: CTA i of G
 takes rows [i T / G, (i + 1) T / G) of the T = M L rows (batch-major) in blocks of at most 16,
 so the 7168x16384 shape gives every SM 54-55 rows (v8: 3 or 4 blocks of 16 per SM, 85%).
+Verdict: slower
 Arch: sm_90a
 Analogue: none (the writeup's kernels are matrix-matrix; its TMA step is the same mechanism)
 Measured: ✗ failed experiment. H200, commit e3aa1a5, cold: 46.10 / 70.42 / 27.25 us. vs v8, one

@@ -11,6 +11,7 @@ shapes A-D. A split CTA writes its fp32 partial tile to a workspace, fences, and
 in at the tile's counter; the CTA that arrives last sums the S partials in split order (so the
 result does not depend on which CTA finishes last) and stores fp16. The prepass zeroes the
 counters each call, so nothing is left armed between calls.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's load balancing across groups (V20-V21; it found CLC's overhead exceeded
 its gain on B200): here a static split chosen on the host, no scheduler in the kernel

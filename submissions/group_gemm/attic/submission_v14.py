@@ -13,6 +13,7 @@ So that one bulk copy lands the A tile swizzled, the prepass now writes A in tha
 tile and K block, rows of 128 bytes with chunk c of row r at c ^ (r % 8), zero rows to the tile's
 width. B's rows sit 48 bytes apart in shared memory (conflict-free 16-byte reads for the 8 rows a
 warp reads at once). setmaxnreg: producer 40 registers, consumers 232.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's warp specialisation (its V5-V6: a TMA warp, an MMA warp, epilogue warps)
 Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit b95be9b:

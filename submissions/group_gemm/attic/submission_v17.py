@@ -7,6 +7,7 @@ M 272 bytes apart (conflict-free 2-byte writes), then copy it out one 16-byte st
 step: a warp writes two whole 256-byte rows of C. v16 stored every value with its own 2-byte
 store, 8 values of one row of C per store instruction, half of each 32-byte sector (Nsight
 Compute on v15: drain 10% of stalls, the CTA waiting for those stores at exit).
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V7 / V9 (epilogue through shared memory and a TMA store, chunked);
 plain vector stores here, since one bulk copy per 256-byte row is what v14 showed to be slow

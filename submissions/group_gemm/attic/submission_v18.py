@@ -8,6 +8,7 @@ and only the producer's copy threads wait for the prepass to finish (griddepcont
 their first copy of A. The GEMM's launch latency, barrier set-up and register reconfiguration
 then overlap the prepass instead of following it. In v16 the two kernels ran back to back, and a
 cold-mode call on D took ~48 µs of which the kernels are roughly half.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V23 (the host launch path at the µs scale); Hopper's programmatic
 dependent launch

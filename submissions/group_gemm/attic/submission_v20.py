@@ -7,14 +7,16 @@ the smallest of 2, 8 or 32 groups that holds the chunk (v19: always 32 descripto
 for 2 groups). tools/experiments/host_path.py put v16's two launches with the 4 KB parameter at
 15.3 µs of cudaLaunchKernel on D against 5.4 µs for gemv's one launch with a few words (under the
 profiler). Kernels otherwise unchanged; three instantiations of each.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V23 (the host launch path at the µs scale)
 Measured: H200 (driver 580.159.04, CUDA 13.0, torch 2.11), cold mode, mean us, commit a0fd575:
 228.9 / 157.0 / 74.3 / 58.0 (a second machine; v19 ran 207.1 / 135.1 / 71.2 / 58.1 in the same
 compare). vs v19 in one compare (4 process pairs): geomean 1.032x [0.988, 1.084] AMBIGUOUS, every
-shape AMBIGUOUS. Racecheck and synccheck clean. Not faster, and the premise was wrong:
-tools/experiments/launch_params.py on the same machine put one launch at 5.49-5.69 µs of CPU for
-parameters of 16 B to 4 KB alike (profiler figures had suggested otherwise). Kept for that lesson.
+shape AMBIGUOUS (D 1.113x [0.986, 1.256]). Racecheck and synccheck clean. Not faster, and the
+premise was wrong: tools/experiments/launch_params.py on the same machine put one launch at
+5.49-5.69 µs of CPU for parameters of 16 B to 4 KB alike (profiler figures had suggested
+otherwise). Kept for that lesson.
 
 Exactness as v16 (the kernels are unchanged). N multiple of 128, K multiple of 64, any M >= 1,
 any number of groups.

@@ -12,6 +12,7 @@ SYNCS.PHASECHK, long_scoreboard: 4.0%, 1.2%, 0.8%, ... of all samples; 17.9% of 
 branches) and the producer's empty-barrier spin (3.9%): the loads arrive late while the ring is
 full, a latency limit, not bandwidth (neither L2 nor DRAM is near its peak). That refutes the
 L2 -> SM traffic hypothesis behind a cluster-multicast version. Kernels otherwise unchanged.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's stage-count tuning (its ring depth per version); Hopper practice
 (CUTLASS's StageCountAutoCarveout: as many stages as shared memory allows)

@@ -17,6 +17,7 @@ Why: v19-v24 left A's GEMM kernel at 134-140 us with the tensor pipe busy under 
 registers, carried the whole decode as one latency chain. Decode warps hold no accumulators and
 nothing else in their stream: one warp per scheduler decodes with 32 independent pairs per thread,
 and the wgmma warps only wait and issue.
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup (Blackwell multiplies FP4 natively); Hopper practice for mixed-input
 GEMM (a transform stage between the copy and the MMA, as in CUTLASS's and FlashAttention-3's warp-

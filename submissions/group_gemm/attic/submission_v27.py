@@ -13,6 +13,7 @@ in the per-call workspace and are not cleared: a call draws a fresh 64-bit nonce
 as claimed (nonce) or done (nonce | 1) only for this call. Why: every call paid two launches
 (~5.5 us of CPU each on the H200's host, tools/experiments/launch_params.py) and the prepass ran
 alone before the GEMM (9.8 us on A, Nsight Compute, H100, v25).
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V23 (the launch path); the claim/publish flags are this lineage's own
 (acquire/release flags between CTAs as in split-K semaphores)

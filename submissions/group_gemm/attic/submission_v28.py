@@ -10,6 +10,7 @@ The producer warpgroup keeps 80 registers (the batch spills at 56); the consumer
 above the 168 they are compiled within.
 Why: v27 (one launch) was 0.900x of v25 (C 0.885x SLOWER) on an H100: the prepass it removed ran
 at full width before the GEMM, while v27's first chunks are decoded by one warp each.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V23 (the launch path)
 Measured: H100, commit bb72391, cold: 213.8 (noisy; median 191.5) / 144.4 / 65.34 /

@@ -17,6 +17,7 @@ of 64 (tiles of <= 128 rows). A fifth warp for copies would cost ptxas's registe
 threads compile at 94 registers: warps are counted in fours).
 Cost: groups with M > 128 take two or more M tiles, so B is decoded once per M tile (A: 11 tiles
 for 8 groups; B: 13), and half as many CTAs (C: 60 tiles, D: 64 for 132 SMs).
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup (Blackwell has no register-operand decode)
 Prediction: if the decoding warps are the clock, A's GEMM kernel 138 → ~95-110 µs and B's 81 →

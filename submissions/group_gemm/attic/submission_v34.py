@@ -10,6 +10,7 @@ Why: v18 (H200) was correct and faster on B (1.033x [1.007, 1.060]), but its sha
 harness's escape check (wall time twice the events' span) and it got no row; the notes leave that
 unexplained, with the test to run. Since then v25 made the prepass 2x faster and the kernel grew a
 deep ring, so the start of the GEMM (prologue, B's first loads) is a larger share of C and D.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V23 (host launch path) in spirit
 Prediction: ~1.5-3 µs per call: 1.01x on A and B, 1.05-1.10x on C and D; and no escape on C (if

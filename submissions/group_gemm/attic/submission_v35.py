@@ -16,6 +16,7 @@ Why: v33 launches one CTA per tile: 256 on A, 448 on B (3.4 per SM). Each CTA pa
 barrier set-up and first loads (gemm's timeline: ~2.3 µs before the first stage is full) and its
 epilogue with nothing else on the SM. The issue's ladder steps 2 and 9 (persistent grid,
 cross-tile prefetch) were never built in this lineage.
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's V13/V16 (TMEM double buffering and cross-tile prefetch on B200) in part:
 the loads of the next tile overlap this one; the accumulators are not double-buffered

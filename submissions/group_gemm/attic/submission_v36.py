@@ -11,6 +11,7 @@ one kernel instantiation per tile height gained 1.02-1.09x on every dual_gemm sh
 the gemm shape whose tiles take a non-default case. group_gemm cannot take that form (a launch's
 groups have different heights, up to six per launch on A), so this gives each loop its own code
 instead and keeps one kernel.
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup
 Prediction: 1.01-1.04x on every shape, if where the loops sit is what costs; 1.00x or a loss if the

@@ -11,6 +11,7 @@ Why: the benchmark groups' M are multiples of 8, not of 32: rounded to 32, shape
 1088 for 1024 (6.3%); rounded to 16, 1088 (6.3%) and 1040 (1.6%). The padded columns cost tensor
 time, A's fp16 bytes through L2 and shared memory, and the prepass's zero rows.
 Risk: twice the consumer-loop code (dual_gemm v8 lost 8% to code size alone).
+Verdict: slower
 Arch: sm_90a
 Analogue: none in the writeup (tcgen05's N steps are 8 or 16 as well; its kernels use fixed tiles)
 Prediction: B 1.03-1.08x, A 1.01-1.03x, C and D 1.00x (their 128-row tiles are multiples of 32

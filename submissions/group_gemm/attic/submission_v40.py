@@ -16,6 +16,7 @@ Why: the K loop runs tensor + ~0.07-0.17 µs a block (v39's timeline, H200), 2.3
 and more warpgroups doing every block (v30) or a longer chain (ring_rate) showed that each warp's
 chain per block, taken once per block by every consumer warp, is the clock. Taking every other block
 halves how many of those chains stand between two blocks, at twice the work in each.
+Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS 2.x's sliced-K (a CTA's warps split K and reduce through shared memory), here
 across the two wgmma warpgroups; the writeup has no counterpart (tcgen05 issues from one thread).

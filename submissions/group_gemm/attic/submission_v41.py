@@ -12,6 +12,7 @@ Why: v40's timeline put A's 64- to 128-column tiles 12-17% slower per K block wh
 held slots left two K blocks of loads in flight instead of three; in the tall ring those tiles have
 three, where their 21 KB stages would allow six (the deep ring: C and D gained 2-4% from depth alone,
 v32). 160 of A's 256 tiles and 168 of B's 448 are at most 128 columns.
+Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's per-kernel stage count chosen from the tile's shared-memory footprint, here per CTA.
 Prediction: A and B 1.01-1.04x (their narrow tiles' K loops 3-8% faster; A's makespan ends on a

@@ -7,6 +7,7 @@ Change: each K block waits only for the previous block's wgmma (wait_group 1), n
 its cp.async requests and the CTA barrier all overlap the running wgmma. A is requested two blocks
 ahead in the four-stage ring (a stage is refilled only after every warpgroup's wgmma that read it
 is known complete: the barrier after the wait of the following block).
+Verdict: slower
 Arch: sm_90a
 Analogue: the writeup's overlap of MMA with the next stage's loads (V4-V6)
 Measured: NVIDIA H200, mean µs, L2 flushed, each call from an idle device (nvfp4 run, commit 475913d): A 378.0, B 261.6, C 95.8, D 62.2; in one compare against v6 (four process pairs): 1.01x, 1.03x, 1.00x (AMBIGUOUS), 0.94x [0.90, 0.98] (SLOWER), geomean 0.99x [0.81, 1.22], AMBIGUOUS: no gain, kept for the lesson. torch.profiler, 20 calls: A 271.2 + 11.5 µs of kernels, D 20.6 + 2.5 µs, against 353-378 and 59-62 µs per call: the call, not the kernel, is most of D
