@@ -191,3 +191,9 @@ def test_a_number_in_both_folders_is_refused(attic_lineage):
 def test_story_keys_end_the_value_before_them():
     h = submissions.parse_header("Analogue: none\nPrediction: faster by 5%\nWhy: the loads\nMeasured: -\n")
     assert h["analogue"] == "none" and h["prediction"] == "faster by 5%" and h["why"] == "the loads"
+
+
+def test_the_peer_is_lab_code_and_shares_a_process_in_compare():
+    peer = submissions.resolve("gemm", "peer")
+    assert peer.label == "peer" and submissions.in_lab(peer)
+    assert submissions.in_lab(submissions.resolve("gemm", "v0"))
