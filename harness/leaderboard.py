@@ -1,9 +1,13 @@
 """leaderboard.csv: append-only, one row per (problem, version, shape, dist) measurement,
 appended under an exclusive file lock so concurrent runs never interleave or corrupt rows.
 
-Each row names a reproducibility sidecar (``run_id``): ``<leaderboard>_runs/<run_id>.json.gz``
-with the raw per-call samples, seeds, source hash, versions (torch, CUDA, driver, nvcc, harness),
-GPU UUID, clocks, power limit, telemetry per block, and the timing and flush mode.
+Each row names a reproducibility sidecar (``run_id``): ``<run_id>.json.gz`` with the raw per-call
+samples, seeds, source hash, versions (torch, CUDA, driver, nvcc, harness), GPU UUID, clocks,
+power limit, telemetry per block, and the timing and flush mode. The lab's own leaderboard.csv
+stays in git; its new sidecars go to the build cache (``.build/runs/``, raw data, not the record),
+and the ones recorded before that live in one archive beside it, ``leaderboard_runs.tar`` (one
+tracked file instead of hundreds). Any other leaderboard file (``NVFP4_LEADERBOARD``, a device
+run's export) keeps its sidecars beside it in ``<stem>_runs/``, which ``merge`` copies from.
 
 The file is plain RFC 4180 CSV that pandas.read_csv and duckdb.read_csv load with their defaults:
 one header, every line ended by "\n" alone (a quoted cell's own line breaks too), the shape's
@@ -55,14 +59,45 @@ IDENTITY_COLUMNS = ("timestamp", "problem", "version", "shape", "dist", "gpu")
 _SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # it names a file: no separators, no "..", no dotfiles
 
 
+# The lab's sidecars recorded before they moved to the build cache, one tar of <run_id>.json.gz
+# members beside leaderboard.csv (read by read_sidecar; never written by the harness).
+SIDECAR_ARCHIVE = "leaderboard_runs.tar"
+
+
+def _is_lab_leaderboard(path: Path) -> bool:
+    return path.resolve() == (paths.REPO_ROOT / "leaderboard.csv").resolve()
+
+
 def sidecar_dir(path: Path | None = None) -> Path:
+    """Where ``path``'s new sidecars go: the build cache's runs/ for the lab's own leaderboard.csv
+    (raw samples are build output, not the record), ``<stem>_runs/`` beside any other file."""
     path = Path(path) if path else paths.leaderboard_path()
+    if _is_lab_leaderboard(path):
+        return paths.build_dir() / "runs"
     return path.with_name(path.stem + "_runs")
 
 
 def read_sidecar(run_id: str, path: Path | None = None) -> dict:
-    with gzip.open(sidecar_dir(path) / f"{run_id}.json.gz", "rt") as f:
-        return json.load(f)
+    """The sidecar of ``run_id``: from ``sidecar_dir``, else from the archive beside the leaderboard;
+    FileNotFoundError naming both places where neither has it."""
+    path = Path(path) if path else paths.leaderboard_path()
+    name = f"{run_id}.json.gz"
+    loose = sidecar_dir(path) / name
+    if loose.is_file():
+        with gzip.open(loose, "rt") as f:
+            return json.load(f)
+    archive = path.with_name(SIDECAR_ARCHIVE)
+    if archive.is_file():
+        import tarfile
+        with tarfile.open(archive) as tar:
+            try:
+                member = tar.extractfile(name)
+            except KeyError:
+                member = None
+            if member is not None:
+                with gzip.open(member, "rt") as f:
+                    return json.load(f)
+    raise FileNotFoundError(f"no sidecar {name} in {loose.parent} or {archive}")
 
 
 # ------------------------------------------------------------------------------- derived columns

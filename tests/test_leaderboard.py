@@ -356,3 +356,28 @@ def test_leaderboard_help_lists_show_and_merge():
     assert r.exit_code == 0 and "show" in r.output and "merge" in r.output
     r = _invoke("leaderboard", "merge", "--help")
     assert r.exit_code == 0 and "FILE" in r.output.upper()
+
+
+def test_the_labs_own_sidecars_go_to_the_build_cache_and_old_ones_are_read_from_the_archive(isolated_env, tmp_path, monkeypatch):
+    import gzip
+    import io
+    import json
+    import tarfile
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    monkeypatch.setattr(leaderboard.paths, "REPO_ROOT", lab)
+    board = lab / "leaderboard.csv"
+    assert leaderboard.sidecar_dir(board) == isolated_env["build_dir"] / "runs"
+    assert leaderboard.sidecar_dir(tmp_path / "device.csv") == tmp_path / "device_runs"  # any other file: beside it
+    leaderboard.append([row(version="v1")], path=board, sidecars=[{"new": True}])
+    new_id = next(csv.DictReader(open(board)))["run_id"]
+    assert (isolated_env["build_dir"] / "runs" / f"{new_id}.json.gz").is_file()
+    assert leaderboard.read_sidecar(new_id, board) == {"new": True}
+    payload = gzip.compress(json.dumps({"old": True}).encode())
+    with tarfile.open(lab / leaderboard.SIDECAR_ARCHIVE, "w") as tar:
+        info = tarfile.TarInfo("gemm-v0-000000000000.json.gz")
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+    assert leaderboard.read_sidecar("gemm-v0-000000000000", board) == {"old": True}
+    with pytest.raises(FileNotFoundError, match="no sidecar gemm-v9"):
+        leaderboard.read_sidecar("gemm-v9-000000000000", board)
