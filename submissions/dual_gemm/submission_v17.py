@@ -11,7 +11,7 @@ the split launches unchanged), and gemm v31's variants showed code that never ru
 loop. Here the M = 512 shapes run S = 1.
 Arch: sm_90a
 Analogue: CUTLASS's kernels take the split-K reduction as a template choice
-Prediction (H100, kernels alone against v14): 1.00-1.02x on 512x4096x7168 and 512x3072x7168 (S =
+Prediction: (H100, kernels alone against v14) 1.00-1.02x on 512x4096x7168 and 512x3072x7168 (S =
 1), 1.00x on the S = 2 shapes.
 Measured: H100 80GB HBM3, commit 61618f0. Kernels alone (kernel_compare, alternated with v14 in one
 process, every output checked): 52.2 / 90.5 / 35.2 / 85.5 µs against v14's 53.0 / 91.5 / 35.5 /

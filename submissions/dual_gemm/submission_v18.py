@@ -14,7 +14,7 @@ the split sum 1.34 → 1.02 µs on the timeline). Every dual_gemm benchmark laun
 its epilogue is on the critical path too.
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's epilogues stage C in shared memory before storing it
-Prediction (H100, kernels alone against v17): ~0.3 µs a shape: 1.005-1.01x everywhere.
+Prediction: (H100, kernels alone against v17) ~0.3 µs a shape: 1.005-1.01x everywhere.
 Measured: H100 80GB HBM3, commit d5adf54. Kernels alone (kernel_compare, alternated with v17 in one
 process, every output checked): 51.9 / 89.3 / 34.6 / 86.4 µs against v17's 52.5 / 90.2 / 35.0 /
 85.7: 1.011x / 1.010x / 1.014x / 0.992x, at the edge of what one process resolves (~1%). The

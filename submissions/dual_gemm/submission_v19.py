@@ -13,7 +13,7 @@ GEMMs on pre-dequantised operands in 67.7 µs against v18's 87.1: our slowest CT
 work a block, the same decode) gained 4.6% on this shape.
 Arch: sm_90a
 Analogue: the writeup's tile-shape choice per problem size; CUTLASS's tile-shape heuristics
-Prediction (H100, kernels alone against v18): 512x3072x7168 1.02-1.04x (7% less tensor work per
+Prediction: (H100, kernels alone against v18) 512x3072x7168 1.02-1.04x (7% less tensor work per
 block, the B decode unchanged), the other shapes 1.00x (same launches, one instantiation more in
 the binary: v13 showed code layout can cost up to 4.5%, v14's one-kernel-per-height since removed that).
 Measured: H100 80GB HBM3, commit 821b794. Kernels alone (kernel_compare, alternated with v18 in one

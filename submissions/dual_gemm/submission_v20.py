@@ -15,7 +15,7 @@ warpgroup this design does v19's wgmma work (64 x 256 against 2 x 64 x 128) with
 Arch: sm_90a
 Analogue: CUTLASS's mixed-input GEMMs pick the tile so each converted operand element feeds as many
 MMAs as the accumulators allow; FlashAttention-3 splits its warpgroups by role
-Prediction (H100, kernels alone against v19): 1.03-1.06x / 1.05-1.10x / 1.02-1.05x / 0.95-1.06x
+Prediction: (H100, kernels alone against v19) 1.03-1.06x / 1.05-1.10x / 1.02-1.05x / 0.95-1.06x
 (512x3072x7168 falls from 120 CTAs of 104 rows to 96 of 256); the shallower ring and the
 epilogue's exchange are the risks.
 Measured: H100 80GB HBM3, commit 5db1e7c. Kernels alone (kernel_compare, alternated with v19 in one

@@ -19,7 +19,7 @@ Arch: sm_90a
 Analogue: stream-K's "data-parallel + stream-K" hybrid (Osama et al., CUTLASS's stream-K
 scheduler): full tiles for most of the work, the remainder spread over the idle SMs, partials
 through global memory with a flag per tile.
-Prediction (H100, kernels alone against v20): 512x3072x7168 1.15-1.25x (the K loop's longest CTA
+Prediction: (H100, kernels alone against v20) 512x3072x7168 1.15-1.25x (the K loop's longest CTA
 84 / 112 of v20's with tails of 1 / (c + 1), less the partial's round trip, the flag wait and a
 lower clock with 128 busy SMs); the other three 1.00x (the same launches).
 Measured: H100 80GB HBM3. First form (commit 1dc51c1, tails of 1 / (c + 1) = 28 blocks): 1.034x

@@ -12,7 +12,7 @@ every unsplit benchmark shape, ~10% of the kernel, for 128 silu x up per gate th
 one per scheduler, each element a dependent chain through a division whose slow-path branch keeps
 the compiler from overlapping one element with the next.
 Arch: sm_90a
-Prediction (H100, kernels alone against v21): the epilogue step from ~8 µs to 2-3 µs, so about
+Prediction: (H100, kernels alone against v21) the epilogue step from ~8 µs to 2-3 µs, so about
 1.06x / 1.07x on 512x4096x7168 / 512x3072x7168; the split shapes (256x4096x7168, 256x3072x4096) sum
 their positions over all 256 consumer threads already and gain only the division's cost, 1.00-1.03x.
 Measured: H100 80GB HBM3, commit a16f5a6. Timeline (call S4): the exchange-to-staged-C step 7.8 ->

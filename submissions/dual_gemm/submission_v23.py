@@ -9,7 +9,7 @@ Why: v22's timeline on the split shapes (call S6, H100): from the cluster barrie
 tile 4.67 µs on both, ~12-17% of the GEMM kernel, for 128 KB of distributed-shared-memory reads a
 CTA at S = 2 (64 KB of them its own); dual v16 found the sum bound by bytes, not round trips.
 Arch: sm_90a
-Prediction (H100, kernels alone against v22): if own-rank reads take the cluster's path, the step
+Prediction: (H100, kernels alone against v22) if own-rank reads take the cluster's path, the step
 falls to ~2.5 µs: ~1.05x on 256x4096x7168 and ~1.07x on 256x3072x4096; if the hardware already
 serves them locally, 1.00x (and the push design in NOTES is the next step). The unsplit shapes
 1.00x.

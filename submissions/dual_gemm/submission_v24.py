@@ -16,7 +16,7 @@ cluster sum (timeline) on a short K loop. The model's constants are those two me
 128-row block 0.43 µs against a 256-row block's 0.62 (so kBlockCostFixedRows = 160), the sum 6.2
 µs = 10 blocks.
 Arch: sm_90a
-Prediction (H100, kernels alone against v23): 256x3072x4096 ~1.06x (the variant's figure), the
+Prediction: (H100, kernels alone against v23) 256x3072x4096 ~1.06x (the variant's figure), the
 others 1.00x (the same launches: host_tiling pins them).
 Measured: H100 80GB HBM3, commit 18e7ef7 (call T3). Kernels alone against v23, one process, by
 sums / by span queued: 1.000x / 1.000x / 1.059x / 0.999x and 1.001x / 1.001x / 1.043x / 0.997x;

@@ -13,7 +13,7 @@ the kernel's sum step takes 4.35 µs (timeline), about the transfer plus ~1.7 µ
 arithmetic and staging, one after the other. With every read in flight at once the arithmetic on
 the first positions runs while the later ones arrive.
 Arch: sm_90a
-Prediction (H100, kernels alone against v24): the sum step 4.35 -> ~2.6-3.0 µs: 256x4096x7168
+Prediction: (H100, kernels alone against v24) the sum step 4.35 -> ~2.6-3.0 µs: 256x4096x7168
 (S = 2) 1.02-1.04x, the other benchmarks (unsplit) 1.00x. dual v16 (gate and up batched: 2 reads
 in flight instead of 1) and gemm v27 (4 positions batched) found nothing; if this finds nothing
 too, the sum is not transfer-then-arithmetic.

@@ -18,7 +18,7 @@ parallel, and by bulk copies rather than a round trip per position.
 Arch: sm_90a
 Analogue: CUTLASS's split-K "reduction in workspace" and stream-K fixup (partials through global
 memory, a flag per peer); the bulk copies are the TMA's 1-D form
-Prediction (H100, kernels alone against v26): 128x4096x7168 1.06-1.12x (loop 13.5 -> ~10.5 µs, the
+Prediction: (H100, kernels alone against v26) 128x4096x7168 1.06-1.12x (loop 13.5 -> ~10.5 µs, the
 exchange about as long as v26's DSMEM sum); 128x7168x16384 0.98-1.02x (S = 2 either way; L2 at ~40
 GB/s per SM against DSMEM's slower network, but a write and a read instead of one read);
 128x7168x2048 1.00x (S = 1, unchanged).

@@ -11,7 +11,7 @@ other path's code the same way (after the loop, not before it).
 Arch: sm_90a
 Analogue: CUTLASS and DeepGEMM compile the split-K / stream-K epilogue only into the kernels that
 use it (a template parameter of the kernel or its tile scheduler)
-Prediction (H100, kernels alone against v30): 1.00-1.03x on every shape; no change if the loss v31
+Prediction: (H100, kernels alone against v30) 1.00-1.03x on every shape; no change if the loss v31
 showed comes only from code before the loop.
 Measured: H100 80GB HBM3, commit f5af18c. Kernels alone (kernel_compare, alternated with v30 in one
 process, every output checked): 58.1 / 21.9 / 15.3 µs against v30's 58.1 / 22.0 / 15.6: 1.000x /

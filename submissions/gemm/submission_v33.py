@@ -15,7 +15,7 @@ crossed the SM-to-SM network; these are local.
 Arch: sm_90a
 Analogue: any epilogue that software-pipelines its shared-memory reads (CUTLASS's epilogue
 collective loads a fragment ahead)
-Prediction (H100, kernels alone against v32): the sum 1.79 → ~0.6 µs and 0.93 → ~0.4 µs: 1.015-1.025x on
+Prediction: (H100, kernels alone against v32) the sum 1.79 → ~0.6 µs and 0.93 → ~0.4 µs: 1.015-1.025x on
 128x7168x16384 and 128x4096x7168; 1.00x on 128x7168x2048 (S = 1, unchanged).
 Measured: H100 80GB HBM3, commit 71708c6. Kernels alone (kernel_compare, alternated with v32 in one
 process, every output checked): 57.3 / 22.0 / 15.3 µs against v32's 57.9 / 22.0 / 15.2: 1.011x /

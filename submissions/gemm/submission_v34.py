@@ -14,7 +14,7 @@ is one wave, so the stores sit on the critical path.
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's epilogues stage C in shared memory before storing it (TMA or
 vectorised stores)
-Prediction (H100, kernels alone against v33): ~0.5 µs off each shape: 1.005-1.01x / 1.02-1.03x /
+Prediction: (H100, kernels alone against v33) ~0.5 µs off each shape: 1.005-1.01x / 1.02-1.03x /
 1.02-1.04x.
 Measured: H100 80GB HBM3, commit 5ae8587. Kernels alone (kernel_compare, alternated with v33 in one
 process, every output checked): 56.9 / 21.8 / 14.9 µs against v33's 57.3 / 21.9 / 15.3: 1.008x /

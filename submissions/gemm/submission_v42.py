@@ -26,10 +26,10 @@ and chunks of 1 block still none (0.485), of 2 and 4 blocks one output each (1.0
 Arch: sm_90a
 Analogue: DeepGEMM's FP8 GEMM promotes its wgmma accumulators into fp32 registers on the CUDA cores
 every 128 K (the Hopper tensor core's FP8 accumulation keeps ~14 bits; DeepSeek-V3 report, section 3.3)
-Prediction (accuracy): every output within tolerance on --dist mixed, max error at or under
+Prediction: (accuracy) every output within tolerance on --dist mixed, max error at or under
 cuBLAS fp16's on the same data (0.95-0.97 of the tolerance); competition and general bit-identical
 to v34 (exact data: every order gives the same sum).
-Prediction (speed, kernel method, H200, against v34): 64 FADD a K block per consumer thread at
+Prediction: (speed, kernel method, H200, against v34) 64 FADD a K block per consumer thread at
 128-row tiles (32 at 64-row tiles; probe sass: the 128-row loop 903 -> 1428 instructions, 14.1 ->
 22.3 KB, 0 local or fence), 128 issue cycles a block on each SMSP against ~630 cycles a block; while one warpgroup
 adds, the other's wgmma keep the tensor pipe busy, so most of it hides: 0.93-0.99x on 128x7168x16384

@@ -18,7 +18,7 @@ the middle in log2 and the tests' 512x4096 L2 stays on the L1 path that v19 meas
 Arch: sm_90
 Analogue: llama.cpp picks its mmvq / dmmv kernels by shape; cuBLAS's heuristics choose a GEMV
 kernel per (M, N, K).
-Prediction (H200, kernel method, dirty flush): 7168x16384 L1 ~23.7 us (v16's 23.6 plus the fp64
+Prediction: (H200, kernel method, dirty flush) 7168x16384 L1 ~23.7 us (v16's 23.6 plus the fp64
 cost, <1%), 4096x7168 L8 ~42.0 us (v16), 7168x2048 L4 ~14.8 us (v19's 14.7 plus v20's cost):
 against v16 1.00x / 1.00x / ~1.16x, against v19 ~1.09x / 1.00x / 1.00x. If v20 measures slower
 than v19 by more than 2% on 7168x2048 L4, the fp64 sums are issue-bound there and v21 inherits it.

@@ -12,10 +12,17 @@ tolerance (CPU emulation of v19's order, /tmp notes of the round: 0.0114 on 512x
 Arch: sm_90
 Analogue: llama.cpp picks its mmvq / dmmv kernels by shape; cuBLAS's heuristics choose a GEMV
 kernel per (M, N, K).
-Prediction (H200, kernel method, dirty flush): v16's time on the long rows and v19's on the short:
+Prediction: (H200, kernel method, dirty flush) v16's time on the long rows and v19's on the short:
 ~23.5 / ~42.0 / ~14.7 us, i.e. 1.02x / 1.02x / 1.03x over v21; --dist all passes (mixed judged
 beyond one ulp).
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-27, one process each, kernel method, dirty flush: `compare gemv v21 v22`
+23.97 -> 23.47 / 43.04 -> 41.89 / 15.14 -> 14.74 us, 1.021x [1.012, 1.031] / 1.028x [1.020, 1.035] /
+1.027x [1.017, 1.037], geomean 1.025x FASTER; `compare gemv v16 v22` 1.004x [0.995, 1.013] SAME /
+1.001x [0.992, 1.009] SAME / 1.158x [1.148, 1.169] FASTER (17.03 -> 14.70 us), geomean 1.052x
+[1.049, 1.055] FASTER; against the peer (cuBLAS bf16 on A dequantised beforehand, same process)
+3.07x / 2.95x / 2.78x. gpumode (recorded, budget 2 s): 26.79 / 46.50 / 17.94 us, read floor 21.41 /
+37.63 / 13.50 (CV 5-9% a call: the launch from an idle host is in every sample). --dist all PASS on
+tests, benchmarks and edges (3 seeds); v16's fp32 sums PASS mixed too under the beyond-one-ulp judge.
 
 Exactness: every block term exact in fp32 (see block_term); the sums round in fp32 (one rounding
 per block, per lane, then the shuffle tree), the result rounded to fp16. Any M, any K

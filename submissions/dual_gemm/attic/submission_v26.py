@@ -19,7 +19,7 @@ one-wave launches where nothing overlaps it.
 Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's TMA-store epilogues; the writeup's V7 / V9 / V15
-Prediction (H100, kernels alone against v25): 1.000-1.005x on 256x4096x7168 (S = 2: the stores are
+Prediction: (H100, kernels alone against v25) 1.000-1.005x on 256x4096x7168 (S = 2: the stores are
 a small part of its sum), 1.005-1.015x on the three unsplit shapes (~0.2-0.4 µs of the store loop).
 Measured: H100 80GB HBM3, commit 6806eb2 (call W2). Kernels alone against v25 (kernel_compare, one
 process, every output checked), sums / span queued: 45.5 -> 45.3 / 78.3 -> 78.9 / 30.0 -> 30.1 / 67.2 ->

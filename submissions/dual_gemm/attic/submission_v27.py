@@ -15,7 +15,7 @@ Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS 3's automatic stage count (as many stages as the tile's shared-memory footprint
 allows), here per tile height.
-Prediction (H200, kernels alone against v25): 256x3072x4096 and 256x4096x7168 1.02-1.06x,
+Prediction: (H200, kernels alone against v25) 256x3072x4096 and 256x4096x7168 1.02-1.06x,
 512x3072x7168 1.01-1.04x, 512x4096x7168 (256-row tiles, 6 slots as before) 1.00x. If the deeper ring
 gives nothing, these loops are not waiting on loads (group_gemm's B: 32-block tiles gained nothing).
 Measured: NVIDIA H200, commit 14545a5 (call X12). Kernels alone (kernel_compare, v25 / v27 alternated

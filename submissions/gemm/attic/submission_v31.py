@@ -19,7 +19,7 @@ before the loop.
 Verdict: slower
 Arch: sm_90a
 Analogue: a persistent kernel's grid barrier (cooperative groups' grid.sync), hand-written
-Prediction (H100, kernels alone against v30): 1.02-1.04x / 1.04-1.07x / 1.05-1.10x: the prepass's time
+Prediction: (H100, kernels alone against v30) 1.02-1.04x / 1.04-1.07x / 1.05-1.10x: the prepass's time
 minus ~0.5-1 µs later first stages. If the GEMM kernel grows by more than the prepass took, the
 decode's round trip does not hide under B's first loads (timeline's first stage says).
 Measured: H100 80GB HBM3, commits 9feb1d7 and e2dc711: SLOWER (failed experiment). Kernels alone

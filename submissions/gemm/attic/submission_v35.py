@@ -24,7 +24,7 @@ Verdict: slower
 Arch: sm_90a
 Analogue: stream-K (Osama et al. 2023; CUTLASS's stream-K scheduler), with the data-parallel
 fixup replaced by a shared sum among the pieces' CTAs
-Prediction (H100, kernels alone against v34): the long shape's K loop 46.1 µs x 109 / 128 = ~39.3
+Prediction: (H100, kernels alone against v34) the long shape's K loop 46.1 µs x 109 / 128 = ~39.3
 µs, less 2-3% for scattered A reads, plus ~0.5-1 µs of exchange among up to 4 parts: 1.06-1.12x;
 1.00x on the other two shapes (v34's launches and kernels).
 Measured: H100 80GB HBM3, FAILED EXPERIMENT (kernels alone, kernel_compare with v34 in one process,

@@ -13,7 +13,7 @@ measures both.
 Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's kernels launched with PDL (cudaGridDependencySynchronize)
-Prediction (H100, span against v34): the GEMM launch, its prologue (~0.7 µs) and B's first loads
+Prediction: (H100, span against v34) the GEMM launch, its prologue (~0.7 µs) and B's first loads
 (~1.5 µs) under the prepass (1.9-3.6 µs): 1.02-1.05x / 1.05-1.10x / 1.08-1.15x; the sum of
 durations grows by the overlap.
 Measured: H100 80GB HBM3, commit 5ac9091, FAILED EXPERIMENT. kernel_compare with v34 in one process,

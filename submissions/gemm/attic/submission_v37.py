@@ -17,7 +17,7 @@ Verdict: slower
 Arch: sm_90a
 Analogue: the "threadfence reduction" pattern of the CUDA samples and cooperative groups' grid
 barrier (a block barrier, then one thread's gpu-scope fence and flag), here per tile among S CTAs
-Prediction (H100, kernels alone against v34): the exchange 3.7 -> ~1.5-2 µs: 128x4096x7168 (S = 4)
+Prediction: (H100, kernels alone against v34) the exchange 3.7 -> ~1.5-2 µs: 128x4096x7168 (S = 4)
 1.06-1.12x, 128x7168x16384 (S = 2) 1.01-1.03x, 128x7168x2048 (S = 1, unchanged code) 1.00x.
 Measured: H100 80GB HBM3, commit 128f849 (call T1). Kernels alone against v34, one process, by
 sums / by span queued: 0.993x / 0.989x / 0.996x and 0.997x / 0.988x / 1.014x (56.6 / 21.6 / 14.8

@@ -15,7 +15,7 @@ centre of its narrow tiles' loss. Pairs halve the chain per unit of tensor work 
 warp two independent decodes to interleave.
 Verdict: slower
 Arch: sm_90a
-Prediction (H100, kernels alone against v34): 128x7168x2048 (64-row tiles) 1.03-1.08x, the
+Prediction: (H100, kernels alone against v34) 128x7168x2048 (64-row tiles) 1.03-1.08x, the
 128-row shapes 1.00-1.03x; a loss would mean the deeper per-pass latency (the first wgmma of a
 pair now waits for two decodes) outweighs the shorter chain.
 Measured: H200 (the lent machine that call; commit d5e8f5f, call T4). Kernels alone against v34, one

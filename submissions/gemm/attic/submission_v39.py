@@ -15,7 +15,7 @@ v34's unsplit epilogue still costs 0.58 µs on a one-wave launch, where nothing 
 Verdict: slower
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's TMA-store epilogues; the writeup's V7 / V9 / V15
-Prediction (H100, kernels alone against v34): 1.000-1.005x / 1.000-1.01x / 1.01-1.02x (the short
+Prediction: (H100, kernels alone against v34) 1.000-1.005x / 1.000-1.01x / 1.01-1.02x (the short
 shape's unsplit epilogue, ~0.58 -> ~0.35 µs; the split shapes' sum ends in a store ~0.2 µs shorter).
 Measured: H100 80GB HBM3, commit 6806eb2 (call W1). Kernels alone against v34 (kernel_compare, one
 process, every output checked), sums / span queued: 56.8 -> 57.5 / 21.6 -> 21.8 / 14.7 -> 14.8 µs,

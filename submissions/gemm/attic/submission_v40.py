@@ -17,7 +17,7 @@ tile boundaries) lost 5%; dual_gemm v21's tails (whole tiles' K ends, not scatte
 1.10x where 25% of the SMs were idle.
 Verdict: slower
 Arch: sm_90a
-Prediction (H100, kernels alone against v34): 128x7168x16384 the split CTA's loop 128 -> 112 blocks,
+Prediction: (H100, kernels alone against v34) 128x7168x16384 the split CTA's loop 128 -> 112 blocks,
 the makespan ~120 blocks (the helpers' six tails and their stores): ~1.03-1.06x; the others 1.00x.
 Measured: H100 80GB HBM3, commit d6c4f51 (call W3; again beside v41 in W4). Kernels alone against
 v34 (kernel_compare, one process, every output checked), sums / span queued: 56.5 -> 60.7 / 21.7 ->

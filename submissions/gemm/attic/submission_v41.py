@@ -14,7 +14,7 @@ CTAs they were meant to shorten. dual_gemm v21's tails, the model's source, cost
 same way (kTailCostBlocks there).
 Verdict: slower
 Arch: sm_90a
-Prediction (H100, kernels alone): 128x7168x16384 1.02-1.06x against v34 (and well above v40) if the
+Prediction: (H100, kernels alone) 128x7168x16384 1.02-1.06x against v34 (and well above v40) if the
 fence was v40's loss; no better than v40 if the cost is the stores or the merge. The others 1.00x.
 Measured: H100 80GB HBM3, commit a5836e2 (call W4). Kernels alone, one process, every output checked,
 sums / span queued: v34 56.7 / 21.6 / 14.7, v40 60.7 / 21.8 / 15.0, v41 58.6 / 22.0 / 15.0 µs: v41

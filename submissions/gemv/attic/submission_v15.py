@@ -16,7 +16,7 @@ blocks over 528 CTAs, 3.9 each) is the most even in v11 and the closest to the c
 Verdict: slower
 Arch: sm_90
 Analogue: none (the writeup's kernels are matrix-matrix); CUTLASS's GEMV splits rows evenly
-Prediction (H100, kernels alone against v11): 7168x16384 1.05-1.15x, 4096x7168 L8 1.00-1.03x,
+Prediction: (H100, kernels alone against v11) 7168x16384 1.05-1.15x, 4096x7168 L8 1.00-1.03x,
 7168x2048 L4 1.03-1.10x. If 7168x16384 does not move, SMs holding three CTAs drew as many bytes per
 second as SMs holding four (the HBM shared by request count), and the gap is elsewhere.
 Measured: H100 80GB HBM3, commit f4a6bf0. Kernels alone (kernel_compare, alternated with v11 in one

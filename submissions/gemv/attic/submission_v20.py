@@ -19,6 +19,7 @@ cuBLAS's AND some element is beyond one ulp, and takes the two from different el
 (b), and the CPU yardstick (an fp32 matmul) would FAIL the same test against v19 on seed 1150.
 With fp64 sums the result is the exact sum rounded as the reference does: bit-identical to the
 reference on every seed emulated (errors 0, nothing beyond one ulp).
+Verdict: slower
 Arch: sm_90
 Analogue: none (fp64 accumulation of exact fp32 terms; CUTLASS and cuBLAS keep fp32 sums)
 Prediction: speed the same as v19 within ~1% on all three benchmarks (25.8 / 41.9 / 14.7 us by
