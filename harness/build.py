@@ -32,6 +32,7 @@ arch) with the machine's parts left out (compiler paths, include folders, torch'
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -236,16 +237,22 @@ def record_compiled(path: Path, subs: list[Submission], keys: list[str | None], 
 
     Raises ManifestError when the old manifest cannot be read and ``toolchain`` is None (a partial
     build must not drop the other versions' entries); a build of everything writes it anew."""
-    try:
-        old = read_manifest(path)
-    except ManifestError:
-        if toolchain is None:
-            raise
-        old = Manifest()
-    versions = {name: key for name, key in old.versions.items() if _NAME.match(name).group(1) not in complete}
-    for sub, key in zip(subs, keys):
-        name = manifest_name(sub)
-        if name and key:
-            versions[name] = key
-    checked = dict(toolchain) if toolchain else old.checked_with
-    return write_manifest(path, Manifest(versions, checked))
+    # NOTE: read, merge and write under one exclusive lock: two compile-only builds finishing together
+    # (two versions built in parallel, as engineers and scripts do) each lost the other's entries
+    # when they read the same old manifest and wrote their own merge (seen: gemv v20, gemm v42).
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            old = read_manifest(path)
+        except ManifestError:
+            if toolchain is None:
+                raise
+            old = Manifest()
+        versions = {name: key for name, key in old.versions.items() if _NAME.match(name).group(1) not in complete}
+        for sub, key in zip(subs, keys):
+            name = manifest_name(sub)
+            if name and key:
+                versions[name] = key
+        checked = dict(toolchain) if toolchain else old.checked_with
+        return write_manifest(path, Manifest(versions, checked))

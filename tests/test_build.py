@@ -312,3 +312,26 @@ def test_a_version_moved_to_the_attic_keeps_its_entry_and_is_not_compiled_again(
     r = invoke("build", "gemm", "all", "--compile-only")
     assert r.exit_code == 0 and sorted(seen) == ["v1", "v2"], r.output  # `all` is the attic's too
     assert build.read_manifest(manifest_file).versions == before
+
+
+def test_two_builds_recording_at_once_keep_both_entries(tmp_path, monkeypatch):
+    import threading
+    import time as _time
+    from harness import build
+    path = tmp_path / "compiled.json"
+    real_read = build.read_manifest
+
+    def slow_read(p):  # both would read the same old manifest without the lock
+        m = real_read(p)
+        _time.sleep(0.2)
+        return m
+
+    monkeypatch.setattr(build, "read_manifest", slow_read)
+    subs = [submissions.resolve("gemv", "v1"), submissions.resolve("gemv", "v3")]
+    threads = [threading.Thread(target=build.record_compiled, args=(path, [sub], [f"key{i}"]),
+                                kwargs={"complete": set(), "toolchain": None}) for i, sub in enumerate(subs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert real_read(path).versions == {"gemv/v1": "key0", "gemv/v3": "key1"}
