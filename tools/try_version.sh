@@ -45,7 +45,7 @@ fi
 fi
 [ "$steps" = check ] && finish 0
 if [ "$steps" != record ]; then
-# NOTE: the product's one-process kernel compare decides (README, Methodology 10); its shape lines
+# NOTE: the product's one-process kernel compare decides (docs/methodology.md, step 10); its shape lines
 # and geomean are read from the CSV it writes, not scraped from the table's box characters
 step "compare $parent $version" python3 -m harness compare "$problem" "$parent" "$version" -o "$OUT/compare.csv"
 python3 -c "import csv,sys; [print(f\"{r['shape']}: {r['status']} {float(r['speedup'] or 'nan'):.3f}x [{float(r['lo'] or 'nan'):.3f}, {float(r['hi'] or 'nan'):.3f}] {r['verdict']}\") for r in csv.DictReader(open(sys.argv[1]))]" "$OUT/compare.csv" | tee -a "$summary"

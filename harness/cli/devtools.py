@@ -1,4 +1,4 @@
-"""Kernel developer tools (README: Developer tools): new, export, build, sanitize, profile, diff,
+"""Kernel developer tools (docs/developing.md): new, export, build, sanitize, profile, diff,
 ceilings, doctor.
 
 Each command reads its options, calls the module that does the work (scaffold, build,
