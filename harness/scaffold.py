@@ -31,7 +31,7 @@ def new_version(problem: str, version: str, parent: str, change: str) -> tuple[P
     if taken.exists():  # NOTE: the attic's numbers too: a number names one version, wherever it lives
         raise UserError(f"{taken} exists: choose another number (nothing was written)")
     source = submissions.resolve(problem, parent)
-    if not submissions.in_lab(source):
+    if not submissions.in_lab(source) or source.label == "peer":
         raise UserError(f"--from {parent}: start from a version of the lineage (vM)")
     text = source.path.read_text()
     tree = ast.parse(text)
@@ -47,7 +47,9 @@ def new_version(problem: str, version: str, parent: str, change: str) -> tuple[P
     code = text[body_start:]
     code = re.sub(rf'^(EXTENSION_NAME\s*=\s*"[^"\n]*?)_?{re.escape(source.label)}"', rf'\g<1>_{version}"', code,
                   count=1, flags=re.MULTILINE)
-    return target, header + code
+    # NOTE: the parent's code starts right after its docstring's closing line; a parent with no blank
+    # line there gave `"""import torch` (seen making gemv v21)
+    return target, header + "\n\n" + code.lstrip("\n")
 
 
 def export(sub: submissions.Submission, gpu: str) -> str:

@@ -105,6 +105,19 @@ def test_new_starts_a_version_from_its_parent(tmp_path, monkeypatch):
         scaffold.new_version("gemv", "v16", "v16", "x")
     with pytest.raises(Exception, match="vN"):
         scaffold.new_version("gemv", "latest", "v16", "x")
+    with pytest.raises(Exception, match="version of the lineage"):
+        scaffold.new_version("gemv", "v91", "peer", "x")
+
+
+def test_new_from_a_parent_without_a_blank_line_after_its_docstring_is_valid_python(tmp_path, monkeypatch):
+    import ast
+    lab = tmp_path / "submissions" / "gemv"
+    lab.mkdir(parents=True)
+    (lab / "submission_v1.py").write_text('"""T\n\nVersion: v1\n"""\nimport torch\n\ndef custom_kernel(data):\n    return data\n')
+    monkeypatch.setattr(paths, "submissions_dir", lambda: tmp_path / "submissions")
+    _, text = scaffold.new_version("gemv", "v2", "v1", "one idea")
+    tree = ast.parse(text)
+    assert ast.get_docstring(tree).startswith("NVFP4 gemv v2: one idea") and '"""\n\nimport torch\n' in text
 
 
 def test_export_puts_the_popcorn_lines_first_once():
