@@ -68,8 +68,11 @@ def test_lock_of_a_build_killed_while_holding_the_folder_is_removed():
     lock = torch_lock()
     proc = holder(f"""
         open({lock!r}, "w").close()
+        print("locked", flush=True)
         time.sleep(60)
     """)
+    # NOTE: killed only once the lock exists (under load, killing at 'in' beat the file's creation)
+    assert proc.stdout.readline().strip() == "locked"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert os.path.exists(lock)
