@@ -22,7 +22,9 @@ LEADERBOARDS = {"gemv": "nvfp4_gemv", "gemm": "nvfp4_gemm", "dual_gemm": "nvfp4_
 
 def new_version(problem: str, version: str, parent: str, change: str) -> tuple[Path, str]:
     """(path, text) of version ``version`` of ``problem`` started from ``parent``; refuses an existing
-    file, a label that is not vN, and a parent outside the lineage."""
+    file, a label that is not vN, and a parent outside the lineage. A CUDA version whose parent does
+    not carry the timeline marks gets them (``harness.probes.marks.MARKS_CUDA`` at the top of its
+    ``CUDA_SRC``: ``NVFP4_MARK(id)``, nothing in a normal build), so every new version can be probed."""
     submissions.check_problem(problem)
     if not re.fullmatch(r"v\d+", version):
         raise UserError(f"{version!r}: a new version is named vN")
@@ -47,6 +49,7 @@ def new_version(problem: str, version: str, parent: str, change: str) -> tuple[P
     code = text[body_start:]
     code = re.sub(rf'^(EXTENSION_NAME\s*=\s*"[^"\n]*?)_?{re.escape(source.label)}"', rf'\g<1>_{version}"', code,
                   count=1, flags=re.MULTILINE)
+    code = with_marks(code)
     # NOTE: the parent's code starts right after its docstring's closing line; a parent with no blank
     # line there gave `"""import torch` (seen making gemv v21)
     return target, header + "\n\n" + code.lstrip("\n")
@@ -60,3 +63,13 @@ def export(sub: submissions.Submission, gpu: str) -> str:
         raise UserError(f"no GPU MODE leaderboard is known for {sub.problem}")
     lines = [line for line in sub.path.read_text().splitlines(keepends=True) if not line.startswith("#!POPCORN")]
     return f"#!POPCORN leaderboard {board}\n#!POPCORN gpu {gpu}\n" + "".join(lines)
+
+
+def with_marks(code: str) -> str:
+    """``code`` with the timeline-marks header pasted at the top of its ``CUDA_SRC = r\"\"\"`` literal,
+    unless it defines NVFP4_MARK already or has no such literal (a torch-only version)."""
+    from harness.probes.marks import MARKS_CUDA
+    if "define NVFP4_MARK" in code:
+        return code
+    return re.sub(r'^(CUDA_SRC\s*=\s*r""")\n?', lambda m: m.group(1) + "\n" + MARKS_CUDA.lstrip("\n"), code,
+                  count=1, flags=re.MULTILINE)

@@ -175,3 +175,30 @@ def test_leaderboard_as_json(isolated_env):
     doc = json.loads(r.output)
     assert doc["command"] == "leaderboard" and doc["method"] == "cold"
     assert [row["version"] for row in doc["rows"]] == ["v1"] and doc["rows"][0]["shape_m"] == "128"
+
+
+def test_a_new_cuda_version_carries_the_timeline_marks_and_still_compiles(tmp_path, monkeypatch):
+    """`nvfp4 new` pastes the marks header into CUDA_SRC: nothing in a normal build, stamps with
+    -DNVFP4_MARKS (what `nvfp4 probe marks` builds); the CUDA side compiles both ways."""
+    import subprocess
+    from harness import compile_only, contract
+    from harness.probes.marks import DEFINE
+    lab = tmp_path / "submissions" / "gemv"
+    lab.mkdir(parents=True)
+    (lab / "submission_v22.py").write_text(submissions.resolve("gemv", "v22").path.read_text())
+    monkeypatch.setattr(paths, "submissions_dir", lambda: tmp_path / "submissions")
+    target, text = scaffold.new_version("gemv", "v95", "v22", "one idea")
+    assert text.count("#define NVFP4_MARK(id)") == 2  # the probe's definition and the empty one
+    target.write_text(text)
+    c = contract.read(target)
+    assert "#define NVFP4_MARK(id)" in c.cuda_src
+    assert scaffold.with_marks(text) == text  # pasted once, never twice
+    nvcc = compile_only.find_nvcc()
+    if nvcc is None:
+        pytest.skip("needs nvcc for the compile half (CI has it)")
+    assert compile_only.fast_cuda_check(c)  # the header names nothing of torch: no 55 s prelude to parse
+    (tmp_path / "cuda.cu").write_text(c.cuda_file_text(False))
+    for extra in ([], [f"-D{DEFINE}"]):
+        cmd, _ = compile_only.nvcc_command(nvcc, c, "sm_90", prelude=False)
+        run = subprocess.run([*cmd, *extra], capture_output=True, text=True, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr[-2000:]

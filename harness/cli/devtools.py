@@ -38,7 +38,10 @@ def new_cmd(problem, version, parent, change):
     target, text = scaffold.new_version(problem, version, parent, change)
     target.write_text(text)
     console.print(f"wrote {target} (from {parent}); next: edit the code and the docstring's Change and "
-                  f"Prediction, then nvfp4 test {problem} {version} --dist both && nvfp4 compare {problem} {parent} {version}")
+                  f"Prediction, then nvfp4 test {problem} {version} --dist all && nvfp4 compare {problem} {parent} {version}")
+    if "define NVFP4_MARK" in text:
+        console.print("its CUDA_SRC carries the timeline marks: NVFP4_MARK(id) where the time should be read "
+                      f"(nothing in a normal build), then nvfp4 probe marks {problem} {version}")
 
 
 @main.command("export")
