@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from harness import config, runner, submissions
 from harness.errors import UserError
 from harness.probes import PEERS_DIR, marks, peer, sass, variants
-from harness.probes.commands import probe
+from harness.cli.probe import probe
 from harness.worker import tensors_of
 from reference import problem_module
 from reference.distributions import DISTS

@@ -177,7 +177,4 @@ def main():
 
 # NOTE: imported last, for their side effect: each module registers its commands on ``main`` with
 # the options above, which therefore exist by the time these imports run.
-from harness.cli import measure, records, devtools  # noqa: E402,F401
-from harness.probes.commands import probe  # noqa: E402
-
-main.add_command(probe)
+from harness.cli import measure, records, devtools, probe  # noqa: E402,F401

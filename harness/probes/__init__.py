@@ -11,7 +11,7 @@
 - the label ``peer`` (``nvfp4 compare gemm peer v34``): cuBLAS bf16 on operands already
   dequantised, a submission like any version (:mod:`harness.probes.peer`).
 
-The click group is :mod:`harness.probes.commands`. This package's ``__init__`` imports nothing
+The click group is :mod:`harness.cli.probe`. This package's ``__init__`` imports nothing
 heavy: :func:`harness.submissions.resolve` reaches :func:`peer_file` from here.
 """
 

@@ -1,4 +1,4 @@
-"""``nvfp4 probe ...``: the click group ``probe`` (registered on the ``nvfp4`` command by the CLI).
+"""``nvfp4 probe ...``: the commands of harness/probes/ (the measurements themselves live there).
 
 Every command here measures where time goes; none decides which version is faster (``compare``
 does) and none records anything. They run the team's own versions in this process, see
@@ -9,7 +9,6 @@ does) and none records anything. They run the team's own versions in this proces
 from __future__ import annotations
 
 import ast
-import functools
 import json
 import sys
 from pathlib import Path
@@ -17,21 +16,10 @@ from pathlib import Path
 import click
 
 from harness import config, runner, submissions
+from harness.cli import clean_errors, main
 from harness.errors import UserError
 from harness.probes import marks as marks_mod, variants
 from harness.probes.variants import Variant
-
-
-def _user_errors(fn):
-    """Bad input is one line on stderr and exit 2, never a traceback (as every nvfp4 command)."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except UserError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-    return wrapper
 
 
 def _progress(text: str) -> None:
@@ -71,7 +59,7 @@ def _shape_options(fn):
     return fn
 
 
-@click.group("probe", context_settings={"help_option_names": ["-h", "--help"]})
+@main.group("probe")
 def probe():
     """Where the time goes: host path, timeline marks, ablations, SASS loops.
 
@@ -87,7 +75,7 @@ def probe():
 @click.option("--pool", type=click.IntRange(min=1), default=4, show_default=True,
               help="Distinct inputs, called in turn.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
-@_user_errors
+@clean_errors
 def host_cmd(problem, version, shapes_spec, custom, calls, pool, as_json):
     """What a call costs on the host against what it costs on the device.
 
@@ -109,7 +97,7 @@ def host_cmd(problem, version, shapes_spec, custom, calls, pool, as_json):
 @click.option("--calls", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--ctas", default=None, metavar="A-B,...", help="Also summarise each range of CTAs (linear block index).")
 @click.option("--json", "as_json", is_flag=True, help="The summaries as JSON.")
-@_user_errors
+@clean_errors
 def marks_cmd(problem, version, header, shapes_spec, custom, calls, ctas, as_json):
     """Where the time goes inside a kernel: per-CTA stamps at the version's NVFP4_MARK(id) points.
 
@@ -170,7 +158,7 @@ def _chosen_variants(sub: submissions.Submission, given: tuple[str, ...]) -> lis
 @click.option("--pool", type=click.IntRange(min=1), default=8, show_default=True, help="Distinct inputs per block.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Builds at once (default: one per CPU).")
 @click.option("--json", "as_json", is_flag=True, help="The rows as JSON.")
-@_user_errors
+@clean_errors
 def ablate_cmd(problem, version, given, list_only, shapes_spec, custom, rounds, pool, jobs, as_json):
     """Time a version with stages left out, by its kernels alone, against itself.
 
@@ -202,7 +190,7 @@ def _docstring_arch(path: Path) -> str:
 @click.argument("versions", required=False)
 @click.option("--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A submission-like .py file (repeatable).")
-@_user_errors
+@clean_errors
 def sass_cmd(problem, versions, files):
     """The wgmma loops of versions' SASS: size, instructions, uniform ones, fences and spills.
 
