@@ -213,14 +213,11 @@ class Worker:
         if result is None or self.last_ref is None:
             return None
         try:
-            ref = self.last_ref
-            kernel_error = yardstick.error_in_tolerances(result, ref)
-            yard = self.mod.ref_kernel(data, matmul=yardstick.matmul_nt)
-            yard_error = yardstick.error_in_tolerances(yard, ref)
-            beyond = yardstick.ulps_over_one(result, ref), yardstick.ulps_over_one(yard, ref)
+            kernel = yardstick.errors(result, self.last_ref)
+            yard = yardstick.errors(self.mod.ref_kernel(data, matmul=yardstick.matmul_nt), self.last_ref)
         except Exception:  # noqa: BLE001 - a malformed output is the check's verdict, already given
             return None
-        return kernel_error, yard_error, *beyond
+        return kernel[0], yard[0], kernel[1], yard[1]
 
     @staticmethod
     def _params(item: dict) -> tuple[dict, int]:

@@ -70,54 +70,41 @@ def _has_out_dtype() -> bool:
         return False
 
 
-def error_in_tolerances(out, ref) -> float:
-    """``max |out - ref| / (atol + rtol |ref|)`` over the elements where the reference is finite
-    (NaN where ``out`` is not finite there); outputs may be lists (one tensor per group)."""
-    if isinstance(out, (list, tuple)):
-        errs = [error_in_tolerances(o, r) for o, r in zip(out, ref)]
-        return max(errs) if errs else 0.0
-    got = out.detach().to(torch.float64)
-    exp = ref.detach().to(torch.float64).to(got.device)
-    finite = torch.isfinite(exp)
-    if not bool(finite.any()):
-        return 0.0
-    diff = (got - exp).abs()[finite]
-    if not bool(torch.isfinite(diff).all()):
-        return float("nan")
-    return float((diff / (checking.ATOL + checking.RTOL * exp.abs()[finite])).max())
+def errors(out, ref) -> tuple[float, float]:
+    """``(in tolerances, beyond one ulp)`` over the elements where the reference is finite (NaN where
+    ``out`` is not finite there); outputs may be lists (one tensor per group), the worst is taken.
 
-
-def ulps_over_one(out, ref) -> float:
-    """The largest distance from the reference beyond one fp16 ulp of it, in tolerances (0 where
-    every element is within one ulp; outputs may be lists).
-
-    NOTE: one ulp is what any correctly computed fp32 result can lose in its final rounding to fp16
-    (its value may sit next to a rounding midpoint), and near the bottom of a binade one ulp is
-    0.98 of GPU MODE's tolerance: whichever of kernel and yardstick happens to have such an element
-    shows an error near 1. Only error beyond one ulp says something about how the sum was formed.
+    In tolerances: ``max |out - ref| / (atol + rtol |ref|)``, 1.0 being the edge of GPU MODE's check.
+    Beyond one ulp: the largest distance past one fp16 ulp of the reference, in tolerances (0 where
+    every element is within one ulp). NOTE: one ulp is what any correctly computed fp32 result can
+    lose in its final rounding to fp16 (its value may sit next to a rounding midpoint), and near the
+    bottom of a binade one ulp is 0.98 of GPU MODE's tolerance: whichever of kernel and yardstick
+    happens to have such an element shows an error near 1. Only error beyond one ulp says something
+    about how the sum was formed.
     """
     if isinstance(out, (list, tuple)):
-        return max((ulps_over_one(o, r) for o, r in zip(out, ref)), default=0.0)
+        pairs = [errors(o, r) for o, r in zip(out, ref)]
+        return (max(p[0] for p in pairs), max(p[1] for p in pairs)) if pairs else (0.0, 0.0)
     got = out.detach().to(torch.float64)
     exp = ref.detach().to(torch.float64).to(got.device)
     finite = torch.isfinite(exp)
     if not bool(finite.any()):
-        return 0.0
+        return 0.0, 0.0
     exp, got = exp[finite], got[finite]
     diff = (got - exp).abs()
     if not bool(torch.isfinite(diff).all()):
-        return float("nan")
+        return float("nan"), float("nan")
+    tolerance = checking.ATOL + checking.RTOL * exp.abs()
     # fp16's ulp at |x|: 2^(floor(log2 |x|) - 10) for normals, 2^-24 below 2^-14
-    binade = torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14)))
-    ulp = torch.exp2(binade - 10)
-    return float(((diff - ulp).clamp_min(0) / (checking.ATOL + checking.RTOL * exp.abs())).max())
+    ulp = torch.exp2(torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14))) - 10)
+    return float((diff / tolerance).max()), float(((diff - ulp).clamp_min(0) / tolerance).max())
 
 
 def judge(kernel_error: float, yardstick_error: float, kernel_beyond_ulp: float | None = None,
           yardstick_beyond_ulp: float = 0.0) -> tuple[bool, str]:
     """Whether a kernel that passed the tolerance check is also as accurate as the yardstick.
 
-    With the errors beyond one fp16 ulp given (:func:`ulps_over_one`), those decide: a FAIL when the
+    With the errors beyond one fp16 ulp given (:func:`errors`), those decide: a FAIL when the
     kernel's is over ``BEYOND_ULP_JUDGED_ABOVE`` of the tolerance and more than ``MAX_RATIO`` x the
     yardstick's. NOTE: the largest error and the largest error beyond one ulp may be two different
     elements (a legitimate one-ulp flip near 10^3 is 0.5-0.98 of the tolerance; an fp32 sum's 1e-4

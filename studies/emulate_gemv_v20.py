@@ -64,9 +64,8 @@ def judged(data, out, ref, yard) -> tuple[bool, str]:
     ok, msg = gemv.check(data, out, ref)
     if not ok:
         return False, msg
-    ke, ye = yardstick.error_in_tolerances(out, ref), yardstick.error_in_tolerances(yard, ref)
-    beyond = yardstick.ulps_over_one(out, ref)
-    ok, msg = yardstick.judge(ke, ye, beyond)
+    (ke, beyond), (ye, yard_beyond) = yardstick.errors(out, ref), yardstick.errors(yard, ref)
+    ok, msg = yardstick.judge(ke, ye, beyond, yard_beyond)
     return ok, f"{msg}; beyond one ulp {beyond:.3g}"
 
 
