@@ -139,10 +139,11 @@ class DequantisedInputs:
 
 
 # ----------------------------------------------------------------------------- per problem
-def _gemm_kernel(memo_capacity: int):
+def _gemm_kernel(memo_capacity: int, b_rows: int | None = None):
+    """gemm: ``A @ B^T`` over the L batches; gemv is the same with B's row 0 alone (``b_rows=1``)."""
     def prepare(sources):
         a, b, sfa, sfb = sources
-        a_op, b_op = _batched(a, sfa), _batched(b, sfb)
+        a_op, b_op = _batched(a, sfa), _batched(b, sfb, rows=b_rows)
         acc = torch.empty((a_op.shape[0], a_op.shape[1], b_op.shape[1]), dtype=torch.float32, device=a.device)
         return a_op, b_op.transpose(1, 2), acc  # NOTE: B^T as a view: cuBLAS reads it transposed, no copy
 
@@ -158,21 +159,7 @@ def _gemm_kernel(memo_capacity: int):
 
 
 def _gemv_kernel(memo_capacity: int):
-    def prepare(sources):
-        a, b, sfa, sfb = sources
-        a_op, vector = _batched(a, sfa), _batched(b, sfb, rows=1)  # row 0 of b is the vector
-        acc = torch.empty((a_op.shape[0], a_op.shape[1], 1), dtype=torch.float32, device=a.device)
-        return a_op, vector.transpose(1, 2), acc
-
-    memo = DequantisedInputs(prepare, memo_capacity)
-
-    def custom_kernel(data):
-        a, b, sfa, sfb, _, _, c = data
-        a_op, vector_t, acc = memo.operands((a, b, sfa, sfb))
-        _matmul(a_op, vector_t, acc)
-        c.permute(2, 0, 1).copy_(acc)
-        return c
-    return custom_kernel, memo
+    return _gemm_kernel(memo_capacity, b_rows=1)  # row 0 of b is the vector
 
 
 def _dual_gemm_kernel(memo_capacity: int):
