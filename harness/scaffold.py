@@ -33,7 +33,7 @@ def new_version(problem: str, version: str, parent: str, change: str) -> tuple[P
     if taken.exists():  # NOTE: the attic's numbers too: a number names one version, wherever it lives
         raise UserError(f"{taken} exists: choose another number (nothing was written)")
     source = submissions.resolve(problem, parent)
-    if not submissions.in_lab(source) or source.label == "peer":
+    if not submissions.in_lab(source) or not re.fullmatch(r"v\d+", source.label):  # a lineage file, not the peer
         raise UserError(f"--from {parent}: start from a version of the lineage (vM)")
     text = source.path.read_text()
     tree = ast.parse(text)

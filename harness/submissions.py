@@ -206,12 +206,6 @@ def load(problem: str, path: Path, label: str) -> Submission:
 def in_lab(sub: Submission) -> bool:
     """Whether ``sub`` is the team's own code - a file of this lab's submissions/ tree or the
     harness's cuBLAS peer: only those share a process in ``compare``; anything else runs isolated."""
-    if sub.label == "peer":
-        from harness.probes import peer_file
-        if sub.path.resolve() == peer_file(sub.problem).resolve():
-            return True
-    try:
-        sub.path.resolve().relative_to(paths.submissions_dir().resolve())
-        return True
-    except ValueError:
-        return False
+    from harness.probes import PEERS_DIR
+    path = sub.path.resolve()
+    return any(path.is_relative_to(folder.resolve()) for folder in (paths.submissions_dir(), PEERS_DIR))
