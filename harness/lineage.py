@@ -16,9 +16,7 @@ rows'.
 
 from __future__ import annotations
 
-import math
-
-from harness import config, leaderboard, plots, submissions, timing
+from harness import config, leaderboard, plots, roofline, submissions, timing
 
 NO_FIGURE = "-"
 # The generated block in a README runs from a line starting with BEGIN_MARK to the line END_MARK;
@@ -97,7 +95,7 @@ def _best_group(rows: list[dict], labels: dict[str, str], method: str, flush: st
             best[label] = r
     if not groups:
         return {}, None
-    key = max(groups, key=lambda k: (len(groups[k]), -_geomean([_mean(r) for r in groups[k].values()])))
+    key = max(groups, key=lambda k: (len(groups[k]), -roofline.geomean([_mean(r) for r in groups[k].values()])))
     return groups[key], (*key, fallback)
 
 
@@ -116,10 +114,6 @@ def _mean(row: dict) -> float | None:
         return float(row["mean_us"]) if row.get("mean_us") else None
     except ValueError:
         return None
-
-
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _md_us(x: float) -> str:
