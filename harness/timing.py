@@ -168,6 +168,38 @@ class Block:
     kernel: dict | None = None  # kernel method: per call span, summed durations, host µs (kernel_times)
 
 
+def host_call_times(fn, pool: list, calls: int) -> list[float]:
+    """Host µs of each of ``calls`` calls (cycling over ``pool``), each from an idle device and with
+    no profiler attached: what the Python and C++ path of a call costs before its work is queued
+    (``nvfp4 probe host``; the kernel method's ``host_us`` runs under the profiler, which inflates it)."""
+    b = bound()
+    sync = b.synchronize if b.torch.cuda.is_available() else (lambda: None)
+    out = []
+    for i in range(calls):
+        data = pool[i % len(pool)]
+        sync()
+        t0 = _now()
+        fn(data)
+        out.append((_now() - t0) * 1e6)
+    sync()
+    return out
+
+
+def idle_event_pair_us(calls: int) -> list[float]:
+    """µs between two events recorded back to back on an idle device, ``calls`` times: what an
+    event-timed figure carries that is neither host path nor kernel (GPU only)."""
+    b = bound()
+    out = []
+    for _ in range(calls):
+        start, end = b.Event(enable_timing=True), b.Event(enable_timing=True)
+        b.synchronize()
+        b.record(start)
+        b.record(end)
+        b.synchronize()
+        out.append(b.elapsed(start, end) * 1e3)
+    return out
+
+
 def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty", batch: int = 1, poison=None,
                graph=None, telemetry=None, prelude=None) -> Block:
     """Times ``fn(data)`` once per input set in ``pool`` by method ``mode`` (``METHODS``).

@@ -175,3 +175,12 @@ def test_telemetry_reason_bits_come_from_the_library_constants():
     bits = telemetry.reason_bits(fake)
     assert bits[0x8000] == "hw_slowdown" and bits[0x1] == "gpu_idle" and bits[0x4] == "sw_power_cap"  # fallback
     assert telemetry.decode_reasons(0x8000, fake) == ["hw_slowdown"]
+
+
+def test_host_call_times_cycle_the_pool_and_time_each_call():
+    import torch
+    from harness import timing
+    timing.bind(torch)
+    seen = []
+    times = timing.host_call_times(lambda data: seen.append(data), ["a", "b"], 5)
+    assert seen == ["a", "b", "a", "b", "a"] and len(times) == 5 and all(t >= 0 for t in times)

@@ -23,7 +23,6 @@ Without a GPU only the host figures are measured (the device ones are None).
 
 from __future__ import annotations
 
-import time
 
 from harness.config import Shape
 from harness.probes import common
@@ -49,20 +48,9 @@ def _measure_shape(torch, sub: Submission, kernel, shape: Shape, calls: int, poo
         for data in data_sets:
             kernel(data)
     cuda = torch.cuda.is_available()
-    b = timing.bound()
-    sync = b.synchronize if cuda else (lambda: None)
-    sync()
 
     def host_times() -> list[float]:
-        out = []
-        for i in range(calls):
-            data = data_sets[i % len(data_sets)]
-            sync()
-            t0 = time.perf_counter()
-            kernel(data)
-            out.append((time.perf_counter() - t0) * 1e6)
-        sync()
-        return out
+        return timing.host_call_times(kernel, data_sets, calls)
 
     host = common.median(host_times())
     ops = _host_ops(torch, host_times, calls, top)
@@ -78,14 +66,7 @@ def _measure_shape(torch, sub: Submission, kernel, shape: Shape, calls: int, poo
             spans += block.kernel["span_us"]
             sums += block.kernel["sum_us"]
             cold += timing.time_block(kernel, data_sets, "cold").times_us
-        events = []
-        for _ in range(calls):
-            start, end = b.Event(enable_timing=True), b.Event(enable_timing=True)
-            b.synchronize()
-            b.record(start)
-            b.record(end)
-            b.synchronize()
-            events.append(b.elapsed(start, end) * 1e3)
+        events = timing.idle_event_pair_us(calls)
         result.update(device_us=common.median(spans), device_sum_us=common.median(sums), cold_us=common.median(cold),
                       events_us=common.median(events))
         result["exposed_us"] = result["cold_us"] - result["device_us"] - result["events_us"]
