@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# One device call for several new versions: build them in parallel, then per version (one GPU
-# process at a time) run tools/try_version.sh's steps; everything each version wrote goes into
-# $OUT/round.tgz (the device returns at most 8 files) and the build cache into $OUT/ext.tgz.
+# One device call for several new versions: build them in parallel, then per version run
+# tools/try_version.sh's steps, one version per GPU at a time (on a machine of G GPUs, G versions run
+# side by side, each alone on its GPU: its timings never share one); everything each version wrote goes
+# into $OUT/round.tgz (the device returns at most 8 files) and the build cache into $OUT/ext.tgz.
 # Usage (device machine, repo root): STEPS=check|time|record|all bash tools/device_round.sh P:V:PARENT[:STEPS] ...
 # STEPS=check builds and tests only; time compares with the parent and records; record only
 # records; all does check and time. A spec's own STEPS overrides the variable for that version.
+# Env: GPUS (ids to use, default every GPU nvidia-smi lists).
 # The archives are rewritten after every version, so a call stopped at its limit keeps the rest.
 set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
@@ -13,17 +15,33 @@ if [ -z "${NVFP4_GIT_COMMIT:-}" ]; then echo "set NVFP4_GIT_COMMIT to the commit
 OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
 export NVFP4_EXTENSIONS_DIR="${NVFP4_EXTENSIONS_DIR:-$PWD/.build/torch_extensions}"
 work=/tmp/nvfp4-round; rm -rf "$work"; mkdir -p "$work"
+read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | tr '\n' ' ')}"
+[ "${#gpus[@]}" -ge 1 ] || { echo "no GPU listed by nvidia-smi (set GPUS)" >&2; exit 2; }
 t0=$(date +%s)
 for spec in "$@"; do  # NOTE: builds are CPU-bound (nvcc), so they overlap; GPU steps below do not
   IFS=: read -r p v _ <<< "$spec"
   python3 -m harness build "$p" "$v" > "$work/build-$p-$v.log" 2>&1 &
 done
 wait
-echo "[$(( $(date +%s) - t0 )) s] builds done"
+echo "[$(( $(date +%s) - t0 )) s] builds done; ${#gpus[@]} GPU(s): ${gpus[*]}"
 tar czf "$OUT/ext.tgz" -C .build torch_extensions
+one() {  # one SPEC GPU: the version's steps alone on that GPU
+  local p v parent steps
+  IFS=: read -r p v parent steps <<< "$1"
+  CUDA_VISIBLE_DEVICES="$2" STEPS="${steps:-${STEPS:-all}}" OUT="$work/$p-$v" \
+    bash tools/try_version.sh "$p" "$v" "$parent" > /dev/null 2>&1
+  { echo "== $p $v (parent $parent, GPU $2, $(( $(date +%s) - t0 )) s)"; cat "$work/$p-$v/summary.txt"; } > "$work/$p-$v.done"
+  # NOTE: rewritten as each version ends (under a lock: versions end concurrently), so a call stopped
+  # at its limit still returns every finished version.
+  flock "$work/.lock" tar czf "$OUT/round.tgz" -C "$work" --exclude=gpus.fifo --exclude=.lock .
+}
+# NOTE: a FIFO of free GPU ids: a version takes one, gives it back when done, so G run at a time.
+fifo="$work/gpus.fifo"; mkfifo "$fifo"; exec 3<> "$fifo"; rm -f "$fifo"
+for g in "${gpus[@]}"; do echo "$g" >&3; done
 for spec in "$@"; do
-  IFS=: read -r p v parent steps <<< "$spec"
-  STEPS="${steps:-${STEPS:-all}}" OUT="$work/$p-$v" bash tools/try_version.sh "$p" "$v" "$parent" > /dev/null 2>&1
-  { echo "== $p $v (parent $parent)"; cat "$work/$p-$v/summary.txt"; } | tee -a "$work/summary.txt"
-  tar czf "$OUT/round.tgz" -C "$work" . && cp "$work/summary.txt" "$OUT/summary.txt"
+  read -r g <&3
+  ( one "$spec" "$g"; echo "$g" >&3 ) &
 done
+wait
+for spec in "$@"; do IFS=: read -r p v _ <<< "$spec"; cat "$work/$p-$v.done" 2>/dev/null; done | tee "$work/summary.txt"
+cp "$work/summary.txt" "$OUT/summary.txt"; flock "$work/.lock" tar czf "$OUT/round.tgz" -C "$work" --exclude=gpus.fifo --exclude=.lock .
