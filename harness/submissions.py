@@ -118,8 +118,8 @@ def versions(problem: str, include_attic: bool = False) -> list[Submission]:
 
 
 def resolve(problem: str, version: str) -> Submission:
-    """``vN`` (or ``N``) from the lineage, its attic included, ``peer`` (cuBLAS on dequantised operands,
-    harness/probes/peer.py), or a path to any file defining ``custom_kernel``."""
+    """``vN`` (or ``N``) from the lineage, its attic included, ``peer`` or ``peer-fp32`` (cuBLAS on
+    dequantised operands, harness/probes/peer.py), or a path to any file defining ``custom_kernel``."""
     check_problem(problem)
     v = version.strip()
     if re.fullmatch(r"v?\d+", v):
@@ -129,9 +129,9 @@ def resolve(problem: str, version: str) -> Submission:
             known = ", ".join(sorted(files, key=lambda name: int(name[1:]))) or "none"
             raise UserError(f"{problem} has no version {label} (known: {known})")
         return load(problem, files[label], label=label)
-    if v == "peer":  # the issues' cuBLAS peer, runnable beside any version (harness/probes/peer.py)
-        from harness.probes import peer_file
-        return load(problem, peer_file(problem), label="peer")
+    from harness.probes import PEER_LABELS, peer_file
+    if v in PEER_LABELS:  # the issues' cuBLAS peer, runnable beside any version (harness/probes/peer.py)
+        return load(problem, peer_file(problem, v), label=v)
     path = Path(v).expanduser()
     if not path.exists():
         raise UserError(f"no such version or file: {version!r} (use vN or a path to a .py file)")

@@ -63,8 +63,8 @@ def _shape_options(fn):
 def probe():
     """Where the time goes: host path, timeline marks, ablations, SASS loops.
 
-    The cuBLAS peer (bf16 on operands already dequantised) is the version label `peer`:
-    `nvfp4 compare gemm peer v34`."""
+    The cuBLAS peer (on operands already dequantised, writing the output itself) is the version
+    label `peer` (`peer-fp32`: the earlier fp32-output one): `nvfp4 compare gemm peer v34`."""
 
 
 @probe.command("host")

@@ -8,8 +8,9 @@
   carries (a stage left out), each timed by its kernels alone (:mod:`harness.probes.ablate`; the
   builds with defines, shared with the marks build: :mod:`harness.probes.variants`);
 - ``nvfp4 probe sass``: what ptxas made of a version's wgmma loops (:mod:`harness.probes.sass`);
-- the label ``peer`` (``nvfp4 compare gemm peer v34``): cuBLAS bf16 on operands already
-  dequantised, a submission like any version (:mod:`harness.probes.peer`).
+- the labels ``peer`` (``nvfp4 compare gemm peer v34``: cuBLAS on operands already dequantised,
+  writing the output itself) and ``peer-fp32`` (the earlier peer: an fp32 output rounded by a
+  second kernel), submissions like any version (:mod:`harness.probes.peer`).
 
 The click group is :mod:`harness.cli.probe`. This package's ``__init__`` imports nothing
 heavy: :func:`harness.submissions.resolve` reaches :func:`peer_file` from here.
@@ -19,11 +20,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PEER_LABEL = "peer"
+PEER_LABELS = ("peer", "peer-fp32")
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 
 
-def peer_file(problem: str) -> Path:
-    """The submission file of ``problem``'s peer (one small file per problem, each a
-    ``custom_kernel`` made by :func:`harness.probes.peer.make_kernel`)."""
-    return PEERS_DIR / f"peer_{problem}.py"
+def peer_file(problem: str, label: str = "peer") -> Path:
+    """The submission file of ``problem``'s peer of that label (``PEER_LABELS``; one small file per
+    problem and label, each a ``custom_kernel`` made by :func:`harness.probes.peer.make_kernel`)."""
+    return PEERS_DIR / f"{label.replace('-', '_')}_{problem}.py"

@@ -1,8 +1,8 @@
-"""The issues' peer: cuBLAS on operands already dequantised to bf16, run like any version.
+"""The issues' peer: cuBLAS on operands already dequantised, run like any version.
 
-Issue 39's targets are ratios against "cuBLAS bf16 on already-dequantised operands" measured in
-the same run, so the peer is a submission the harness resolves by the label ``peer``
-(``nvfp4 compare gemm peer v34``, ``nvfp4 run group_gemm peer``). Per problem, what it times:
+Issue 39's targets are ratios against "cuBLAS on already-dequantised operands" measured in the
+same run, so the peer is a submission the harness resolves by a label (``nvfp4 compare gemm peer
+v34``, ``nvfp4 run group_gemm peer``). Per problem, what it times:
 
 - gemm: one batched matmul ``A @ B^T`` over the L batches;
 - group_gemm: one matmul per group;
@@ -10,13 +10,26 @@ the same run, so the peer is a submission the harness resolves by the label ``pe
   ``silu(gate) * up``;
 - gemv: the matrix-vector product, as a batched matmul with N = 1.
 
-Operands are bf16 (exact: an e2m1 x e4m3 product has at most 6 significant bits, inside bf16's 8,
-and its exponent range too). cuBLAS accumulates in fp32 and writes fp32 (``out_dtype``), which is
-then rounded once to the problem's fp16 ``c``. NOTE: that rounding is one elementwise kernel more
-than a bf16-output GEMM (an M x N fp32 read and fp16 write, ~1-3 µs on the benchmark shapes), the
-price of an output that passes the problem's 1e-3 tolerance: a bf16-rounded result (2^-9 relative)
-does not, so the peer would not be a valid entry of ``test``. On a CPU the operands are fp32 and the
-products fp32 matmuls (a correctness path only).
+Two labels, two ways of writing the output (``OUTPUTS``; issue 45's "fair peer"):
+
+- ``peer`` (``fp16``): what a user would call. fp16 operands (exact: an e2m1 x e4m3 product has at
+  most 6 significant bits and lies within 2^-10 .. 2688, inside fp16's precision and range) and an
+  fp16 GEMM output with fp32 accumulation, written by cuBLAS straight into the problem's ``c`` (its
+  ``[L, M, N]`` storage is what ``c.permute(2, 0, 1)`` gives): one kernel, no conversion. The
+  result is the fp32 sum rounded once to fp16, as the reference rounds. torch lets cuBLAS reduce
+  split-K partials in fp16 (``allow_fp16_reduced_precision_reduction``, on by default), which would
+  round more than once: it is switched off for the peer's calls and restored after (``_fp32_sums``).
+  bf16 with a bf16 output is no candidate: its rounding (2^-9 relative) exceeds the check's 1e-3,
+  and ``c`` is fp16, so it would need the conversion kernel this label exists to drop.
+  dual_gemm alone keeps the ``fp32`` way under this label: fp16 gate and up products, rounded
+  before ``silu(gate) * up``, miss the tolerance (tests/test_probes.py shows it on the CPU), and
+  its epilogue is an elementwise kernel either way.
+- ``peer-fp32`` (``fp32``): the earlier peer, kept to report the two side by side. bf16 operands,
+  cuBLAS writes fp32 (``out_dtype``), then one elementwise kernel rounds into ``c`` (an M x N fp32
+  read and fp16 write, ~1-3 µs on the benchmark shapes).
+
+On a CPU the operands are fp32 and the products fp32 matmuls rounded into the same output types as
+on the GPU (a correctness path that keeps each way's roundings).
 
 Dequantisation stays outside the timed calls, by memoisation. The first call on an input (a warm-up
 or checked call) dequantises it and remembers the operands, keyed by the input tensors (the tensor
@@ -51,25 +64,46 @@ from reference import codec
 MAX_REMEMBERED_INPUTS = 64
 
 
-def _operand_dtype(device: torch.device) -> torch.dtype:
-    return torch.bfloat16 if device.type == "cuda" else torch.float32
+# The ways of writing the output (the module's docstring): the operands' dtype on a GPU and the
+# dtype the GEMM writes.
+OUTPUTS = {"fp16": (torch.float16, torch.float16), "fp32": (torch.bfloat16, torch.float32)}
 
 
-def _batched(values: torch.Tensor, scales: torch.Tensor, rows: int | None = None) -> torch.Tensor:
+def _operand_dtype(device: torch.device, output: str) -> torch.dtype:
+    return OUTPUTS[output][0] if device.type == "cuda" else torch.float32
+
+
+def _batched(values: torch.Tensor, scales: torch.Tensor, output: str, rows: int | None = None) -> torch.Tensor:
     """A ``[rows, K/2, L]`` operand and its ``[rows, K/16, L]`` scales -> ``[L, rows, K]``, contiguous."""
     v, s = values.permute(2, 0, 1), scales.permute(2, 0, 1)
     if rows is not None:
         v, s = v[:, :rows], s[:, :rows]
-    return codec.dequantize(v, s, _operand_dtype(values.device)).contiguous()
+    return codec.dequantize(v, s, _operand_dtype(values.device, output)).contiguous()
 
 
 def _matmul(a: torch.Tensor, b_t: torch.Tensor, out: torch.Tensor) -> None:
-    """``out = a @ b_t`` (2-D or batched 3-D), fp32 accumulation and fp32 output."""
+    """``out = a @ b_t`` (2-D or batched 3-D) with fp32 accumulation, written in ``out``'s dtype by
+    the GEMM itself (fp16 or fp32). On a CPU: an fp32 product rounded into ``out``."""
     mm = torch.bmm if a.dim() == 3 else torch.mm
-    if a.device.type == "cuda":
+    if a.device.type != "cuda":
+        out.copy_(mm(a, b_t))
+    elif out.dtype == torch.float32:
         mm(a, b_t, out_dtype=torch.float32, out=out)
     else:
         mm(a, b_t, out=out)
+
+
+class _fp32_sums:
+    """cuBLAS's split-K partials summed in fp32 for an fp16 output (torch allows fp16 reductions by
+    default), the caller's setting restored after. NOTE: a class, not contextlib.contextmanager:
+    it runs inside every timed call, and a generator-based context costs more host time."""
+
+    def __enter__(self):
+        self.old = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+
+    def __exit__(self, *exc):
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = self.old
 
 
 @dataclass
@@ -139,12 +173,15 @@ class DequantisedInputs:
 
 
 # ----------------------------------------------------------------------------- per problem
-def _gemm_kernel(memo_capacity: int, b_rows: int | None = None):
+def _gemm_kernel(output: str, memo_capacity: int, b_rows: int | None = None):
     """gemm: ``A @ B^T`` over the L batches; gemv is the same with B's row 0 alone (``b_rows=1``)."""
+    direct = OUTPUTS[output][1] == torch.float16
+
     def prepare(sources):
         a, b, sfa, sfb = sources
-        a_op, b_op = _batched(a, sfa), _batched(b, sfb, rows=b_rows)
-        acc = torch.empty((a_op.shape[0], a_op.shape[1], b_op.shape[1]), dtype=torch.float32, device=a.device)
+        a_op, b_op = _batched(a, sfa, output), _batched(b, sfb, output, rows=b_rows)
+        acc = None if direct else torch.empty((a_op.shape[0], a_op.shape[1], b_op.shape[1]), dtype=torch.float32,
+                                              device=a.device)
         return a_op, b_op.transpose(1, 2), acc  # NOTE: B^T as a view: cuBLAS reads it transposed, no copy
 
     memo = DequantisedInputs(prepare, memo_capacity)
@@ -152,22 +189,28 @@ def _gemm_kernel(memo_capacity: int, b_rows: int | None = None):
     def custom_kernel(data):
         a, b, sfa, sfb, _, _, c = data
         a_op, b_t, acc = memo.operands((a, b, sfa, sfb))
-        _matmul(a_op, b_t, acc)
-        c.permute(2, 0, 1).copy_(acc)
+        if direct:
+            with _fp32_sums():
+                _matmul(a_op, b_t, c.permute(2, 0, 1))  # NOTE: c's [L, M, N] storage: cuBLAS writes c itself
+        else:
+            _matmul(a_op, b_t, acc)
+            c.permute(2, 0, 1).copy_(acc)
         return c
     return custom_kernel, memo
 
 
-def _gemv_kernel(memo_capacity: int):
-    return _gemm_kernel(memo_capacity, b_rows=1)  # row 0 of b is the vector
+def _gemv_kernel(output: str, memo_capacity: int):
+    return _gemm_kernel(output, memo_capacity, b_rows=1)  # row 0 of b is the vector
 
 
-def _dual_gemm_kernel(memo_capacity: int):
+def _dual_gemm_kernel(output: str, memo_capacity: int):
+    gemm_out = OUTPUTS[output][1]
+
     def prepare(sources):
         a, b1, b2, sfa, sfb1, sfb2 = sources
-        a_op = _batched(a, sfa)
-        both = torch.cat((_batched(b1, sfb1), _batched(b2, sfb2)), dim=1)  # [L, 2N, K]: gate rows, then up rows
-        acc = torch.empty((a_op.shape[0], a_op.shape[1], both.shape[1]), dtype=torch.float32, device=a.device)
+        a_op = _batched(a, sfa, output)
+        both = torch.cat((_batched(b1, sfb1, output), _batched(b2, sfb2, output)), dim=1)  # [L, 2N, K]: gate, up rows
+        acc = torch.empty((a_op.shape[0], a_op.shape[1], both.shape[1]), dtype=gemm_out, device=a.device)
         return a_op, both.transpose(1, 2), acc
 
     memo = DequantisedInputs(prepare, memo_capacity)
@@ -175,21 +218,24 @@ def _dual_gemm_kernel(memo_capacity: int):
     def custom_kernel(data):
         a, b1, b2, sfa, sfb1, sfb2, _, _, _, c = data
         a_op, both_t, acc = memo.operands((a, b1, b2, sfa, sfb1, sfb2))
-        _matmul(a_op, both_t, acc)
+        with _fp32_sums():
+            _matmul(a_op, both_t, acc)
         n = b1.shape[0]
         gate, up = acc[:, :, :n], acc[:, :, n:]
         torch.nn.functional.silu(gate, inplace=True)
-        torch.mul(gate, up, out=c.permute(2, 0, 1))  # fp32 product, rounded once into fp16 c
+        torch.mul(gate, up, out=c.permute(2, 0, 1))  # the product in gemm_out's type, rounded once into fp16 c
         return c
     return custom_kernel, memo
 
 
-def _group_gemm_kernel(memo_capacity: int):
+def _group_gemm_kernel(output: str, memo_capacity: int):
+    direct = OUTPUTS[output][1] == torch.float16
+
     def prepare(sources):
         groups = []
         for a, b, sfa, sfb in zip(*(iter(sources),) * 4):
-            a_op, b_op = _batched(a, sfa)[0], _batched(b, sfb)[0]
-            acc = torch.empty((a_op.shape[0], b_op.shape[0]), dtype=torch.float32, device=a.device)
+            a_op, b_op = _batched(a, sfa, output)[0], _batched(b, sfb, output)[0]
+            acc = None if direct else torch.empty((a_op.shape[0], b_op.shape[0]), dtype=torch.float32, device=a.device)
             groups.append((a_op, b_op.t(), acc))
         return tuple(groups)
 
@@ -199,10 +245,14 @@ def _group_gemm_kernel(memo_capacity: int):
         abc, sf, _, _ = data
         sources = tuple(t for (a, b, _), (sfa, sfb) in zip(abc, sf) for t in (a, b, sfa, sfb))
         outputs = []
-        for (a_op, b_t, acc), (_, _, c) in zip(memo.operands(sources), abc):
-            _matmul(a_op, b_t, acc)
-            c[:, :, 0].copy_(acc)
-            outputs.append(c)
+        with _fp32_sums():
+            for (a_op, b_t, acc), (_, _, c) in zip(memo.operands(sources), abc):
+                if direct:
+                    _matmul(a_op, b_t, c[:, :, 0])  # NOTE: a group's c is [M, N] rows of N: cuBLAS writes it
+                else:
+                    _matmul(a_op, b_t, acc)
+                    c[:, :, 0].copy_(acc)
+                outputs.append(c)
         return outputs
     return custom_kernel, memo
 
@@ -211,11 +261,19 @@ _KERNELS = {"gemm": _gemm_kernel, "gemv": _gemv_kernel, "dual_gemm": _dual_gemm_
             "group_gemm": _group_gemm_kernel}
 
 
-def make_kernel(problem: str, memo_capacity: int = MAX_REMEMBERED_INPUTS):
-    """``problem``'s peer as a ``custom_kernel(data)``; its memo is ``custom_kernel.memo`` (its
+# The label ``peer``'s way per problem: the fastest that passes the check (the module's docstring).
+FAIR_OUTPUT = {"gemm": "fp16", "gemv": "fp16", "group_gemm": "fp16", "dual_gemm": "fp32"}
+
+
+def make_kernel(problem: str, output: str | None = None, memo_capacity: int = MAX_REMEMBERED_INPUTS):
+    """``problem``'s peer writing ``output`` (``OUTPUTS``; None: the problem's ``FAIR_OUTPUT``) as a
+    ``custom_kernel(data)``, which says its ``output``; its memo is ``custom_kernel.memo`` (its
     ``dequantisations`` count says how many inputs were dequantised, for tests and diagnostics)."""
     if problem not in _KERNELS:
         raise ValueError(f"no peer for problem {problem!r}; expected one of {', '.join(_KERNELS)}")
-    kernel, memo = _KERNELS[problem](memo_capacity)
-    kernel.memo = memo
+    if output is not None and output not in OUTPUTS:
+        raise ValueError(f"no peer output {output!r}; expected one of {', '.join(OUTPUTS)}")
+    output = output or FAIR_OUTPUT[problem]
+    kernel, memo = _KERNELS[problem](output, memo_capacity)
+    kernel.memo, kernel.output = memo, output
     return kernel

@@ -1,10 +1,11 @@
-"""gemm's peer: cuBLAS bf16 on operands already dequantised.
+"""gemm's peer: cuBLAS on operands already dequantised, writing the fp16 output itself.
 
 Version: peer
 Parent: none
-Change: not a version of the lineage: the yardstick its versions are measured against (issue 39),
-run beside any of them (`nvfp4 compare gemm peer vN`): one batched matmul A @ B^T. How it works, and
-why the dequantisation is never timed: harness/probes/peer.py.
+Change: not a version of the lineage: the yardstick its versions are measured against (issues 39,
+45), run beside any of them (`nvfp4 compare gemm peer vN`): one batched matmul A @ B^T, fp16
+operands, fp32 sums, the GEMM writing c. How it works, and why the dequantisation is never timed:
+harness/probes/peer.py.
 Arch: any
 """
 

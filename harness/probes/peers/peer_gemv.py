@@ -1,10 +1,11 @@
-"""gemv's peer: cuBLAS bf16 on operands already dequantised.
+"""gemv's peer: cuBLAS on operands already dequantised, writing the fp16 output itself.
 
 Version: peer
 Parent: none
-Change: not a version of the lineage: the yardstick its versions are measured against (issue 39),
-run beside any of them (`nvfp4 compare gemv peer vN`): the matrix-vector product, as a batched
-matmul with N = 1. How it works, and why the dequantisation is never timed: harness/probes/peer.py.
+Change: not a version of the lineage: the yardstick its versions are measured against (issues 39,
+45), run beside any of them (`nvfp4 compare gemv peer vN`): the matrix-vector product, as a batched
+matmul with N = 1, fp16 operands, fp32 sums, the GEMM writing c. How it works, and why the
+dequantisation is never timed: harness/probes/peer.py.
 Arch: any
 """
 
