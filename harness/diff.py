@@ -101,7 +101,6 @@ def diff(a: Submission, b: Submission, context: int = 3) -> VersionDiff:
             result.sections.append(_section(key, pa.sources.get(key, "").splitlines(),
                                             pb.sources.get(key, "").splitlines(), f"{a.label}:{key}",
                                             f"{b.label}:{key}", context))
-    parent = (b.header.get("parent") or "").strip()
-    if parent and parent.lower() not in ("none", "-") and parent != a.label:
-        result.notes.append(f"{b.label}'s parent is {parent}, not {a.label}")
+    if b.parent and b.parent != a.label:
+        result.notes.append(f"{b.label}'s parent is {b.parent}, not {a.label}")
     return result

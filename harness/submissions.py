@@ -76,6 +76,13 @@ class Submission:
             return False
 
     @property
+    def parent(self) -> str | None:
+        """The Parent line's first version token (``v1`` of "v1 (v2, the integer decode, was a
+        regression)"): the rest of the line is a remark. None for ``none`` or no Parent line."""
+        m = re.match(r"\s*(v\d+)\b", self.header.get("parent", ""))
+        return m.group(1) if m else None
+
+    @property
     def analogue(self) -> str | None:
         a = self.header.get("analogue", "").strip()
         return None if a.lower() in ("", "none", "-") else a

@@ -98,7 +98,21 @@ def test_cli_one_version_diffs_its_parent(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert "gemm: v0 -> v1" in r.stdout and "+BLOCK = 256" in r.stdout
     r = CliRunner().invoke(cli.main, ["diff", "gemm", "v0"], env={"COLUMNS": "200"})
-    assert r.exit_code == 2 and "v0 has no Parent" in r.stderr
+    assert r.exit_code == 2 and "v0's docstring names no parent version (Parent: none)" in r.stderr
+
+
+def test_parent_with_a_remark_is_its_first_version(tmp_path, monkeypatch):
+    """A Parent line may carry a remark ("v1 (v2, the integer decode, was a regression)"): the
+    parent is its first version token, for ``diff P V`` and ``list``'s parent column alike."""
+    (tmp_path / "gemm").mkdir()
+    (tmp_path / "gemm" / "submission_v1.py").write_text(V1)
+    (tmp_path / "gemm" / "submission_v3.py").write_text(
+        V2.replace("Version: v2", "Version: v3").replace("Parent: v1", "Parent: v1 (v2, the integer decode, was a regression)"))
+    monkeypatch.setattr("harness.paths.submissions_dir", lambda: tmp_path)
+    assert submissions.resolve("gemm", "v3").parent == "v1"
+    r = CliRunner().invoke(cli.main, ["diff", "gemm", "v3"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "gemm: v1 -> v3" in r.stdout and "+BLOCK = 256" in r.stdout
 
 
 def test_lineage_v0_against_itself():

@@ -267,10 +267,11 @@ def diff_cmd(problem, version_a, version_b, show_docstring, context):
 
     if version_b is None:
         b = submissions.resolve(problem, version_a)
-        parent = (b.header.get("parent") or "").strip()
-        if parent.lower() in ("", "none", "-"):
-            raise UserError(f"{b.label} has no Parent in its docstring; name both versions")
-        a = submissions.resolve(problem, parent)
+        if b.parent is None:
+            said = (b.header.get("parent") or "").strip()
+            raise UserError(f"{b.label}'s docstring names no parent version"
+                            + (f" (Parent: {said})" if said else "") + "; name both versions")
+        a = submissions.resolve(problem, b.parent)
     else:
         a, b = submissions.resolve(problem, version_a), submissions.resolve(problem, version_b)
     render.print_diff(problem, a, b, diff.diff(a, b, context), show_docstring)

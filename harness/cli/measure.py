@@ -65,7 +65,7 @@ def list_cmd(problem, include_attic, fmt, output_path):
     listed = {name: [s for s in subs if include_attic or not s.in_attic] for name, subs in lineages.items()}
     if fmt != "table":
         rows = [{"problem": name, "version": sub.label, "arch": sub.arch, "analogue": sub.analogue or "",
-                 "parent": sub.header.get("parent", ""), "change": sub.change, "verdict": sub.verdict or "",
+                 "parent": sub.parent or "", "change": sub.change, "verdict": sub.verdict or "",
                  "attic": sub.in_attic, "file": str(sub.path)}
                 for name in names for sub in listed[name]]
         emit(report.document("list", problem, rows), fmt, output_path)
