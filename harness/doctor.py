@@ -1,5 +1,5 @@
 """``nvfp4 doctor``: what this machine can do: GPU and arch, driver, CUDA, torch, the CUDA tools
-found (nvcc, ncu, compute-sanitizer), the build cache's location and size, the sandbox a
+found (nvcc, ncu, compute-sanitizer, nvdisasm), the build cache's location and size, the sandbox a
 submission's child can run in (:mod:`harness.sandbox`), and so which commands run here."""
 
 from __future__ import annotations
@@ -69,6 +69,10 @@ def checks() -> tuple[list[Check], list[Check]]:
     found.append(check)
     sanitizer, check = _tool("compute-sanitizer")
     found.append(check)
+    from harness.probes import sass
+    nvdisasm = sass.find_nvdisasm()  # NOTE: also $NVDISASM and beside nvcc, where probe sass looks
+    found.append(Check("nvdisasm", nvdisasm or "not found (probe sass needs it: pip download --no-deps "
+                       "nvidia-cuda-nvdisasm, unzip, $NVDISASM=its bin/nvdisasm)", bool(nvdisasm)))
     cxx = shutil.which("c++") or shutil.which("g++")
     found.append(Check("host C++ compiler", cxx or "not found", bool(cxx)))
     ninja = shutil.which("ninja")
@@ -89,5 +93,7 @@ def checks() -> tuple[list[Check], list[Check]]:
               bool(gpus and sanitizer)),
         Check("profile", "torch.profiler kernels" if gpus else "torch.profiler, CPU operators only", None),
         Check("profile --ncu", "yes" if gpus and ncu else "no: " + ("no ncu" if gpus else "no GPU"), bool(gpus and ncu)),
+        Check("probe sass", "yes (no GPU needed)" if nvcc and nvdisasm
+              else "no: " + " and ".join(n for n, p in (("nvcc", nvcc), ("nvdisasm", nvdisasm)) if not p), bool(nvcc and nvdisasm)),
     ]
     return found, can

@@ -28,3 +28,17 @@ def test_cli(monkeypatch):
     assert "nvcc" in r.stdout and "not found" in r.stdout
     if not torch.cuda.is_available():
         assert "no: neither GPU nor nvcc" in r.stdout
+
+
+def test_reports_nvdisasm_which_probe_sass_needs(monkeypatch):
+    """probe sass needs nvcc and nvdisasm; doctor names both, and says whether probe sass can run."""
+    monkeypatch.delenv("NVDISASM", raising=False)
+    monkeypatch.setattr("harness.cuda_tools.find", lambda name: None)
+    found, can = doctor.checks()
+    assert {c.item: c.ok for c in found}["nvdisasm"] is False
+    assert {c.item: c.value for c in can}["probe sass"] == "no: nvcc and nvdisasm"
+    monkeypatch.setattr("harness.cuda_tools.find", lambda name: f"/opt/cuda/bin/{name}")
+    monkeypatch.setattr("harness.cuda_tools.version", lambda path: "13.0")
+    found, can = doctor.checks()
+    assert {c.item: c.ok for c in found}["nvdisasm"] is True
+    assert {c.item: c.ok for c in can}["probe sass"] is True

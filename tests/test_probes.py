@@ -407,3 +407,24 @@ def test_probe_host_measures_the_device_side_on_a_gpu():
     assert result.exit_code == 0, result.output
     (r,) = json.loads(result.stdout)["shapes"]
     assert r["device_us"] > 0 and r["cold_us"] > r["device_us"] and r["events_us"] > 0
+
+
+def test_sass_cuts_a_multi_arch_gencode_to_the_hopper_cubin():
+    """gemv's ``code=[sm_90,compute_90]`` made ``nvcc -cubin`` refuse ("not allowed when compiling
+    for multiple GPU code instances"): the probe keeps one GPU code, the sm_90 one."""
+    assert sass.cubin_flags(["-O3", "-gencode=arch=compute_90,code=[sm_90,compute_90]"]) == \
+        ["-O3", "-gencode=arch=compute_90,code=sm_90"]
+    assert sass.cubin_flags(["-gencode", "arch=compute_100a,code=[sm_100a,compute_100a]",
+                             "-gencode=arch=compute_90a,code=sm_90a"]) == ["-gencode=arch=compute_90a,code=sm_90a"]
+    assert sass.cubin_flags(["-O3", "-std=c++17"]) == ["-O3", "-std=c++17"]
+
+
+@needs_nvcc
+def test_sass_compiles_a_multi_arch_version_to_one_cubin(tmp_path):
+    source = tmp_path / "multi.py"
+    source.write_text('CUDA_SRC = r"""\n__global__ void twice(float* x) { x[threadIdx.x] *= 2.f; }\n"""\n'
+                      'CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90,code=[sm_90,compute_90]"]\n\n\n'
+                      'def custom_kernel(data):\n    return data\n')
+    cubin = tmp_path / "k.cubin"
+    sass.compile_cubin(source, "sm_90", shutil.which("nvcc"), cubin)
+    assert cubin.read_bytes()[:4] == b"\x7fELF"  # one ELF cubin, not a fatbin

@@ -129,21 +129,53 @@ def find_nvdisasm() -> str | None:
     return str(beside) if beside and beside.is_file() else None
 
 
-def disassemble(source: Path, arch: str, nvcc: str, nvdisasm: str) -> list[str]:
-    """The SASS of a submission's CUDA_SRC compiled with its own CUDA_FLAGS, for ``arch`` unless the
-    flags choose one (as compile-only does)."""
+_GENCODE = re.compile(r"^(?:-gencode|--generate-code)=?arch=(\w+),code=\[?([\w,]+)\]?$")
+
+
+def cubin_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
+    """``flags`` with every -gencode cut to one GPU code, the Hopper one (sm_90 / sm_90a) where
+    there is one: ``nvcc -cubin`` refuses a build for several GPU codes ("Option '--cubin' is not
+    allowed when compiling for multiple GPU code instances"), and gemv's versions, gemm v1,
+    dual_gemm v1 and group_gemm v1-v2 ask for ``code=[sm_90,compute_90]``."""
+    flags = list(flags)
+    joined, i = [], 0
+    while i < len(flags):  # "-gencode", "arch=..." as two items reads as one
+        if flags[i] in ("-gencode", "--generate-code") and i + 1 < len(flags):
+            joined.append(f"{flags[i]}={flags[i + 1]}")
+            i += 2
+        else:
+            joined.append(flags[i])
+            i += 1
+    gencodes = [(f, *m.groups()) for f in joined if (m := _GENCODE.match(f))]
+    codes = [(virtual, code) for _, virtual, listed in gencodes for code in listed.split(",") if code.startswith("sm_")]
+    if not codes:
+        return joined
+    virtual, code = next(((v, c) for v, c in codes if c.startswith("sm_90")), codes[0])
+    kept = [f for f in joined if not _GENCODE.match(f)]
+    return kept + [f"-gencode=arch={virtual},code={code}"]
+
+
+def compile_cubin(source: Path, arch: str, nvcc: str, cubin: Path) -> None:
+    """``source``'s CUDA_SRC compiled to one cubin with its own CUDA_FLAGS, for ``arch`` unless the
+    flags choose one (as compile-only does), the Hopper code where they choose several."""
     from harness import compile_only, contract
     c = contract.read(source)
     if not c.compiles_cuda:
         raise UserError(f"{source}: no CUDA_SRC to compile")
     gencode, _ = compile_only.arch_flags(arch if arch.startswith("sm_") else "sm_90a", c.cuda_flags)
+    cu = cubin.with_suffix(".cu")
+    cu.write_text(c.cuda_src)
+    build = subprocess.run([nvcc, "-cubin", *cubin_flags([*gencode, *c.cuda_flags]), str(cu), "-o", str(cubin)],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        raise UserError(f"{source}: nvcc failed: {' | '.join(build.stderr.strip().splitlines()[-4:])}")
+
+
+def disassemble(source: Path, arch: str, nvcc: str, nvdisasm: str) -> list[str]:
+    """The SASS of a submission's CUDA_SRC (:func:`compile_cubin`), as nvdisasm lists it."""
     with tempfile.TemporaryDirectory() as tmp:
-        cu, cubin = Path(tmp) / "k.cu", Path(tmp) / "k.cubin"
-        cu.write_text(c.cuda_src)
-        build = subprocess.run([nvcc, "-cubin", *gencode, *c.cuda_flags, str(cu), "-o", str(cubin)],
-                               capture_output=True, text=True)
-        if build.returncode != 0:
-            raise UserError(f"{source}: nvcc failed: {' | '.join(build.stderr.strip().splitlines()[-4:])}")
+        cubin = Path(tmp) / "k.cubin"
+        compile_cubin(source, arch, nvcc, cubin)
         listing = subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True)
         if listing.returncode != 0:
             raise UserError(f"nvdisasm failed on {source}: {listing.stderr.strip()[-300:]}")
