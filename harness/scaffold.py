@@ -18,6 +18,8 @@ from harness.errors import UserError
 # GPU MODE's leaderboard names for the problems (reference-kernels, problems/nvidia).
 LEADERBOARDS = {"gemv": "nvfp4_gemv", "gemm": "nvfp4_gemm", "dual_gemm": "nvfp4_dual_gemm",
                 "group_gemm": "nvfp4_group_gemm"}
+# The NVIDIA GPUs a #!POPCORN gpu line may name, with their compute capability (what an Arch runs on).
+POPCORN_GPUS = {"B200": (10, 0), "H100": (9, 0), "A100": (8, 0), "L4": (8, 9), "T4": (7, 5)}
 
 
 def new_version(problem: str, version: str, parent: str, change: str) -> tuple[Path, str]:
@@ -61,8 +63,19 @@ def export(sub: submissions.Submission, gpu: str) -> str:
     board = LEADERBOARDS.get(sub.problem)
     if board is None:
         raise UserError(f"no GPU MODE leaderboard is known for {sub.problem}")
+    if gpu not in POPCORN_GPUS:
+        raise UserError(f"--gpu {gpu}: not a GPU MODE GPU name; expected one of {', '.join(POPCORN_GPUS)}")
     lines = [line for line in sub.path.read_text().splitlines(keepends=True) if not line.startswith("#!POPCORN")]
     return f"#!POPCORN leaderboard {board}\n#!POPCORN gpu {gpu}\n" + "".join(lines)
+
+
+def export_warning(sub: submissions.Submission, gpu: str) -> str | None:
+    """Why the exported file cannot run on ``gpu`` (its Arch), or None: a Hopper-only version
+    (sm_90a) sent to the B200 leaderboard fails there, after the queue."""
+    from harness import machine
+    cap = POPCORN_GPUS[gpu]
+    why = machine.arch_refusal(sub.arch, cap)
+    return f"{sub.label} (Arch {sub.arch}) cannot run on {gpu} (sm_{cap[0]}{cap[1]}): {why}" if why else None
 
 
 def with_marks(code: str) -> str:

@@ -127,6 +127,21 @@ def test_export_puts_the_popcorn_lines_first_once():
     assert sum(line.startswith("#!POPCORN") for line in lines) == 2 and "def custom_kernel" in text
 
 
+def test_export_warns_when_the_arch_cannot_run_on_the_gpu_and_refuses_an_unknown_gpu(tmp_path):
+    """group_gemm's Hopper versions (Arch sm_90a) sent to the B200 leaderboard would fail there."""
+    hopper = next(s for s in submissions.versions("group_gemm") if s.arch == "sm_90a")
+    out = tmp_path / "sub.py"
+    r = CliRunner().invoke(cli.main, ["export", "group_gemm", hopper.label, "-o", str(out)])
+    assert r.exit_code == 0 and out.read_text().startswith("#!POPCORN leaderboard nvfp4_group_gemm\n#!POPCORN gpu B200")
+    assert f"warning: {hopper.label} (Arch sm_90a) cannot run on B200 (sm_100)" in r.stderr
+    r = CliRunner().invoke(cli.main, ["export", "group_gemm", hopper.label, "--gpu", "H100", "-o", str(out)])
+    assert r.exit_code == 0 and "warning" not in r.stderr and "#!POPCORN gpu H100" in out.read_text()
+    r = CliRunner().invoke(cli.main, ["export", "group_gemm", "v0"])  # torch only: runs anywhere
+    assert r.exit_code == 0 and "warning" not in r.stderr
+    r = CliRunner().invoke(cli.main, ["export", "group_gemm", "v0", "--gpu", "foo"])
+    assert r.exit_code == 2 and "--gpu foo: not a GPU MODE GPU name; expected one of B200, H100" in r.stderr
+
+
 def test_a_change_line_is_read_whole_and_summarised_by_its_first_sentence():
     header = submissions.parse_header("T\n\nVersion: v3\nChange: one thing (a detail,\n  more). Then the why.\nArch: sm_90a\n")
     assert header["change"] == "one thing (a detail, more). Then the why." and header["arch"] == "sm_90a"

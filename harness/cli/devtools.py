@@ -49,11 +49,16 @@ def new_cmd(problem, version, parent, change):
 @click.argument("version")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), default=None,
               help="Write here (default: stdout).")
-@click.option("--gpu", default="B200", show_default=True, help="The #!POPCORN gpu line (the NVFP4 leaderboards run on B200).")
+@click.option("--gpu", default="B200", show_default=True, help="The #!POPCORN gpu line (the NVFP4 leaderboards run on B200); a warning when the "
+                   "version's Arch cannot run there.")
 @clean_errors
 def export_cmd(problem, version, output_path, gpu):
     """The version as GPU MODE's submission CLI takes it: #!POPCORN leaderboard and gpu lines first."""
-    text = scaffold.export(submissions.resolve(problem, version), gpu)
+    sub = submissions.resolve(problem, version)
+    text = scaffold.export(sub, gpu)
+    warning = scaffold.export_warning(sub, gpu)
+    if warning:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     if output_path:
         Path(output_path).write_text(text)
         err_console.print(f"wrote {output_path}")
