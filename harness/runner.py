@@ -171,6 +171,10 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     outcome = JobOutcome(list(subs), None, plan=plan)
     for sub in subs:
         why = machine.arch_refusal(sub.arch, capability)
+        if not why and capability is None and "arch" not in sub.header and sub.compiles_cuda:
+            # NOTE: a GPU MODE CUDA file has no Arch line; on a CPU it failed on load_inline's
+            # "CUDA_HOME environment variable is not set", once per shape
+            why = "compiles CUDA (load_inline) and names no Arch: needs an NVIDIA GPU; this machine has none"
         if why:
             outcome.refused = f"{sub.label}: {why}"
             outcome.results = [ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists]

@@ -88,6 +88,21 @@ class Submission:
         return None if a.lower() in ("", "none", "-") else a
 
     @property
+    def compiles_cuda(self) -> bool:
+        """Whether the file calls ``load_inline`` with CUDA sources (a GPU MODE CUDA submission, which
+        has no Arch line): such a file needs a GPU whatever its header says."""
+        try:
+            tree = ast.parse(self.path.read_bytes())
+        except (OSError, SyntaxError):
+            return False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name == "load_inline" and (len(node.args) >= 3 or any(k.arg == "cuda_sources" for k in node.keywords)):
+                    return True
+        return False
+
+    @property
     def order(self) -> int:
         m = re.fullmatch(r"v(\d+)", self.label)
         return int(m.group(1)) if m else 10**6
