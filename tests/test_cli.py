@@ -86,7 +86,7 @@ def test_test_v0_group_gemm_list_shape():
 
 
 def test_run_record_then_leaderboard(isolated_env):
-    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--record", "--budget", "0.2", "--pool", "2", "--min-repeats", "3")
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--record", "--allow-cpu", "--budget", "0.2", "--pool", "2", "--min-repeats", "3")
     assert r.exit_code == 0, r.output
     assert "PASS" in r.output and "recorded 1 rows" in r.output
     assert "geomean" in r.output
@@ -115,7 +115,7 @@ def test_run_record_then_leaderboard(isolated_env):
 
 
 def test_queued_mode_is_recorded_as_such_and_kept_apart(isolated_env):
-    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--queued", "--record", "--budget", "0.2", "--pool", "2",
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--queued", "--record", "--allow-cpu", "--budget", "0.2", "--pool", "2",
                "--min-repeats", "3")
     assert r.exit_code == 0, r.output
     assert "one call queued behind the flush" in " ".join(r.output.split())
@@ -211,7 +211,7 @@ def test_implausible_time_is_flagged_and_never_recorded(monkeypatch, isolated_en
         return outcome
 
     monkeypatch.setattr(runner, "run", fake_run)
-    r = invoke("run", "gemm", "v0", "--shape", "m=128,n=7168,k=16384", "--record")
+    r = invoke("run", "gemm", "v0", "--shape", "m=128,n=7168,k=16384", "--record", "--allow-cpu")
     assert r.exit_code == 1, r.output
     assert "IMPLAUSIBLE" in r.output and "physical floor" in r.output and "geomean: -" in r.output
     (row,) = leaderboard.read()
@@ -231,7 +231,7 @@ def test_table_tiny_tests(tiny_shapes, problem):
 
 def test_table_tiny_benchmarks_with_writeup(tiny_shapes, isolated_env):
     r = invoke("table", "group_gemm", "--shapes", "benchmarks", "--budget", "0.2", "--pool", "1",
-               "--min-repeats", "3", "--record")
+               "--min-repeats", "3", "--record", "--allow-cpu")
     assert r.exit_code == 0, r.output
     flat = " ".join(r.output.split())  # the title may wrap
     assert "writeup analogue on NVIDIA B200" in flat
@@ -289,7 +289,7 @@ def test_adversarial_verdicts(name):
 @pytest.mark.parametrize("name", list(TIMING_ADVERSARIES))
 def test_timing_adversaries(name, isolated_env):
     status, detail = TIMING_ADVERSARIES[name]
-    r = invoke("run", "gemm", ADVERSARIAL / f"{name}.py", "--shape", SHAPE, "--budget", "0.2", "--record")
+    r = invoke("run", "gemm", ADVERSARIAL / f"{name}.py", "--shape", SHAPE, "--budget", "0.2", "--record", "--allow-cpu")
     assert r.exit_code == 1, r.output
     assert "Traceback" not in r.output
     flat = " ".join(r.stdout.split())

@@ -26,3 +26,19 @@ def test_a_gpu_mode_cuda_file_without_arch_is_refused_once_on_a_cpu(monkeypatch)
         "refused: gpumode_cuda_no_arch.py: compiles CUDA (load_inline) and names no Arch: needs an NVIDIA GPU; "
         "this machine has none"]
     assert "CUDA_HOME" not in r.output
+
+
+def test_cpu_rows_reach_the_leaderboard_only_with_allow_cpu(monkeypatch, isolated_env):
+    """run --record on a CPU wrote a gpu=cpu row that every recorded table then showed beside the
+    GPUs'; now it is refused before anything runs, and --allow-cpu records it on purpose."""
+    from harness import leaderboard
+    monkeypatch.setattr("harness.runner.local_capability", lambda: None)
+    for command in (["run", "gemm", "v0"], ["table", "gemm", "--versions", "v0"]):
+        r = invoke(*command, "--shape" if command[0] == "run" else "--shapes", "m=128,n=256,k=256" if command[0] == "run"
+                   else "tests", "--record")
+        assert r.exit_code == 2 and r.stderr.startswith("error: --record: no GPU here"), r.output
+        assert not isolated_env["leaderboard"].exists()
+    r = invoke("run", "gemm", "v0", "--shape", "m=128,n=256,k=256", "--record", "--allow-cpu", "--budget", "0.2",
+               "--pool", "2", "--min-repeats", "3")
+    assert r.exit_code == 0, r.output
+    assert [row["gpu"] for row in leaderboard.read()] == ["cpu"]

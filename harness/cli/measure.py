@@ -34,6 +34,20 @@ def _dists(dist: str) -> list[str]:
     return [dist]
 
 
+def allow_cpu_option(fn):
+    return click.option("--allow-cpu", is_flag=True,
+                        help="With --record on a machine without a GPU: record the CPU times anyway (gpu=cpu rows, "
+                             "comparable with no GPU's).")(fn)
+
+
+def check_record_here(record: bool, allow_cpu: bool, capability) -> None:
+    """--record on a CPU is refused before anything runs: a gpu=cpu row in leaderboard.csv sat beside
+    the GPUs' in every recorded table; --allow-cpu records it on purpose."""
+    if record and capability is None and not allow_cpu:
+        raise UserError("--record: no GPU here, and CPU times compare with no GPU's: add --allow-cpu to record "
+                        "them anyway")
+
+
 def _record(outcome) -> str:
     rows, sidecars = leaderboard.outcome_rows(outcome)
     path = leaderboard.append(rows, sidecars=sidecars)
@@ -117,6 +131,7 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_pat
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
 @click.option("--record", is_flag=True, help="Append the results to leaderboard.csv.")
+@allow_cpu_option
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @output_options
 @timing_options()
@@ -124,7 +139,7 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_pat
 @gpus_option
 @common_options
 @clean_errors
-def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, fmt, output_path, budget, min_samples, min_time,
+def run_cmd(problem, version, shapes_spec, custom, dist, record, allow_cpu, as_json, fmt, output_path, budget, min_samples, min_time,
             target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout,
             untrusted):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
@@ -135,6 +150,7 @@ def run_cmd(problem, version, shapes_spec, custom, dist, record, as_json, fmt, o
     plan.run_processes = run_processes
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
+    check_record_here(record, allow_cpu, cap)
     shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
     if note and not machine_only:
         err_console.print(f"[yellow]note:[/yellow] {note}")
@@ -325,6 +341,7 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 @click.option("--shapes", "shapes_spec", default=None, help="benchmarks (default on a GPU) or tests.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the ladder plot (PNG).")
 @click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv.")
+@allow_cpu_option
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
 @click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
 @click.option("--markdown", is_flag=True,
@@ -339,7 +356,7 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 @gpus_option
 @common_options
 @clean_errors
-def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, published, recorded, markdown, update_readme, fmt,
+def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, allow_cpu, published, recorded, markdown, update_readme, fmt,
               output_path, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm,
               run_processes, gpus_spec, timeout, compile_timeout, untrusted):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
@@ -387,6 +404,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     if not subs:
         raise UserError(f"{problem} has no versions yet")
     cap = runner.local_capability()
+    check_record_here(record, allow_cpu, cap)
     shapes, note = runner.select_shapes(problem, shapes_spec, (), cap is not None, cfg)
     if note:
         err_console.print(f"[yellow]note:[/yellow] {note}")
