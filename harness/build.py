@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, compile_only, paths, submissions
+from harness import build_cache, compile_only, contract, machine, paths, submissions
 from harness.compile_only import FAIL, OK, CompileResult
 from harness.errors import UserError
 from harness.submissions import Submission
@@ -119,6 +119,46 @@ def build(subs: list[Submission], mode: str, *, nvcc: str | None = None, jobs: i
     workers = max(1, min(len(subs), jobs or os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(one, subs))
+
+
+# ------------------------------------------------------------------------ before measuring
+# NOTE: issue 49: `table gemv` built and timed one version after another, ~45 s each of which ~40 s
+# was nvcc on one core while the others waited (7 of 14 versions in 330 s on a 16-core H200 host).
+# Measuring commands therefore build every version they will time first, all at once, then time.
+
+def needs_build(sub: Submission) -> bool:
+    """Whether importing ``sub`` compiles an extension: it has CUDA source under the compile
+    contract (harness/contract.py), or a contract the harness cannot read (importing decides)."""
+    try:
+        return contract.read(sub.path).compiles_cuda
+    except (contract.ContractError, OSError, SyntaxError):
+        return True
+
+
+def prebuild_plan(subs: list[Submission], capability: tuple[int, int] | None,
+                  untrusted_all: bool = False) -> list[Submission]:
+    """The builds a measuring command runs before it times ``subs`` on a GPU of ``capability``:
+    each lab version that compiles something and runs here, once per source hash (two labels of one
+    code share a build folder). They are ``full`` builds: the import a child makes later finds its
+    extension built. A file from outside the lab (or any, with ``untrusted_all``) is imported only
+    inside its sandbox, so it builds there, when it runs; a version whose Arch this GPU lacks is
+    refused without a build; a CPU machine (``capability`` None) runs none of the versions that
+    compile, so it builds nothing."""
+    if capability is None or untrusted_all:
+        return []
+    seen, plan = set(), []
+    for sub in subs:
+        if (sub.source_hash in seen or not submissions.in_lab(sub) or machine.arch_refusal(sub.arch, capability)
+                or not needs_build(sub)):
+            continue
+        seen.add(sub.source_hash)
+        plan.append(sub)
+    return plan
+
+
+def failed_builds(plan: list[Submission], results: list[CompileResult]) -> dict[str, CompileResult]:
+    """source hash -> the failed build of that code (every version of it fails the same way)."""
+    return {sub.source_hash: r for sub, r in zip(plan, results) if not r.ok}
 
 
 # ----------------------------------------------------------------------------------- manifest

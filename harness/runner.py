@@ -697,6 +697,30 @@ def _measure_isolated(children, shape, dist, item, plan: TimingPlan, timeout_s, 
     return result
 
 
+def combined(parts: list[JobOutcome], shapes: list[Shape]) -> JobOutcome:
+    """One outcome from outcomes of the same submissions on disjoint shapes (a ladder's pieces,
+    each maybe on its own GPU: harness.ladder), results in the order of ``shapes`` and judged as
+    one (floors, plausibility, geomeans) on the first part's device."""
+    first = parts[0]
+    order = {shape.key: i for i, shape in enumerate(shapes)}
+    outcome = JobOutcome(first.submissions, next((p.device for p in parts if p.device), None), plan=first.plan,
+                         refused=next((p.refused for p in parts if p.refused), None))
+    outcome.results = sorted((r for p in parts for r in p.results), key=lambda r: order.get(r.shape.key, len(order)))
+    for p in parts:
+        outcome.logs.extend(p.logs)
+        outcome.extra_devices.update(p.extra_devices)
+        outcome.sandboxes.update(p.sandboxes)
+        outcome.unsandboxed.update(p.unsandboxed)
+    on = {r.extra["gpu_index"]: r.device for r in outcome.results if r.extra.get("gpu_index") is not None and r.device}
+    if len(on) > 1:
+        outcome.extra_devices.update(on)
+    if len(parts) > 1:
+        _finish(outcome)
+    else:
+        outcome.geomean = first.geomean
+    return outcome
+
+
 def _finish(outcome: JobOutcome) -> None:
     """Floors, plausibility, and the geomeans with their intervals."""
     dev = outcome.device or {}

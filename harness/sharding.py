@@ -55,3 +55,15 @@ def shard(jobs: Sequence[Job], gpus: Sequence[Hashable],
             placed[g].append(i)
             load[g] += cost(jobs[i])
     return {g: [jobs[i] for i in sorted(idx)] for g, idx in placed.items() if idx}
+
+
+def one_model(names: dict[int, str]) -> None:
+    """Refuses ``--gpus`` of more than one GPU model (``names``: index -> device name): a table's
+    rows are compared with each other, its floors are one model's, and every recorded row names its
+    GPU, so one table is timed on one model."""
+    models: dict[str, list[int]] = {}
+    for gpu, name in names.items():
+        models.setdefault(name, []).append(gpu)
+    if len(models) > 1:
+        listed = "; ".join(f"{name} ({', '.join(f'GPU {g}' for g in gpus)})" for name, gpus in models.items())
+        raise UserError(f"--gpus mixes GPU models: {listed}; one table is timed on one model: list GPUs of one model")

@@ -335,3 +335,27 @@ def test_two_builds_recording_at_once_keep_both_entries(tmp_path, monkeypatch):
     for t in threads:
         t.join()
     assert real_read(path).versions == {"gemv/v1": "key0", "gemv/v3": "key1"}
+
+
+# ------------------------------------------------------------------- before measuring (issue 49)
+def test_prebuild_plan_builds_each_lab_version_that_compiles_and_runs_here_once(tmp_path):
+    import dataclasses
+    v0, v2, v3 = (submissions.resolve("gemm", v) for v in ("v0", "v2", "v3"))
+    hopper = (9, 0)
+    assert build.prebuild_plan([v0, v2, v3], hopper) == [v2, v3]  # v0 is torch only: nothing to build
+    twin = dataclasses.replace(v2, label="v2-again")
+    assert build.prebuild_plan([v2, twin], hopper) == [v2]  # one build folder per source hash
+    blackwell_only = dataclasses.replace(v3, header={**v3.header, "arch": "sm_100a"})
+    assert build.prebuild_plan([blackwell_only], hopper) == []  # refused here, never built
+    stranger = tmp_path / "mine.py"
+    stranger.write_text(v2.path.read_text())
+    assert build.prebuild_plan([submissions.load("gemm", stranger, "mine.py")], hopper) == []  # builds in its sandbox
+    assert build.prebuild_plan([v2, v3], hopper, untrusted_all=True) == []
+    assert build.prebuild_plan([v2, v3], None) == []  # a CPU machine runs none of them
+
+
+def test_failed_builds_are_keyed_by_source_hash():
+    v2, v3 = (submissions.resolve("gemm", v) for v in ("v2", "v3"))
+    results = [compile_only.CompileResult("v2", compile_only.FAIL, "importing exited with code 1"),
+               compile_only.CompileResult("v3", compile_only.OK)]
+    assert build.failed_builds([v2, v3], results) == {v2.source_hash: results[0]}

@@ -55,3 +55,9 @@ def test_parse_gpus():
         assert needle in str(info.value)
     with pytest.raises(UserError, match="no GPU"):
         sharding.parse_gpus("all", available=0)
+
+
+def test_one_model_accepts_a_machine_of_one_model_and_names_the_mix_otherwise():
+    sharding.one_model({0: "NVIDIA H200", 1: "NVIDIA H200", 3: "NVIDIA H200"})
+    with pytest.raises(UserError, match=r"mixes GPU models: NVIDIA H200 \(GPU 0, GPU 2\); NVIDIA H100 80GB HBM3 \(GPU 1\)"):
+        sharding.one_model({0: "NVIDIA H200", 1: "NVIDIA H100 80GB HBM3", 2: "NVIDIA H200"})

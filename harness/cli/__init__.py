@@ -68,8 +68,9 @@ def gpu_indices(spec: str | None) -> list[int] | None:
 CLI_METHODS = ("gpumode", "kernel", "cold", "queued", "graph")
 
 
-def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0):
-    """The timing options of run, table and compare; ``method`` and ``budget`` are the command's defaults."""
+def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, several_methods: bool = False):
+    """The timing options of run, table and compare; ``method`` and ``budget`` are the command's
+    defaults; ``several_methods``: --method may be repeated (a tuple of methods, table's)."""
     def decorate(fn):
         fn = click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=budget, show_default=True,
                           help="Seconds of timing per shape (hard cap; the run is flagged not converged).")(fn)
@@ -82,10 +83,12 @@ def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0):
         fn = click.option("--pool", type=click.IntRange(min=1), default=8, show_default=True,
                           help="Distinct input sets per block, regenerated every block (gpumode: the competition's "
                                "batch, 50 or 15, where it has one).")(fn)
-        fn = click.option("--method", type=click.Choice(CLI_METHODS), default=method, show_default=True,
+        fn = click.option("--method", type=click.Choice(CLI_METHODS), multiple=several_methods,
+                          default=(method,) if several_methods else method, show_default=True,
                           help="gpumode: the competition's eval (batch, flush, stop rule); kernel: device time of the "
                                "call's kernels (CUPTI), host apart; cold: each call from an idle device, launch "
-                               "included; queued: one call per event pair behind the flush; graph: CUDA-graph replays.")(fn)
+                               "included; queued: one call per event pair behind the flush; graph: CUDA-graph replays."
+                               + (" Repeat it to time every version with each." if several_methods else ""))(fn)
         fn = click.option("--flush", "flush_kind", type=click.Choice(timing.FLUSHES), default="dirty", show_default=True,
                           help="How L2 is emptied before timed work: dirty = zeroing (GPU MODE's), clean = a read "
                                "sweep that leaves clean lines (no write-backs charged to the kernel).")(fn)

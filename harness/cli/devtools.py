@@ -133,11 +133,7 @@ def build_cmd(problem, version, compile_only_flag, changed, jobs, timeout):
             err_console.print(f"[yellow]note:[/] the manifest was checked with another toolchain ({escape(differ)}); "
                               "unchanged versions are skipped anyway: `nvfp4 build all all --compile-only` rechecks all",
                               soft_wrap=True)
-    done = []
-    with err_console.status(f"building {len(to_build)} version(s)...") as status:
-        def on_done(sub, result):
-            done.append(sub)
-            status.update(f"building: {len(done)}/{len(to_build)} done ({sub.problem} {sub.label} {result.status})")
+    with render.BuildProgress("build", len(to_build)) as on_done:
         results = build.build(to_build, mode, nvcc=nvcc, jobs=jobs, timeout_s=timeout, on_done=on_done)
     several = len({s.problem for s in to_build}) > 1
     if mode == "full":

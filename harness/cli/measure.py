@@ -10,7 +10,9 @@ the runner's; only compare's regression gate, a policy on those verdicts, is dec
 from __future__ import annotations
 
 import math
+import os
 import sys
+import time
 
 import click
 
@@ -247,6 +249,9 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     if cap is None:
         err_console.print("[yellow]note:[/yellow] no GPU here: CPU times of the Python path, not comparable "
                           "with anything: no verdict")
+    # NOTE: both built at once first (each import would otherwise build in turn); a failed build is
+    # said here and again as the runner's verdict on that side
+    _prebuild(f"compare {problem}", [sub_a, sub_b], cap, untrusted, compile_timeout, machine_only)
     shapes, note = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
     if note:
         err_console.print(f"[yellow]note:[/yellow] {note}")
@@ -340,7 +345,7 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
               help="The attic's versions too (✗: slower than their parent, kept for the lesson).")
 @click.option("--shapes", "shapes_spec", default=None, help="benchmarks (default on a GPU) or tests.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the ladder plot (PNG).")
-@click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv.")
+@click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv (as each version's shapes finish).")
 @allow_cpu_option
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
 @click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
@@ -351,7 +356,7 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
               help="With --markdown: write the table into submissions/PROBLEM/README.md in place of its generated "
                    "block (or its `<!-- table: ... -->` placeholder line) instead of printing it.")
 @output_options
-@timing_options()
+@timing_options(several_methods=True)
 @run_processes_option
 @gpus_option
 @common_options
@@ -359,7 +364,12 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, allow_cpu, published, recorded, markdown, update_readme, fmt,
               output_path, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm,
               run_processes, gpus_spec, timeout, compile_timeout, untrusted):
-    """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures."""
+    """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures.
+
+    PROBLEM may be `all` (every lineage, one job list). The versions are built first, all at once
+    on every core; then every (version, shape, method) job is timed, over --gpus as one list: each
+    GPU takes the next version's shapes as soon as it is free. Repeat --method to time each version
+    with several methods (e.g. --method gpumode --method kernel)."""
     if published and recorded:
         raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
     if markdown and not recorded:
@@ -369,13 +379,26 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     if markdown and (fmt or output_path or plot_path):
         raise UserError("--markdown writes Markdown to stdout: it does not combine with --format, -o or --plot")
     fmt = output_format(fmt, output_path)
-    plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
-                       flush_kind=flush_kind)
-    plan.run_processes = run_processes
+    plans = list({p.mode: p for p in (timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued,
+                                                  method=m, flush_kind=flush_kind) for m in method)}.values())
+    for p in plans:
+        p.run_processes = run_processes
+    plan = plans[0]
+    several = len(plans) > 1
+    if several and (published or recorded or plot_path):
+        raise UserError("--method given more than once: only a measured table times several methods "
+                        "(--recorded, --published and --plot show one)")
+    if problem == "all":
+        if published or recorded or versions or plot_path:
+            raise UserError("table all measures every lineage: --published, --recorded, --versions and --plot "
+                            "take one PROBLEM")
+        problems = list(PROBLEMS)
+    else:
+        submissions.check_problem(problem)
+        problems = [problem]
     gpus = gpu_indices(gpus_spec)
-    submissions.check_problem(problem)
     cfg = config.load()
-    pc = cfg[problem]
+    pc = cfg[problems[0]]
     if published:
         if plot_path:
             raise UserError("--plot draws measured (or, with --recorded, recorded) figures; --published measures nothing")
@@ -400,38 +423,153 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path)
         return
     subs = ([submissions.resolve(problem, v) for v in versions.split(",")] if versions
-            else submissions.versions(problem, include_attic=include_attic))
+            else [s for p in problems for s in submissions.versions(p, include_attic=include_attic)])
     if not subs:
         raise UserError(f"{problem} has no versions yet")
     cap = runner.local_capability()
     check_record_here(record, allow_cpu, cap)
-    shapes, note = runner.select_shapes(problem, shapes_spec, (), cap is not None, cfg)
-    if note:
-        err_console.print(f"[yellow]note:[/yellow] {note}")
-    on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(pc.benchmarks)
-    outcomes = []
+    if gpus and len(gpus) > 1:
+        _one_gpu_model(gpus)
+    shapes_of_problem = {}
+    for name in problems:
+        shapes_of_problem[name], note = runner.select_shapes(name, shapes_spec, (), cap is not None, cfg)
+        if note and name == problems[0]:
+            err_console.print(f"[yellow]note:[/yellow] {note}")
+    quiet = fmt != "table" and not output_path
+    title = f"table {problem}"
+    outcomes = _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, quiet, timeout,
+                               compile_timeout, untrusted)
+    failed = any(not o.refused and not o.ok for o in outcomes.values())
+    rows = [{"problem": sub.problem, "method": p.mode, **row} for sub in subs for p in plans
+            for o in [outcomes[(sub.label, sub.problem, p.mode)]] if not o.refused for row in _table_rows(o)]
+    emit(report.document("table", problem, rows, device=next((o.device for o in outcomes.values() if o.device), None),
+                         plan=plan, methods=[p.mode for p in plans],
+                         not_run={o.submissions[0].label: o.refused for o in outcomes.values() if o.refused}),
+         fmt, output_path)
+    if quiet:
+        sys.exit(1 if failed else 0)
+    for name in problems:
+        shapes = shapes_of_problem[name]
+        on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(cfg[name].benchmarks)
+        for p in plans:
+            ladder_outcomes = [outcomes[(s.label, s.problem, p.mode)] for s in subs if s.problem == name]
+            render.print_table(name, cfg[name], shapes, ladder_outcomes, on_benchmarks)
+            _print_gpus(ladder_outcomes)
+            if plot_path:
+                render.plot_measured(name, cfg[name], shapes, ladder_outcomes, on_benchmarks, plot_path)
+                console.print(f"plot written to {plot_path}")
+        first = [outcomes[(s.label, s.problem, plan.mode)] for s in subs if s.problem == name]
+        _note_recorded_gpus(name, first)
+        skipped = [o for o in first if o.refused]
+        if skipped:
+            render.print_not_run(skipped)
+    sys.exit(1 if failed else 0)
+
+
+def _table_rows(outcome) -> list[dict]:
+    """report.result_rows with the GPU index each row ran on (--gpus)."""
+    return [{**row, "gpu_index": r.extra.get("gpu_index")} for row, r in zip(report.result_rows(outcome), outcome.results)]
+
+
+def _one_gpu_model(gpus: list[int]) -> None:
+    import torch
+    from harness import sharding
+    sharding.one_model({g: torch.cuda.get_device_name(g) for g in gpus})
+
+
+def _prebuild(title: str, subs, cap, untrusted: bool, compile_timeout: float, quiet: bool) -> dict:
+    """Builds every version the command will time, all at once on every core, before any timing
+    (harness/build.py says why); source hash -> the failed builds' results."""
+    from harness import build
+    plan = build.prebuild_plan(subs, cap, untrusted)
+    if not plan:
+        return {}
+    t0 = time.monotonic()
+    with render.BuildProgress(f"{title}: building", len(plan), quiet=quiet) as progress:
+        results = build.build(plan, "full", timeout_s=compile_timeout, on_done=progress)
+        summary = progress.count()
+    if not quiet:
+        err_console.print(f"{title}: {summary} in {time.monotonic() - t0:.0f} s ({min(len(plan), os.cpu_count() or 1)} "
+                          "at once)", markup=False, highlight=False, soft_wrap=True)
+        for sub, r in zip(plan, results):
+            if not r.ok:
+                err_console.print(f"{sub.problem} {sub.label} does not build (log: {r.log or '-'}): {_first_line(r.message)}",
+                                  markup=False, highlight=False, soft_wrap=True)
+    return build.failed_builds(plan, results)
+
+
+def _first_line(message: str) -> str:
+    """A build failure in one line for a row: its first two non-blank lines (how the build ended,
+    then the error excerpt's first line)."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    return " ".join(lines[:2])[:300] if lines else "no output"
+
+
+def _not_built(sub, shapes, plan, failure) -> runner.JobOutcome:
+    """A version whose build failed: a FAIL row per shape with the build's error, never timed."""
+    why = f"does not build: {_first_line(failure.message)}" + (f" (log: {failure.log})" if failure.log else "")
+    return runner.JobOutcome([sub], None, [runner.ShapeResult(s, "competition", "FAIL", why) for s in shapes], plan=plan)
+
+
+def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, quiet, timeout, compile_timeout,
+                    untrusted) -> dict:
+    """Build all, then time every (version, shape, method) job over the GPUs (harness.ladder);
+    with ``record`` each piece is recorded as it ends. (label, problem, method) -> outcome."""
+    from harness import ladder
+    failures = _prebuild(title, subs, cap, untrusted, compile_timeout, quiet)
+    outcomes = {}
     for sub in subs:
-        with render.Progress(f"table {problem} {sub.label}", quiet=fmt != "table" and not output_path) as prog:
-            outcome = runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
-                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog, gpus=gpus,
-                                 untrusted_all=untrusted)
-        outcomes.append(outcome)
-        if record and not outcome.refused:
-            _record(outcome)
-    rows = [row for o in outcomes if not o.refused for row in report.result_rows(o)]
-    emit(report.document("table", problem, rows, device=next((o.device for o in outcomes if o.device), None), plan=plan,
-                         not_run={o.submissions[0].label: o.refused for o in outcomes if o.refused}), fmt, output_path)
-    if fmt != "table" and not output_path:
-        sys.exit(1 if any(not o.refused and not o.ok for o in outcomes) else 0)
-    render.print_table(problem, pc, shapes, outcomes, on_benchmarks)
-    _note_recorded_gpus(problem, outcomes)
-    if plot_path:
-        render.plot_measured(problem, pc, shapes, outcomes, on_benchmarks, plot_path)
-        console.print(f"plot written to {plot_path}")
-    skipped = [o for o in outcomes if o.refused]
-    if skipped:
-        render.print_not_run(skipped)
-    sys.exit(1 if any(not o.refused and not o.ok for o in outcomes) else 0)
+        if sub.source_hash in failures:
+            for p in plans:
+                outcomes[(sub.label, sub.problem, p.mode)] = _not_built(sub, shapes_of_problem[sub.problem], p,
+                                                                        failures[sub.source_hash])
+    to_time = [s for s in subs if s.source_hash not in failures]
+    recorded_rows = [0]
+    several_problems = len(shapes_of_problem) > 1
+
+    with render.Progress(title, quiet=quiet) as prog:
+        def run_piece(sub, shapes, plan, gpu):
+            def relay(event):
+                tag = " ".join([sub.problem] * several_problems + [sub.label] + [plan.mode] * (len(plans) > 1))
+                if event.get("event") in ("start", "done"):
+                    event = {**event, "item": f"{tag} {event['item']}"}
+                    if "line" in event:
+                        event["line"] = f"{tag} {event['line']}"
+                prog(event)
+            return runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
+                              compile_timeout_s=compile_timeout, capability=cap, progress=relay,
+                              gpus=[gpu] if gpu is not None else None, untrusted_all=untrusted)
+
+        def on_piece(outcome, done, total):
+            if record and not outcome.refused:
+                rows, sidecars = leaderboard.outcome_rows(outcome)
+                leaderboard.append(rows, sidecars=sidecars)
+                recorded_rows[0] += len(rows)
+            prog({"event": "note", "text": f"{done} of {total} (version, shape, method) jobs done"})
+
+        timed = ladder.run(to_time, lambda s: shapes_of_problem[s.problem], plans, gpus or [None], run_piece, on_piece)
+    for (index, mode), outcome in timed.items():
+        sub = to_time[index]
+        outcomes[(sub.label, sub.problem, mode)] = outcome
+    if record:
+        for sub in subs:  # NOTE: never timed, so no piece recorded them: a build failure is a row too
+            if sub.source_hash in failures:
+                for p in plans:
+                    rows, sidecars = leaderboard.outcome_rows(outcomes[(sub.label, sub.problem, p.mode)])
+                    leaderboard.append(rows, sidecars=sidecars)
+                    recorded_rows[0] += len(rows)
+        if not quiet:
+            path = paths.leaderboard_path()
+            console.print(f"recorded {recorded_rows[0]} rows in {path} (raw samples in {leaderboard.sidecar_dir(path)}/)")
+    return outcomes
+
+
+def _print_gpus(outcomes) -> None:
+    """Which GPU each version's shapes ran on, when a table ran on several (--gpus)."""
+    used = sorted({r.extra["gpu_index"] for o in outcomes for r in o.results if r.extra.get("gpu_index") is not None})
+    if len(used) > 1:
+        console.print(f"[dim]timed on GPUs {', '.join(map(str, used))} (each row's GPU: --format json's gpu_index, "
+                      "leaderboard.csv's gpu_uuid)[/dim]")
 
 
 def _print_recorded(problem, pc, mode, flush, include_attic, plot_path) -> None:

@@ -123,6 +123,12 @@ class Progress:
 
     def __call__(self, event: dict) -> None:
         kind = event.get("event")
+        if kind == "note":  # the command's own word on where it stands (a table's jobs done)
+            if self.plain:
+                self._line(event["text"])
+            elif self.status:
+                self.status.update(f"{self.title}: {event['text']}")
+            return
         if self.plain:
             if kind == "phase" and event.get("phase") == "imported":
                 self._line(f"{event['label']} ready in {event['seconds']:.1f} s")
@@ -141,6 +147,49 @@ class Progress:
             self.status.update(f"{self.title}: {event['item']}")
         elif kind == "progress":
             self.status.update(f"{self.title}: {event.get('item') or ''} {event['stage']}...")
+
+
+class BuildProgress:
+    """Builds finishing in parallel (``harness.build.build``'s ``on_done``, called from its
+    threads): on a terminal one status line, n of m built and the failures so far named; elsewhere
+    (a log, a remote call's output) one line per finished build, so the log shows each."""
+
+    def __init__(self, title: str, total: int, quiet: bool = False, plain: bool | None = None):
+        import threading
+        self.title, self.total = title, total
+        self.plain = (not quiet) and (not err_console.is_terminal if plain is None else plain)
+        self.status = None if quiet or self.plain else err_console.status(f"{title}: 0 of {total} built")
+        self.started = time.monotonic()
+        self.done: list[str] = []
+        self.failed: list[str] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        if self.status:
+            self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.status:
+            self.status.__exit__(*exc)
+
+    def count(self) -> str:
+        text = f"{len(self.done) - len(self.failed)} of {self.total} built"
+        return text + (f", {len(self.failed)} failed: {', '.join(self.failed)}" if self.failed else "")
+
+    def __call__(self, sub, result) -> None:
+        name = f"{sub.problem} {sub.label}"
+        with self._lock:
+            self.done.append(name)
+            if not result.ok:
+                self.failed.append(name)
+            count = self.count()
+        if self.plain:
+            what = "built" if result.ok else "FAILED"
+            err_console.print(f"[{time.monotonic() - self.started:6.1f} s] {self.title}: {name} {what} in "
+                              f"{result.seconds:.1f} s ({count})", markup=False, highlight=False, soft_wrap=True)
+        elif self.status:
+            self.status.update(f"{self.title}: {count}")
 
 
 # ------------------------------------------------------------------------------ common lines
@@ -369,10 +418,15 @@ def print_table(problem: str, pc, shapes, outcomes, on_benchmarks: bool) -> None
         prev_gm = gm or prev_gm
         failures += [(sub.label, lab, r) for lab, r in zip(labels, outcome.results) if not r.ok and r.message]
     console.print(table)
-    # NOTE: a cell says only the status; why (an IMPLAUSIBLE time's floor, a mismatch) is here
+    # NOTE: a cell says only the status; why (an IMPLAUSIBLE time's floor, a mismatch) is here, once
+    # per version for a reason every shape shares (a build failure, a GPU-only file on a CPU)
+    reasons: dict[tuple, list[str]] = {}
     for label, lab, r in failures:
-        why = r.message if r.message.startswith(r.status) else f"{r.status}: {r.message}"
-        console.print(f"{label} {lab}: [{STATUS_STYLE.get(r.status, 'red')}]{fmt_text(why)}[/]", soft_wrap=True)
+        reasons.setdefault((label, r.status, r.message), []).append(lab)
+    for (label, status, message), labs in reasons.items():
+        why = message if message.startswith(status) else f"{status}: {message}"
+        where = "every shape" if len(labs) == len(labels) > 1 else ", ".join(labs)
+        console.print(f"{label} {where}: [{STATUS_STYLE.get(status, 'red')}]{fmt_text(why)}[/]", soft_wrap=True)
     if not on_benchmarks:
         console.print("shapes: " + "; ".join(f"{lab} = {s.label}" for lab, s in zip(labels, shapes)))
     floors = [roofline.floor_us(problem, s.params, (dev or {}).get("ceilings")) for s in shapes]

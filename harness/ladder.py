@@ -1,0 +1,123 @@
+"""A whole ladder timed at once (issue 49): every (version, shape, method) job of a table in one
+list over the GPUs, each GPU taking the next jobs as soon as it is free.
+
+NOTE: issue 49 measured `table` running its versions one after another, each version's shapes
+sharded over ``--gpus``: the GPUs waited for a version's slowest shape before the next version
+started, and all four ladders (87 versions) took over an hour on a machine lent by the minute.
+
+How the list is served:
+
+- The jobs are in ladder order: version by version, for each version method by method, then its
+  shapes. A job's version, method and shapes run in one child process (``runner.run`` with one GPU),
+  so a GPU takes a (version, method) group whole when it can: one process start-up per group.
+- A GPU never takes more than an even share of the jobs left (``claim``): near the end a group is
+  split, so the last shapes spread over every GPU instead of queueing behind one.
+- Each GPU serves its jobs in a thread of its own; children are pinned with CUDA_VISIBLE_DEVICES
+  (``runner.run``'s ``gpus``), so two timings never share a GPU. Every result keeps the GPU index
+  it ran on; the pieces of one (version, method) are put back together in shape order
+  (``runner.combined``) and judged as one (floors, geomeans).
+- ``on_piece`` hears of every finished piece at once (the table records it then: a run stopped at a
+  time limit keeps what it measured).
+
+The function that times a piece is a parameter, so the scheduling is tested on the CPU with a fake.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable, Hashable, Sequence
+
+from harness import runner
+from harness.config import Shape
+from harness.submissions import Submission
+
+
+@dataclass(frozen=True)
+class Job:
+    version: int  # index into the ladder's versions
+    method: str  # the timing method (a TimingPlan's mode)
+    shape: int  # index into that version's shapes
+
+
+def job_list(shape_counts: Sequence[int], methods: Sequence[str]) -> list[Job]:
+    """Every (version, method, shape) job in ladder order: version by version, method by method."""
+    return [Job(v, m, s) for v, count in enumerate(shape_counts) for m in methods for s in range(count)]
+
+
+def claim(pending: Sequence[Job], workers: int) -> int:
+    """How many jobs from the front of ``pending`` a free GPU takes (one of ``workers``): the front
+    (version, method) group whole, but never more than an even share of the jobs left, and at
+    least one while any is left."""
+    if not pending:
+        return 0
+    head = (pending[0].version, pending[0].method)
+    group = next((i for i, job in enumerate(pending) if (job.version, job.method) != head), len(pending))
+    share = -(-len(pending) // max(1, workers))
+    return max(1, min(group, share))
+
+
+RunPiece = Callable[[Submission, list[Shape], runner.TimingPlan, Hashable], runner.JobOutcome]
+
+
+def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape]],
+        plans: Sequence[runner.TimingPlan], gpus: Sequence[Hashable], run_piece: RunPiece,
+        on_piece: Callable[[runner.JobOutcome, int, int], None] | None = None) -> dict[tuple[int, str], runner.JobOutcome]:
+    """Every version of ``subs`` on its shapes (``shapes_of``) with every plan (one per method),
+    over ``gpus``.
+
+    ``gpus``: the GPU indices to serve (``[None]``: the current device, no pinning). ``run_piece(sub,
+    shapes, plan, gpu)`` times one piece and returns its outcome; ``on_piece(outcome, jobs_done,
+    jobs_total)`` is told of each as it ends. Returns ``(version index, method) -> outcome`` with
+    each outcome's results in the order of that version's shapes. A piece that raises becomes FAIL
+    results naming the harness error (the other GPUs go on); an ``on_piece`` that raises stops every
+    GPU after its current piece, and the error is raised here."""
+    shapes = [list(shapes_of(sub)) for sub in subs]
+    by_method = {plan.mode: plan for plan in plans}
+    pending = job_list([len(s) for s in shapes], list(by_method))
+    total = len(pending)
+    parts: dict[tuple[int, str], list[runner.JobOutcome]] = {}
+    lock, told = threading.Lock(), threading.Lock()
+    state = {"done": 0, "error": None}
+
+    def serve(gpu: Hashable) -> None:
+        while True:
+            with lock:
+                if state["error"] is not None:
+                    return
+                n = claim(pending, len(gpus))
+                if n == 0:
+                    return
+                piece, pending[:n] = pending[:n], []
+            sub, method = subs[piece[0].version], piece[0].method
+            piece_shapes = [shapes[piece[0].version][job.shape] for job in piece]
+            try:
+                outcome = run_piece(sub, piece_shapes, by_method[method], gpu)
+            except Exception as exc:  # noqa: BLE001 - a harness fault on one piece must not lose the others
+                outcome = runner.JobOutcome([sub], None, [runner.ShapeResult(
+                    s, "competition", "FAIL", f"harness error: {type(exc).__name__}: {exc}") for s in piece_shapes],
+                    plan=by_method[method])
+            with told:  # NOTE: one piece told at a time, in the order of its count (a log reads 3 of 12 before 4)
+                with lock:
+                    parts.setdefault((piece[0].version, method), []).append(outcome)
+                    state["done"] += len(piece)
+                    done = state["done"]
+                if on_piece:
+                    try:
+                        on_piece(outcome, done, total)
+                    except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                        with lock:
+                            state["error"] = state["error"] or exc
+                        return
+
+    if len(gpus) == 1:
+        serve(gpus[0])
+    else:
+        threads = [threading.Thread(target=serve, args=(gpu,), name=f"ladder-gpu-{gpu}") for gpu in gpus]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if state["error"] is not None:
+        raise state["error"]
+    return {key: runner.combined(pieces, shapes[key[0]]) for key, pieces in parts.items()}

@@ -1,0 +1,118 @@
+"""harness.ladder: a table's (version, shape, method) jobs as one list over several GPUs, with a
+fake GPU list and a fake piece runner: every job timed exactly once, never two pieces at once on one
+GPU, every GPU busy, a (version, method) group whole while plenty is left and spread at the end,
+results back in shape order with the GPU each ran on, failures kept as rows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from harness import config, ladder, runner, stats, submissions
+
+SUBS = [submissions.resolve("gemm", "v0"), submissions.resolve("gemm", "peer"), submissions.resolve("gemm", "peer-fp32")]
+PLANS = {method: runner.TimingPlan(mode=method) for method in ("gpumode", "kernel")}
+SHAPES = [config.parse_shape_option("gemm", f"m=128,n={n},k=256", i) for i, n in enumerate((128, 256, 384))]
+
+
+def _jobs(*spec):
+    return [ladder.Job(v, m, s) for v, m, s in spec]
+
+
+def test_job_list_is_version_by_version_then_method_then_shape():
+    assert ladder.job_list([2, 1], ["gpumode", "kernel"]) == _jobs(
+        (0, "gpumode", 0), (0, "gpumode", 1), (0, "kernel", 0), (0, "kernel", 1), (1, "gpumode", 0), (1, "kernel", 0))
+
+
+def test_a_free_gpu_takes_the_front_group_whole_while_plenty_is_left():
+    pending = ladder.job_list([4, 4, 4, 4], ["gpumode"])
+    assert ladder.claim(pending, 4) == 4  # 16 left, a share of 4: the whole group
+    assert ladder.claim(pending[2:], 4) == 2  # a group's rest is still one piece
+
+
+def test_the_last_jobs_spread_over_every_gpu():
+    pending = ladder.job_list([4], ["gpumode"])
+    assert ladder.claim(pending, 4) == 1  # 4 left, 4 GPUs: one shape each
+    assert ladder.claim(pending, 2) == 2
+    assert ladder.claim(ladder.job_list([3, 1], ["gpumode"]), 2) == 2  # 4 left: a share of 2 of the first group
+    assert ladder.claim([], 4) == 0
+
+
+def _fake_piece(log, busy, lock, seconds=0.05):
+    """Times nothing: PASS results carrying the GPU, and a check that no GPU runs two pieces at once."""
+    def run_piece(sub, shapes, plan, gpu):
+        with lock:
+            assert gpu not in busy, f"GPU {gpu} ran two pieces at once"
+            busy.add(gpu)
+        time.sleep(seconds)
+        with lock:
+            busy.discard(gpu)
+            log.append((sub.label, plan.mode, tuple(s.index for s in shapes), gpu))
+        outcome = runner.JobOutcome([sub], {"gpu": "cpu"}, plan=plan)
+        for s in shapes:
+            blocks = [[10.0 + s.index, 10.5 + s.index], [10.2 + s.index, 10.1 + s.index]]
+            outcome.results.append(runner.ShapeResult(s, "competition", "PASS", stats=[stats.summarize(blocks, True)],
+                                                      samples=[blocks], extra={"gpu_index": gpu}, device={"gpu": "cpu"}))
+        return outcome
+    return run_piece
+
+
+def test_every_job_runs_once_on_some_gpu_and_every_gpu_works():
+    log, busy, lock = [], set(), threading.Lock()
+    heard = []
+    out = ladder.run(SUBS, lambda sub: SHAPES, list(PLANS.values()), [0, 1, 2, 3], _fake_piece(log, busy, lock, seconds=0.05),
+                     on_piece=lambda outcome, done, total: heard.append((done, total)))
+    timed = Counter((label, method, shape) for label, method, shapes, _ in log for shape in shapes)
+    assert timed == Counter({(s.label, m, i): 1 for s in SUBS for m in ("gpumode", "kernel") for i in range(3)})
+    assert {gpu for *_, gpu in log} == {0, 1, 2, 3}
+    assert heard[-1] == (18, 18) and [d for d, _ in heard] == sorted(d for d, _ in heard)
+    assert set(out) == {(v, m) for v in range(3) for m in ("gpumode", "kernel")}
+    for (v, method), outcome in out.items():
+        assert outcome.submissions == [SUBS[v]] and outcome.plan.mode == method
+        assert [r.shape.index for r in outcome.results] == [0, 1, 2]  # back in shape order
+        ran_on = {(r.shape.index, r.extra["gpu_index"]) for r in outcome.results}
+        assert ran_on == {(shape, gpu) for label, m, shapes, gpu in log if label == SUBS[v].label and m == method
+                          for shape in shapes}
+
+
+def test_pieces_of_one_version_on_several_gpus_are_judged_as_one():
+    log, busy, lock = [], set(), threading.Lock()
+    out = ladder.run(SUBS[:1], lambda sub: SHAPES, [PLANS["gpumode"]], [0, 1, 2], _fake_piece(log, busy, lock))
+    assert len(log) == 3  # three shapes, three GPUs: one piece each
+    outcome = out[(0, "gpumode")]
+    gm = outcome.geomean["v0"]
+    assert gm is not None and 10.0 < gm[0] < 13.0  # over all three shapes' samples
+    assert set(outcome.extra_devices) == {0, 1, 2}
+
+
+def test_one_gpu_takes_whole_groups_in_ladder_order():
+    log, busy, lock = [], set(), threading.Lock()
+    ladder.run(SUBS, lambda sub: SHAPES, [PLANS["gpumode"]], [None], _fake_piece(log, busy, lock, seconds=0))
+    assert [(label, shapes) for label, _, shapes, _ in log] == [(s.label, (0, 1, 2)) for s in SUBS]
+
+
+def test_a_piece_that_raises_is_fail_rows_and_the_others_go_on():
+    def run_piece(sub, shapes, plan, gpu):
+        if sub.label == "peer":
+            raise RuntimeError("child pipe closed")
+        return _fake_piece([], set(), threading.Lock(), seconds=0)(sub, shapes, plan, gpu)
+
+    out = ladder.run(SUBS, lambda sub: SHAPES, [PLANS["gpumode"]], [0, 1], run_piece)
+    assert all(r.status == "PASS" for v in (0, 2) for r in out[(v, "gpumode")].results)
+    failed = out[(1, "gpumode")].results
+    assert [r.status for r in failed] == ["FAIL"] * 3
+    assert "harness error: RuntimeError: child pipe closed" in failed[0].message
+
+
+def test_a_failing_recorder_stops_the_gpus_and_is_raised():
+    log, busy, lock = [], set(), threading.Lock()
+
+    def on_piece(outcome, done, total):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        ladder.run(SUBS, lambda sub: SHAPES, [PLANS["gpumode"]], [0, 1], _fake_piece(log, busy, lock), on_piece)
+    assert len(log) <= 2  # each GPU stopped after the piece it had

@@ -1,0 +1,104 @@
+"""table as one job list (issue 49) on the CPU, with a fake GPU machine (capability, device names,
+--gpus) and fake builds and timings: every version built first, a build failure a row with its
+error (the others still timed), every (version, shape, method) job timed once over the GPUs, every
+row recorded with the GPU it ran on, and GPUs of two models refused."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import torch
+from click.testing import CliRunner
+
+from harness import build, cli, compile_only, leaderboard, runner, stats
+from harness.cli import measure
+
+NAMES = {0: "NVIDIA H200", 1: "NVIDIA H200", 2: "NVIDIA H200", 3: "NVIDIA H200"}
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+def _fake_machine(monkeypatch, names=NAMES, broken=("v2",)):
+    """A 4-GPU Hopper host: builds fail for ``broken``, every timing PASSes in ~100 µs on its GPU."""
+    calls = {"built": [], "timed": []}
+    lock = threading.Lock()
+    monkeypatch.setattr(runner, "local_capability", lambda: (9, 0))
+    monkeypatch.setattr(measure, "gpu_indices", lambda spec: [int(g) for g in spec.split(",")] if spec else None)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda g=0: names[g])
+
+    def fake_build(subs, mode, **kwargs):
+        calls["built"].append((mode, [s.label for s in subs]))
+        results = []
+        for sub in subs:
+            ok = sub.label not in broken
+            result = compile_only.CompileResult(sub.label, compile_only.OK if ok else compile_only.FAIL,
+                                                "" if ok else "importing exited with code 1:\nerror: identifier \"wgmma\" is undefined",
+                                                log="/tmp/build-v2.log")
+            kwargs["on_done"](sub, result)
+            results.append(result)
+        return results
+
+    def fake_run(subs, shapes, dists, mode, plan=None, gpus=None, **_):
+        gpu = gpus[0]
+        device = {"gpu": names[gpu], "torch": torch.__version__, "telemetry": {"uuid": f"GPU-{gpu}"}}
+        with lock:
+            calls["timed"] += [(subs[0].label, plan.mode, s.index, gpu) for s in shapes]
+        outcome = runner.JobOutcome(list(subs), device, plan=plan)
+        for s in shapes:
+            blocks = [[100.0, 100.4], [100.2, 100.1]]
+            outcome.results.append(runner.ShapeResult(s, dists[0], "PASS", stats=[stats.summarize(blocks, True)],
+                                                      samples=[blocks], extra={"gpu_index": gpu}, device=device))
+        return outcome
+
+    monkeypatch.setattr(build, "build", fake_build)
+    monkeypatch.setattr(runner, "run", fake_run)
+    return calls
+
+
+def test_a_ladder_over_four_gpus_builds_first_times_every_job_once_and_records_every_row(monkeypatch, isolated_env):
+    calls = _fake_machine(monkeypatch)
+    r = invoke("table", "gemm", "--versions", "v0,v2,v3", "--gpus", "0,1,2,3", "--method", "gpumode",
+               "--method", "kernel", "--record")
+    assert r.exit_code == 1, r.output  # v2's shapes FAIL: it does not build
+    assert calls["built"] == [("full", ["v2", "v3"])]  # v0 is torch only
+    timed = sorted(calls["timed"])
+    assert sorted((v, m, s) for v, m, s, _ in timed) == sorted(
+        (v, m, s) for v in ("v0", "v3") for m in ("gpumode", "kernel") for s in range(3))  # each once, v2 never
+    assert {gpu for *_, gpu in timed} == {0, 1, 2, 3}
+    assert "v2 every shape: FAIL: does not build: importing exited with code 1:" in " ".join(r.stdout.split())
+    assert "v2 does not build" in r.stderr and "2 of 3 built" not in r.stderr  # two builds planned: v2, v3
+    assert "1 of 2 built, 1 failed: gemm v2" in r.stderr
+    rows = leaderboard.read()
+    assert len(rows) == 18  # 3 versions x 3 shapes x 2 methods
+    timed_rows = [row for row in rows if row["version"] != "v2"]
+    assert all(row["status"] == "PASS" and row["gpu"] == "NVIDIA H200" for row in timed_rows)
+    by_job = {(row["version"], row["timing_mode"], int(row["shape_index"])): row["gpu_uuid"] for row in timed_rows}
+    assert by_job == {(v, m, s): f"GPU-{g}" for v, m, s, g in timed}  # each row names the GPU it ran on
+    failed = [row for row in rows if row["version"] == "v2"]
+    assert len(failed) == 6 and all(row["status"] == "FAIL" and "does not build" in row["message"] for row in failed)
+
+
+def test_machine_output_names_each_rows_method_and_gpu(monkeypatch, isolated_env):
+    calls = _fake_machine(monkeypatch, broken=())
+    r = invoke("table", "gemm", "--versions", "v3", "--gpus", "0,2", "--method", "gpumode", "--method", "kernel",
+               "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["methods"] == ["gpumode", "kernel"] and len(doc["rows"]) == 6
+    assert {(row["method"], row["gpu_index"]) for row in doc["rows"]} == {(m, g) for _, m, _, g in calls["timed"]}
+
+
+def test_gpus_of_two_models_are_refused_before_anything_runs(monkeypatch):
+    calls = _fake_machine(monkeypatch, names={0: "NVIDIA H200", 1: "NVIDIA H100 80GB HBM3"})
+    r = invoke("table", "gemm", "--versions", "v3", "--gpus", "0,1")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.strip().startswith("error: --gpus mixes GPU models: NVIDIA H200 (GPU 0); NVIDIA H100 80GB HBM3 (GPU 1)")
+    assert calls == {"built": [], "timed": []}
+
+
+def test_several_methods_only_for_a_measured_table():
+    r = invoke("table", "gemm", "--recorded", "--method", "gpumode", "--method", "kernel")
+    assert r.exit_code == 2 and "--method given more than once" in r.stderr
