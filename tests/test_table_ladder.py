@@ -102,3 +102,23 @@ def test_gpus_of_two_models_are_refused_before_anything_runs(monkeypatch):
 def test_several_methods_only_for_a_measured_table():
     r = invoke("table", "gemm", "--recorded", "--method", "gpumode", "--method", "kernel")
     assert r.exit_code == 2 and "--method given more than once" in r.stderr
+
+
+def test_table_all_times_every_lineage_in_one_list(monkeypatch, isolated_env):
+    from harness import submissions
+    from reference import PROBLEMS
+    calls = _fake_machine(monkeypatch, broken=())
+    r = invoke("table", "all", "--gpus", "0,1,2,3")
+    assert r.exit_code == 0, r.output
+    ladders = {p: submissions.versions(p) for p in PROBLEMS}
+    assert len(calls["built"]) == 1  # one build of every lineage at once
+    timed = {(v, s) for v, _, s, _ in calls["timed"]}
+    assert len(calls["timed"]) == sum(len(subs) * (4 if p in ("dual_gemm", "group_gemm") else 3) for p, subs in ladders.items())
+    assert {v for v, _ in timed} == {s.label for subs in ladders.values() for s in subs}
+    for p in PROBLEMS:
+        assert f"{p}: measured here" in r.stdout
+
+
+def test_table_all_takes_no_version_list():
+    r = invoke("table", "all", "--versions", "v1")
+    assert r.exit_code == 2 and "table all measures every lineage" in r.stderr
