@@ -409,6 +409,32 @@ def test_probe_host_measures_the_device_side_on_a_gpu():
     assert r["device_us"] > 0 and r["cold_us"] > r["device_us"] and r["events_us"] > 0
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", sorted(SMALL))
+def test_the_fair_peer_writes_c_from_the_gemm_with_no_conversion_kernel(problem):
+    """Issue 45's fair peer on a GPU: each distribution passes, and a call after the warm-up runs the
+    GEMMs alone (fp16 output written into c) where it takes the fp16 way; dual_gemm's epilogue
+    (silu, mul) is its problem's, not a conversion."""
+    from torch.profiler import ProfilerActivity, profile
+    kernel = peer.make_kernel(problem)
+    for dist in DISTS:
+        data_sets = [problem_module(problem).generate_input(**_shape(problem).generator_kwargs(), seed=seed, dist=dist,
+                                                            device="cuda") for seed in (1, 2)]
+        for data in data_sets:
+            ok, message = problem_module(problem).check(data, kernel(data))
+            assert ok, f"{dist}: {message}"
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        kernel(data_sets[0])
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    aten = [n for n in names if "at::native" in n]  # torch's own kernels (elementwise, copies); cuBLAS's are not
+    if kernel.output == "fp16":
+        assert names and not aten, names
+    else:
+        assert len(aten) == 2, names  # silu, then the product into c
+
+
 def test_sass_cuts_a_multi_arch_gencode_to_the_hopper_cubin():
     """gemv's ``code=[sm_90,compute_90]`` made ``nvcc -cubin`` refuse ("not allowed when compiling
     for multiple GPU code instances"): the probe keeps one GPU code, the sm_90 one."""
