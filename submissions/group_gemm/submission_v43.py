@@ -82,7 +82,16 @@ Bad inputs (each a Python exception, one line; built on a miss only, the key kee
 | a launch error | RuntimeError: group_gemm: launch failed: <cudaGetErrorString> |
 v42 accepted a misaligned a (the prepass's 16-byte loads: a misaligned-address fault), b with
 another K than a, any sfa shape and L > 1 (the first batch only): refused here.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28 (device round, GPU 1; commit 16b8ef1 for the extras): tests, edges (both
+distributions), racecheck and synccheck pass. Kernels unchanged, as predicted: `compare group_gemm v42 v43`
+(kernel method) geomean 1.002x [0.999, 1.005] SAME (A 1.001x, B 1.000x, C 1.004x, D 1.001x, each SAME).
+Host path (`probe host`, CPU time of a call, device idle; device time by the kernel method in brackets): A 35.4
+(126.8), B 46.8 (79.6), C 26.1 (35.7), D 25.8 (18.3) us; v42's C 47.8, D 41.5 (B 66.2): the cache removed
+~16-22 us a call, but not to the predicted ~7-10 us: the two launches with ~4 KB parameters stay (v42's D:
+cudaLaunchKernel 15.65 us for the two), so D is still host-bound. gpumode (recorded, 15 a batch): 128.6 / 80.28
+/ 37.05 / 21.22 us (v42's baseline call 131.4 / 81.5 / 39.0 / 33.8: D 33.8 -> 21.2 us; D swings 19-38 us run
+to run while the host path ~ device time). Against the peer (kernel method, one process): 125.7 / 80.6 / 38.0 /
+18.3 us vs 279.7 / 228.8 / 36.29 / 26.05: 2.20 / 2.84 / 0.955 / 1.41x (C loses to cuBLAS).
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.

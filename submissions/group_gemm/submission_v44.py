@@ -32,7 +32,14 @@ Bad inputs: v43's table, with A's rows changed:
 | the permuted sfa not on the current CUDA device | ValueError: group_gemm: group 0's permuted sfa is on the CPU, not on the current CUDA device cuda:0 |
 | the permuted sfa or sfb not 16-byte aligned | ValueError: group_gemm: group 0: a, b, c and the permuted sfa and sfb must start 16-byte aligned, with the rows of a, b and c 16 bytes apart in multiples |
 | the plain (sfa, sfb) on the CPU (GPU MODE's own inputs) | accepted: not read |
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28 (device round, GPU 3): tests, edges (both distributions), racecheck and
+synccheck pass. `compare group_gemm v43 v44` (kernel method) geomean 0.996x [0.993, 0.999] SAME, as predicted:
+A 1.005x, B 0.993x, C 1.001x SAME, D 0.984x [0.975, 0.993] (SLOWER at its interval, ~0.3 us: more than the
+< 0.1 us priced for the prepass's scattered scale reads, or noise of one compare). Host path (`probe host`):
+A 47.0 (126.5), B 33.8 (79.8), C 19.2 (35.8), D 19.4 (18.4) us (v43's 35.4 / 46.8 / 26.1 / 25.8: no host
+change in v44, so the spread is the host's noise, ~+-10 us). gpumode (recorded, 15 a batch): 129.1 / 81.50 /
+37.45 / 32.88 us; D's 32.9 against v43's 21.2 is the host-bound swing (host path ~ device time), not the kernel.
+Bad inputs (.lead/badinputs_group.py): not yet run for v43/v44 (the script ended with v42's SIGSEGV).
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
