@@ -9,7 +9,12 @@ one command at a time with a deadline. What can go wrong is a verdict, never a d
   progress; the next command starts a fresh child;
 - a command past its deadline is TIMEOUT, and the whole process group is killed;
 - a line on the verdict pipe the harness did not sign is TAMPERED, and the child is killed;
-- importing (which compiles) has its own, longer limit.
+- importing (which compiles) has its own, longer limit;
+- a sandboxed child that dies before its worker began importing the submission is
+  :class:`SandboxBroken`, the harness's failure (one line, exit 2), never the submission's CRASH;
+- no child outlives the harness: each has a parent-death signal (SIGKILL when the thread that
+  started it ends), and within :func:`reaped_on_signals` SIGTERM and SIGHUP kill every live
+  child's process group first.
 
 The parent never trusts the child's bytes, signed or not (a submission can find the signing key
 in its own process, see :mod:`harness.channel`):
@@ -27,6 +32,8 @@ in its own process, see :mod:`harness.channel`):
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import re
@@ -36,11 +43,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 from harness import build_cache, channel, paths, sandbox
+from harness.errors import UserError
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_COMPILE_TIMEOUT_S = 900.0
@@ -76,6 +85,60 @@ _ESCAPE_SEQUENCE = re.compile(
 # and isolates (they reorder what a terminal shows: "PASS" displayed for text that says otherwise).
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _LINE_BREAK = re.compile(r"\r\n|[\r\n\v\f\u2028\u2029]")
+
+
+class SandboxBroken(UserError):
+    """The sandbox could not start the worker: the harness's (or this machine's) failure, never the
+    submission's, which had not run yet; the command stops with one line."""
+
+
+# -- no child outlives the harness --------------------------------------------------------------
+_LIVE: set["Child"] = set()  # children with a process running, killed on SIGTERM/SIGHUP
+PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def _dies_with(parent_pid: int) -> Callable[[], None]:
+    """The ``preexec_fn`` of every child: SIGKILL when the thread that started it ends (the harness
+    killed by SIGKILL, or by a signal it has no handler for), and an exit at once if the parent is
+    already gone (it died between fork and prctl)."""
+    def preexec() -> None:
+        if _prctl is not None:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+    return preexec
+
+
+@contextlib.contextmanager
+def reaped_on_signals():
+    """While inside: SIGTERM and SIGHUP (``timeout``, a closed terminal) kill every live child's
+    process group before the harness dies of the signal as it would have. Installed only from the
+    main thread and only over the default action (``nohup`` ignores SIGHUP: it stays ignored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def reap(signum, frame):
+        # NOTE: no waiting in here: the signal may have come while this thread held a Popen's lock
+        for child in list(_LIVE):
+            child._kill_group()
+            child._remove_tmp()
+        signal.signal(signum, previous.get(signum, signal.SIG_DFL))
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            previous[signum] = signal.signal(signum, reap)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class ChildFailure(Exception):
@@ -189,6 +252,7 @@ class Child:
         self.sandboxed = ""  # the sandbox's description once started in one
         self.unsandboxed_why = ""  # why an untrusted file ran unsandboxed although a sandbox exists
         self._tmp: str | None = None
+        self._import_started = False  # whether the worker said it began importing (submission code may run)
         self.together = list(together or [])  # more submissions imported into this same process
         self.compile_timeout_s = compile_timeout_s
         self.on_event = on_event
@@ -237,15 +301,19 @@ class Child:
             ext = [build_cache.extensions_dir(s["source_hash"]) for s in (self.submission, *self.together)]
             for folder in ext:
                 folder.mkdir(parents=True, exist_ok=True)
-            # NOTE: the submission's own folder shown read-only (a file in /tmp would be hidden otherwise)
-            own = sorted({str(Path(s["path"]).resolve().parent) for s in (self.submission, *self.together)})
+            # NOTE: the submission's file alone shown read-only, never its folder: a file at ~/sub.py
+            # must not read ~/.ssh (a helper module beside a file in a hidden folder is not shown either)
+            own = sorted({str(Path(s["path"]).resolve()) for s in (self.submission, *self.together)})
             argv, env = box.wrap(argv, repo_root=paths.REPO_ROOT, code_root=paths.CODE_ROOT, writable_dir=self._tmp,
                                  pass_fds=(cmd_read, event_write), env=env, rw_paths=ext, ro_paths=own)
             self.sandboxed = box.describe()
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 argv, cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(cmd_read, event_write), start_new_session=True, env=env)
+                pass_fds=(cmd_read, event_write), start_new_session=True, env=env,
+                preexec_fn=_dies_with(os.getpid()))
+        _LIVE.add(self)
+        self._import_started = False
         os.close(cmd_read)
         os.close(event_write)
         # NOTE: a child that stops reading its commands must not block the parent in os.write once
@@ -270,6 +338,10 @@ class Child:
             event = self._await(("ready", "import_error"), self.compile_timeout_s, "while importing/compiling",
                                 since=self._launched_at, import_extensions=1 + len(self.together))
         except ChildFailure as exc:
+            if self.sandboxed and not self._import_started and exc.status in ("CRASH", "TIMEOUT"):
+                how = exc.message.removeprefix(f"{exc.status}: ")
+                raise SandboxBroken(f"the sandbox could not start the worker for {self.label} (no submission "
+                                    f"code had run): {how}; sandbox: {self.sandboxed.split(':')[0]}") from None
             if exc.status == "CRASH":
                 exc = ChildFailure("CRASH", f"{exc.message} before the first shape (import/compile)")
             raise
@@ -298,13 +370,25 @@ class Child:
                 pass
         self._kill()
 
+    def _kill_group(self) -> None:
+        """SIGKILL to the child and anything it started (its process group; in a sandbox, the
+        tool's PID namespace goes with it)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _remove_tmp(self) -> None:
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
     def _kill(self) -> None:
+        _LIVE.discard(self)
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the child and anything it started
-        except (ProcessLookupError, PermissionError):
-            pass
+        self._kill_group()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -315,9 +399,7 @@ class Child:
             except OSError:
                 pass
         self.proc = None
-        if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+        self._remove_tmp()
 
     # -- commands ---------------------------------------------------------------------------
     def request(self, command: dict, timeout_s: float) -> dict:
@@ -397,6 +479,8 @@ class Child:
             for event in events:
                 if event["event"] == "device":
                     self.device = {k: v for k, v in event.items() if k != "event"}
+                if event["event"] == "phase" and event["phase"] == "import":
+                    self._import_started = True  # from here on the submission's code may run
                 if event["event"] == "phase" and event["phase"] == "import" and extensions_left > 0:
                     extensions_left -= 1
                     deadline = max(deadline, time.monotonic() + self.compile_timeout_s)

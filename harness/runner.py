@@ -185,15 +185,16 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     devices: dict = {}
 
     described = [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in subs]
-    together = len(subs) == 2 and mode != "test" and not plan.isolated
-    # NOTE: a file from outside the lab's submissions/ (or any, with untrusted) runs sandboxed where a tool works
+    # NOTE: a file from outside the lab's submissions/ (or any, with untrusted) runs sandboxed where a
+    # tool works, in a process of its own: never imported beside another version
     untrusted = [untrusted_all or not submissions.in_lab(s) for s in subs]
+    together = len(subs) == 2 and mode != "test" and not plan.isolated and not any(untrusted)
 
     def serve(indices: list[int], gpu: int | None) -> None:
         env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
         if together:
             children = [isolation.Child(job, described[0], compile_timeout_s=compile_timeout_s, on_event=progress,
-                                        extra_env=env, together=described[1:], untrusted=any(untrusted))]
+                                        extra_env=env, together=described[1:])]
         else:
             children = [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env,
                                         untrusted=u)
@@ -216,10 +217,13 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 if mode == "test":
                     results[i] = _test_item(children[0], shape, dist, item, seeds, timeout_s)
                 elif together:
-                    results[i] = _measure_together(children[0], [s.label for s in subs], shape, dist, item, plan,
-                                                   timeout_s, progress)
-                elif mode == "compare":
+                    results[i] = _measure_paired([(children[0], 0), (children[0], 1)], [s.label for s in subs],
+                                                 shape, dist, item, plan, timeout_s, progress)
+                elif mode == "compare" and plan.isolated:
                     results[i] = _measure_isolated(children, shape, dist, item, plan, timeout_s, progress)
+                elif mode == "compare":
+                    results[i] = _measure_paired([(children[0], 0), (children[1], 0)], [s.label for s in subs],
+                                                 shape, dist, item, plan, timeout_s, progress)
                 else:
                     results[i] = _measure_run(children[0], shape, dist, item, plan, timeout_s, progress)
                 results[i].device = next((c.device for c in children if c.device), None)
@@ -235,6 +239,8 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 if progress:
                     progress({"event": "done", "item": item["id"], "line": done_line(results[i], [s.label for s in subs])})
                 devices.setdefault(gpu, next((c.device for c in children if c.device), None))
+        except isolation.SandboxBroken as exc:
+            broken.append(exc)  # raised once every GPU's children are stopped: no verdict is the submission's
         except Exception as exc:  # noqa: BLE001 - a harness fault on one GPU must not lose the others
             for i in indices:
                 if results[i] is None:
@@ -248,17 +254,21 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 elif c.unsandboxed_why:
                     outcome.unsandboxed[c.label] = c.unsandboxed_why
 
-    if gpus and len(gpus) > 1:
-        from harness import sharding
-        shards = sharding.shard(list(range(len(items))), gpus, cost=lambda i: _item_cost(items[i][0]))
-        threads = [threading.Thread(target=serve, args=(idx, gpu), name=f"gpu-{gpu}") for gpu, idx in shards.items()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        outcome.extra_devices = {g: d for g, d in devices.items() if d}
-    else:
-        serve(list(range(len(items))), gpus[0] if gpus else None)
+    broken: list[isolation.SandboxBroken] = []
+    with isolation.reaped_on_signals():
+        if gpus and len(gpus) > 1:
+            from harness import sharding
+            shards = sharding.shard(list(range(len(items))), gpus, cost=lambda i: _item_cost(items[i][0]))
+            threads = [threading.Thread(target=serve, args=(idx, gpu), name=f"gpu-{gpu}") for gpu, idx in shards.items()]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            outcome.extra_devices = {g: d for g, d in devices.items() if d}
+        else:
+            serve(list(range(len(items))), gpus[0] if gpus else None)
+    if broken:
+        raise broken[0]
     outcome.results = [r for r in results if r is not None]
     outcome.device = next((d for d in devices.values() if d), None)
     _finish(outcome)
@@ -388,31 +398,46 @@ def _kernel_extra(replies: list[dict]) -> dict | None:
             "stray_activities": sum(p["stray_activities"] for p in parts)}
 
 
-def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingPlan, timeout_s,
-                      progress) -> ShapeResult:
-    """compare of two versions imported into one process: one pool (identical inputs), rounds of
-    one block each, A B then B A, every block on never-seen inputs; the speedup from the paired
-    blocks (``stats.paired_ratio_interval``). Stops once the verdict is decided and the interval
-    lies within ±``plan.precision`` of its point (at least ``min_rounds``), or at the budget."""
+def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, plan: TimingPlan, timeout_s,
+                    progress) -> ShapeResult:
+    """compare of two versions, each prepared once: rounds of one block each, A B then B A, every
+    block on never-seen inputs (identical for both: the seeds are the round's); the speedup from the
+    paired blocks (``stats.paired_ratio_interval``). Stops once the verdict is decided and the
+    interval lies within ±``plan.precision`` of its point (at least ``min_rounds``), or at the budget.
+
+    ``sides``: (child, index of the kernel in it) for A and B: the team's own versions imported into
+    one process (the same child twice: one pool), or a file from outside the lab in a (sandboxed)
+    process of its own, kept alive across the rounds and shapes. NOTE: a stranger's compare made a
+    fresh pair of processes per sample generation (compare --isolated), 166 s for one gemv shape on
+    an H200, 104 s on a CPU; two processes prepared once cost their start once per command."""
     result = ShapeResult(shape, dist, "PASS")
     min_rounds = 6  # three order-balanced units (stats.order_balanced): a t quantile of 4.3, not 12.7
+    children = list(dict.fromkeys(child for child, _ in sides))
 
     def fail(status: str, message: str, sub: int | None = None) -> ShapeResult:
         result.status = status
         result.message = (f"{labels[sub]}: " if sub is not None else "") + message
         return result
 
-    try:
-        if not child.alive():
-            child.start()
-        if progress:
-            progress({"event": "progress", "item": item["id"], "stage": "checking " + " and ".join(labels)})
-        reply = child.request(_prepare_command(item, plan), timeout_s)
-    except isolation.ChildFailure as exc:
-        return fail(exc.status, exc.message)
-    if reply["status"] != "PASS":
-        return fail(reply["status"], reply.get("message", ""), reply.get("sub"))
-    read_floor = reply.get("read_floor")
+    if len(children) == 1:
+        child = children[0]
+        try:
+            if not child.alive():
+                child.start()
+            if progress:
+                progress({"event": "progress", "item": item["id"], "stage": "checking " + " and ".join(labels)})
+            reply = child.request(_prepare_command(item, plan), timeout_s)
+        except isolation.ChildFailure as exc:
+            return fail(exc.status, exc.message)
+        if reply["status"] != "PASS":
+            return fail(reply["status"], reply.get("message", ""), reply.get("sub"))
+        read_floor = reply.get("read_floor")
+    else:
+        prepared: dict = {}
+        failure = _prepare(children, [0, 1], item, plan, timeout_s, progress, prepared)
+        if failure:
+            return _failed(result, labels, failure)
+        read_floor = prepared.get("read_floor")
     blocks: list[list] = [[], []]
     kept: list[list[dict]] = [[], []]
     a_first: list[bool] = []  # per kept round: whether A's block ran first
@@ -425,9 +450,10 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
         replies = {}
         t0 = time.monotonic()
         for sub in order:
+            child, index = sides[sub]
             try:
                 reply = child.request({"cmd": "block", "round": rounds, "mode": plan.mode, "warm": False,
-                                       "sub": sub}, timeout_s)
+                                       "sub": index}, timeout_s)
             except isolation.ChildFailure as exc:
                 return fail(exc.status, exc.message, sub)
             if reply["status"] != "PASS":
@@ -454,13 +480,11 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
             if verdict != "AMBIGUOUS" and precise:
                 decision = (True, f"decided after {n} block pairs ({timed_s:.1f} s)")
                 break
-        if timed_s >= plan.rule.budget_s or rounds >= plan.rule.max_samples:
+        # NOTE: never before a pair in each order: one pair has no interval (the ratio read NaN)
+        if (timed_s >= plan.rule.budget_s and n >= 2) or rounds >= plan.rule.max_samples:
             decision = (False, f"time budget of {plan.rule.budget_s:g} s spent after {n} block pairs")
             break
-    try:
-        child.request({"cmd": "finish"}, timeout_s)
-    except isolation.ChildFailure:
-        pass
+    _finish_children(children, timeout_s)
     converged, reason = decision
     result.stats = []
     for i in (0, 1):
@@ -472,14 +496,14 @@ def _measure_together(child, labels: list[str], shape, dist, item, plan: TimingP
         result.stats.append(summary)
     result.samples = blocks
     result.telemetry = tele_log
-    result.extra = {"rounds": rounds, "throttle_drops": dropped, "together": True, "read_floor": read_floor,
+    result.extra = {"rounds": rounds, "throttle_drops": dropped, "together": len(children) == 1, "read_floor": read_floor,
                     "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
     point, lo, hi = stats.paired_ratio_interval(*stats.order_balanced(blocks[0], blocks[1], a_first))
     # NOTE: kept so that an order effect shows: the mean of the rounds' ratios, by which version went first
     by_order = {first: [stats.ratio_interval([blocks[0][i]], [blocks[1][i]])[0]
                         for i in range(len(blocks[0])) if a_first[i] == (first == "A")] for first in ("A", "B")}
     result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
-                    "processes": 1, "pairs": len(blocks[0]), "decided": converged,
+                    "processes": len(children), "pairs": len(blocks[0]), "decided": converged,
                     "by_order": {k: (sum(v) / len(v) if v else None) for k, v in by_order.items()}}
     return result
 

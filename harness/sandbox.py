@@ -16,12 +16,17 @@ Either way the command wrapped by :meth:`Sandbox.wrap` runs with:
   cache folder its extensions compile in), and a private ``/tmp`` and ``/dev/shm`` (tmpfs);
 - ``HIDDEN`` (``/home``, ``/root``, ``/run``, ``/tmp``, ``/var/tmp``) and the user's HOME replaced by
   empty folders, in which only what the child needs is shown again, read-only: the repo, the
-  harness's code, the Python installation and its ``sys.path``, CUDA_HOME, the folders of PATH,
-  PYTHONPATH and LD_LIBRARY_PATH (never a hidden folder itself), ``ro_paths``;
+  harness's code, the Python installation (``sys.executable``, the prefixes) and its ``sys.path``,
+  CUDA_HOME, the folders of PATH, PYTHONPATH and LD_LIBRARY_PATH (never a hidden folder itself),
+  ``ro_paths`` (a file there is shown alone: the submission, never the folder it lies in, so a
+  file at ~/sub.py does not read ~/.ssh); each path at its real place and, where it is named
+  through symbolic links that lie in a hidden folder (a venv at ~/venv -> /data/venv), with those
+  links made again, so the child finds its interpreter by the name the harness uses;
 - a fresh ``/dev`` (null, zero, full, random, urandom, tty) plus ``/dev/nvidia*`` with ``gpu``;
 - its own PID namespace: when the command ends, or the tool is killed, every process it started
   (a double-forked daemon included) is killed by the kernel; the command itself is never PID 1
-  (a PID 1 ignores signals it has no handler for), a small init process is;
+  (a PID 1 ignores signals it has no handler for), a small init process is (the tool itself
+  dies with its parent: ``harness.isolation`` gives every child a parent-death signal);
 - its own network namespace (no network: not even the host's 127.0.0.1), IPC and UTS namespaces;
 - no capabilities, no new privileges (setuid binaries do not elevate), and mounts it cannot undo
   (they are locked by a user namespace it does not own);
@@ -119,9 +124,11 @@ def _under(path: str, folder: str) -> bool:
 
 
 def _python_paths() -> list[str]:
-    """Where this Python's files are: the prefixes, sysconfig's folders, site-packages, sys.path."""
+    """Where this Python's files are: the executable, the prefixes, sysconfig's folders,
+    site-packages, sys.path (each as Python names it: :func:`_links_along` finds the links on the
+    way)."""
     import site
-    found = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+    found = [sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              os.path.dirname(os.path.dirname(_real(sys.executable)))]
     found += [v for k, v in sysconfig.get_paths().items() if k != "data"]
     try:
@@ -130,6 +137,35 @@ def _python_paths() -> list[str]:
         pass
     found += [p for p in sys.path if p]
     return found
+
+
+def _links_along(path: str, hidden: Sequence[str], max_links: int = 40) -> list[tuple[str, str]]:
+    """The symbolic links met while resolving ``path`` that lie inside a hidden folder, as
+    (where, its target as written): inside the sandbox that folder is empty, so the path as named
+    (a venv reached through ~/venv -> /data/venv) would not exist unless each link is made again.
+    ``where`` is a real path (its folders resolved), so making it follows no other link."""
+    links = []
+    pending = [part for part in os.path.abspath(path).split("/") if part]
+    current = "/"
+    while pending:
+        part = pending.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, part)
+        if not os.path.islink(step):
+            current = step
+            continue
+        if len(links) >= max_links:
+            break  # a loop of links: the path does not resolve outside either
+        target = os.readlink(step)
+        if any(_under(step, h) for h in hidden):
+            links.append((step, target))
+        pending = [p for p in target.split("/") if p] + pending
+        current = "/" if target.startswith("/") else current
+    return links
 
 
 def _env_paths(env: Mapping[str, str], *names: str) -> list[str]:
@@ -141,13 +177,16 @@ class Layout:
     """What :meth:`Sandbox.wrap` mounts, in the order it mounts it (both tools share it).
 
     ``hidden``: folders replaced by an empty tmpfs; ``binds``: (path, writable) pairs shown at
-    their own path, parents before children so a more specific one wins; ``devices``: device
-    files and folders shown as they are; ``cwd``: the working folder inside (None: the tool's)."""
+    their own path, parents before children so a more specific one wins (a path may be a file:
+    the submission is shown alone, never its folder); ``links``: (where, target) symbolic links
+    made again inside the hidden folders (:func:`_links_along`); ``devices``: device files and
+    folders shown as they are; ``cwd``: the working folder inside (None: the tool's)."""
 
     hidden: tuple[str, ...]
     binds: tuple[tuple[str, bool], ...]
     devices: tuple[str, ...]
     cwd: str | None
+    links: tuple[tuple[str, str], ...] = ()
 
 
 def layout(*, repo_root, code_root, writable_dir, env: Mapping[str, str], gpu: bool = True,
@@ -163,15 +202,18 @@ def layout(*, repo_root, code_root, writable_dir, env: Mapping[str, str], gpu: b
     automatic = (_python_paths() + _env_paths(env, "PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
                  + [env[k] for k in ("CUDA_HOME", "CUDA_PATH") if env.get(k)])
     binds: dict[str, bool] = {}
+    links: dict[str, str] = {}
     for p, explicit in [(p, True) for p in needed] + [(p, False) for p in automatic]:
         real = _real(p)
-        if not os.path.exists(real) or not any(_under(real, h) for h in hidden):
-            continue  # visible anyway through the read-only root
+        if not os.path.exists(real):
+            continue
         # NOTE: an automatic path never reopens a whole hidden folder or a parent of one (PATH=~/bin
         # is shown, PYTHONPATH=~ is not): that would show the user's HOME again.
         if not explicit and any(_under(h, real) for h in hidden):
             continue
-        binds.setdefault(real, False)
+        links.update(_links_along(os.fspath(p), hidden))
+        if any(_under(real, h) for h in hidden):  # else visible anyway through the read-only root
+            binds.setdefault(real, False)
     for p in (writable_dir, *rw_paths):
         binds[_real(p)] = True
     ordered = []
@@ -181,7 +223,10 @@ def layout(*, repo_root, code_root, writable_dir, env: Mapping[str, str], gpu: b
             continue  # shown already, the same way, by the nearest folder above it
         ordered.append((path, writable))
     devices = tuple(sorted(glob.glob("/dev/nvidia*"))) if gpu else ()
-    return Layout(tuple(hidden), tuple(ordered), devices, _real(cwd) if cwd else None)
+    # a link inside a shown folder is shown with it, as it is
+    made = tuple(sorted((where, target) for where, target in links.items()
+                        if not any(_under(where, path) for path, _ in ordered)))
+    return Layout(tuple(hidden), tuple(ordered), devices, _real(cwd) if cwd else None, made)
 
 
 # -- the tools ---------------------------------------------------------------------------------
@@ -231,6 +276,8 @@ class Sandbox:
                 cmd += ["--chmod", "1777", "/tmp"] if "chmod" in self.features else []
         for path, writable in plan.binds:
             cmd += ["--bind" if writable else "--ro-bind", path, path]
+        for where, target in plan.links:
+            cmd += ["--symlink", target, where]
         for dev in plan.devices:
             cmd += ["--dev-bind", dev, dev]
         if "remount-ro" in self.features:
@@ -244,7 +291,7 @@ class Sandbox:
         return cmd + ["--", *argv]
 
     def _unshare(self, argv: list[str], plan: Layout, pass_fds: list[int]) -> list[str]:
-        config = {"hidden": plan.hidden, "binds": plan.binds, "devices": plan.devices, "cwd": plan.cwd,
+        config = {"hidden": plan.hidden, "binds": plan.binds, "links": plan.links, "devices": plan.devices, "cwd": plan.cwd,
                   "uid": os.getuid(), "gid": os.getgid(), "pass_fds": pass_fds}
         # NOTE: no --mount-proc: the setup step mounts /proc in the new root itself.
         return [self.path, "--user", "--map-root-user", "--mount", "--propagation", "private", "--pid", "--fork",
@@ -459,6 +506,10 @@ def _build_root(config: dict) -> None:
         _mount(libc, _OLD + path, _NEW + path, None, MS_BIND | MS_REC)
         if rw:
             writable.add(_NEW + path)
+    for where, target in config.get("links", ()):
+        _mountpoint(_NEW + os.path.dirname(where), ours)
+        if not os.path.lexists(_NEW + where):
+            os.symlink(target, _NEW + where)
     _mount(libc, "tmpfs", _NEW + "/dev", "tmpfs", MS_NOSUID, "mode=0755")
     for dev in [f"/dev/{d}" for d in _DEVICES] + list(config["devices"]):
         if os.path.exists(_OLD + dev):

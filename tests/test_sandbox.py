@@ -47,10 +47,10 @@ def lab(tmp_path):
     return repo, writable
 
 
-def _run(box, code: str, repo: Path, writable: Path, *, env=None, pass_fds=(), rw_paths=(), timeout=60):
+def _run(box, code: str, repo: Path, writable: Path, *, env=None, pass_fds=(), rw_paths=(), ro_paths=(), timeout=60):
     argv, child_env = box.wrap([sys.executable, "-c", textwrap.dedent(code)], repo_root=repo,
                                code_root=paths.CODE_ROOT, writable_dir=writable, pass_fds=pass_fds,
-                               env=env if env is not None else dict(os.environ), rw_paths=rw_paths)
+                               env=env if env is not None else dict(os.environ), rw_paths=rw_paths, ro_paths=ro_paths)
     return subprocess.run(argv, env=child_env, cwd=repo, pass_fds=pass_fds, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=timeout, start_new_session=True)
 
@@ -110,6 +110,33 @@ def test_bwrap_command_line(lab):
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
     assert binds == [os.path.realpath(writable), os.path.realpath(repo / "reference")]
     assert "SECRET_TOKEN" not in env and env["HOME"] == os.path.realpath(writable)
+
+
+def test_a_file_is_shown_alone_and_links_in_hidden_folders_are_made_again(lab, tmp_path):
+    """The layout binds a submission file, not its folder; a path named through a link that lies
+    in a hidden folder (/tmp here: a venv at /tmp/x/venv -> elsewhere) gets the link made again,
+    each link of a chain, and the resolved target shown where it is hidden too."""
+    repo, writable = lab
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    sub = folder / "sub.py"
+    sub.write_text("x = 1\n")
+    (folder / "secret").write_text("s")
+    real = tmp_path / "real_venv"
+    (real / "bin").mkdir(parents=True)
+    (tmp_path / "hop").symlink_to(real)
+    (tmp_path / "venv").symlink_to(tmp_path / "hop")
+    plan = sandbox.layout(repo_root=repo, code_root=repo, writable_dir=writable, env={},
+                          ro_paths=[sub, tmp_path / "venv" / "bin"])
+    shown = [path for path, _ in plan.binds]
+    assert str(sub.resolve()) in shown and str(folder.resolve()) not in shown
+    assert str((real / "bin").resolve()) in shown
+    assert plan.links == ((str(tmp_path / "hop"), str(real)), (str(tmp_path / "venv"), str(tmp_path / "hop")))
+    box = sandbox.Sandbox("bwrap", "/usr/bin/bwrap")
+    argv, _ = box.wrap(["true"], repo_root=repo, code_root=repo, writable_dir=writable, env={},
+                       ro_paths=[tmp_path / "venv" / "bin"])
+    made = [argv[i + 1:i + 3] for i, a in enumerate(argv) if a == "--symlink"]
+    assert made == [[str(real), str(tmp_path / "hop")], [str(tmp_path / "hop"), str(tmp_path / "venv")]]
 
 
 def test_a_missing_writable_folder_is_refused(lab):
@@ -376,3 +403,40 @@ def test_a_signal_death_reads_back(box, lab):
     repo, writable = lab
     r = _run(box, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", repo, writable)
     assert sandbox.returncode(r.returncode) == -signal.SIGSEGV, (r.returncode, r.stderr)
+
+
+@needs_tool
+@_tools()
+def test_a_file_is_shown_without_what_lies_beside_it(box, lab, tmp_path):
+    """A file at ~/sub.py must not read ~/.ssh: the submission is bound alone, read-only."""
+    repo, writable = lab
+    folder = tmp_path / "home"
+    (folder / ".ssh").mkdir(parents=True)
+    (folder / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    sub = folder / "sub.py"
+    sub.write_text("VALUE = 7\n")
+    r = _run(box, f"""
+        import os
+        assert open({str(sub)!r}).read() == "VALUE = 7\\n"
+        assert os.listdir({str(folder)!r}) == ["sub.py"], os.listdir({str(folder)!r})
+        assert not os.path.exists({str(folder / ".ssh")!r})
+        try:
+            open({str(sub)!r}, "a")
+        except OSError:
+            print("OK")
+        """, repo, writable, ro_paths=[sub])
+    assert r.returncode == 0 and r.stdout.strip() == "OK", r.stderr
+
+
+@needs_tool
+@_tools()
+def test_a_python_named_through_a_link_in_a_hidden_folder_runs(box, lab, tmp_path):
+    """The interpreter as its caller names it: a link in a hidden folder (tmp_path is under /tmp)
+    to the real installation is made again inside, so the command line's path exists there."""
+    repo, writable = lab
+    link = tmp_path / "python_link"
+    link.symlink_to(os.path.realpath(sys.executable))
+    argv, env = box.wrap([str(link), "-c", "print('OK')"], repo_root=repo, code_root=paths.CODE_ROOT,
+                         writable_dir=writable, env=dict(os.environ), ro_paths=[link])
+    r = subprocess.run(argv, env=env, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "OK", r.stderr

@@ -206,8 +206,9 @@ def _json_outcome(outcome: runner.JobOutcome) -> dict:
 @click.option("--max-processes", type=click.IntRange(min=1), default=runner.TimingPlan.max_processes, show_default=True,
               help="--isolated: while a shape's verdict is AMBIGUOUS, two more generations at a time, up to this many.")
 @click.option("--isolated", is_flag=True,
-              help="Each version in processes of its own, generations of fresh process pairs (automatic for a file "
-                   "outside submissions/): for a file you did not write.")
+              help="Each version in processes of its own, generations of fresh process pairs: the spread between "
+                   "processes enters the interval. (A file outside submissions/ gets a sandboxed process of its own, "
+                   "prepared once: paired blocks, as two lab versions in one process.)")
 @click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=runner.TimingPlan.precision,
               show_default=True, help="One process: stop once the verdict is decided and the interval is within "
                                       "this fraction of the speedup.")
@@ -228,8 +229,10 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
                 pool, method, flush_kind, graph, queued, warm, timeout, compile_timeout, untrusted):
     """A and B taking turns block by block (A B B A ...) on identical, never-seen inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from the speedup's 95% interval. Your own versions share one
-    process (paired blocks); --isolated, or a file from outside submissions/, gives each version
-    processes of its own (generations of process pairs, more while AMBIGUOUS)."""
+    process (paired blocks); a file from outside submissions/ (or --untrusted) runs in a sandboxed
+    process of its own, prepared once per shape (paired blocks between the two processes);
+    --isolated gives each version fresh processes (generations of process pairs, more while
+    AMBIGUOUS)."""
     plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, margin, queued=queued, method=method,
                        flush_kind=flush_kind, default_method="kernel")
     plan.processes, plan.max_processes = processes, max(processes, max_processes)
@@ -241,10 +244,10 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     sub_a = submissions.resolve(problem, version_a)
     sub_b = submissions.resolve(problem, version_b)
     outside = [s.label for s in (sub_a, sub_b) if not submissions.in_lab(s)]
-    plan.isolated = isolated or untrusted or bool(outside)
-    if outside and not isolated:
+    plan.isolated = isolated
+    if outside:
         err_console.print(f"[yellow]note:[/yellow] {', '.join(outside)} is not a version of this lab: each side runs "
-                          "in processes of its own (--isolated)")
+                          "in a process of its own (the outside file sandboxed)")
     cap = runner.local_capability()
     if cap is None:
         err_console.print("[yellow]note:[/yellow] no GPU here: CPU times of the Python path, not comparable "

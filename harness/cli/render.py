@@ -314,7 +314,9 @@ def print_run(problem: str, sub, outcome) -> None:
 # ------------------------------------------------------------------------------------ compare
 def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_gpu: bool) -> None:
     gm = (outcome.geomean or {}).get("ratio")
-    over = "paired blocks in one process" if not plan.isolated else "blocks and process generations"
+    processes = {(r.ratio or {}).get("processes") for r in outcome.results}
+    over = ("blocks and process generations" if plan.isolated else
+            "paired blocks in one process" if processes <= {1, None} else "paired blocks, one process per version")
     table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
                         f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})",
                   title_justify="left")
