@@ -14,7 +14,12 @@ isinstance tests in Python, so `gpumode` within its noise of v43's. (behaviour) 
 is a one-line error (RuntimeError from gemm(), ValueError / TypeError from custom_kernel), none ends the process;
 v43 gave no message for a CPU tensor, a K or L that b, sfa disagree on, or a misaligned a (each reaches the
 kernel as a bad address: a CUDA error that poisons the context).
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28, commit 16b8ef1 (device round, one GPU of four): `compare gemm v43 v44` (kernel
+method, one process) 1.001x [0.992, 1.011] / 1.001x [0.994, 1.009] / 0.999x [0.991, 1.007], geomean 1.001x SAME (as
+predicted); tests and edges shapes (both distributions), racecheck and synccheck pass. gpumode (recorded): 62.48 /
+25.60 / 23.64 us. Against the fair peer (cuBLAS, fp16 operands, fp16 out written by the GEMM; kernel method, one
+process): peer 72.52 / 26.13 / 12.80 us, v44 60.66 / 23.59 / 16.45 us: 1.196x / 1.108x / 0.778x (v44 over the peer).
+Bad inputs not yet run on the GPU (the round's script ended at v42's fp32 c).
 
 Bad inputs (each refused before anything is read on the device; the message starts "gemm: "):
 | input | message |

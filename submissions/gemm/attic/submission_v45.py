@@ -17,7 +17,12 @@ S = 2 exchange: each CTA stores 32 KB and reads 32 KB of partials, ~1.5-2.5 us w
 two 16-block CTAs (the long shape's 3.8 us includes 128-block skew) against the unsplit epilogue's 0.6.
 So the loop and its end go from ~10.1 to ~7.2-8.2 us: 16.2 -> ~13.3-14.3 us, 1.13-1.22x over v44. If
 it measures under 1.0x the exchange costs more than 3.9 us at this size and 24 stays (the fit of v7).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit 16b8ef1 (device round): `compare gemm v44 v45` (kernel method, one process)
+0.997x [0.990, 1.004] SAME / 1.001x [0.993, 1.008] SAME / 0.976x [0.967, 0.984] SLOWER on 128x7168x2048, the one shape
+it changes; geomean 0.991x. Tests, edges, racecheck and synccheck pass. gpumode (recorded): 62.16 / 28.13 / 24.05 us.
+Refuted: 16 blocks of 128x128 plus the S = 2 exchange cost more than 32 blocks of 64x128 and the unsplit store, so the
+exchange (with its skew) costs more than the ~3.9 us the prediction allowed at this size; 24 stays.
 
 Bad inputs (each refused before anything is read on the device; the message starts "gemm: "):
 | input | message |
