@@ -276,9 +276,10 @@ class Child:
     def launch(self) -> None:
         """Starts the child process and hands it its key and job; returns without waiting.
 
-        NOTE: call this on the thread that keeps running (the main one): a sandboxed child is bound
-        to the thread that forked it (bwrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when
-        that *thread* exits), so a child launched from a short-lived helper thread is killed with it.
+        NOTE: call this on the thread that keeps running (the main one): every child is bound to
+        the thread that forked it (its parent-death signal, :func:`_dies_with`, and bwrap's
+        --die-with-parent are PR_SET_PDEATHSIG, which fires when that *thread* exits), so a child
+        launched from a short-lived helper thread is killed with it.
         ``await_ready`` may run on any thread."""
         if self.import_failure:
             raise self.import_failure

@@ -440,3 +440,42 @@ def test_a_python_named_through_a_link_in_a_hidden_folder_runs(box, lab, tmp_pat
                          writable_dir=writable, env=dict(os.environ), ro_paths=[link])
     r = subprocess.run(argv, env=env, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "OK", r.stderr
+
+
+@needs_tool
+@_tools()
+def test_devices_shm_ipc_uts_and_mounts_are_its_own(box, lab):
+    """The rest of what the module's docstring claims, for each tool: a fresh /dev (no disk, no
+    host device but the listed ones), a private /dev/shm, IPC and UTS namespaces of its own, and
+    mounts it cannot undo even as root of a new user namespace (the hidden /tmp stays hidden)."""
+    repo, writable = lab
+    token = uuid.uuid4().hex
+    host_shm = Path("/dev/shm") / f"nvfp4-{token}"
+    secret = Path("/tmp") / f"nvfp4-secret-{token}"
+    host_shm.write_text("host")
+    secret.write_text("s")
+    host_ns = {name: os.readlink(f"/proc/self/ns/{name}") for name in ("ipc", "uts", "net", "pid")}
+    try:
+        r = _run(box, f"""
+            import ctypes, os, stat
+            devices = {{name for name in os.listdir("/dev") if stat.S_ISBLK(os.lstat("/dev/" + name).st_mode)}}
+            assert not devices, devices  # no disk
+            chars = {{name for name in os.listdir("/dev") if stat.S_ISCHR(os.lstat("/dev/" + name).st_mode)
+                      and not name.startswith("nvidia")}}
+            assert chars <= {{"null", "zero", "full", "random", "urandom", "tty", "ptmx", "console"}}, chars
+            assert not os.path.exists({str(host_shm)!r}), "the host's /dev/shm is visible"
+            open("/dev/shm/inside-{token}", "w").write("x")
+            for name, outside in {host_ns!r}.items():
+                assert os.readlink("/proc/self/ns/" + name) != outside, name + " namespace shared"
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(0x10000000 | 0x00020000) == 0:  # a user + mount namespace of its own, as its root
+                assert libc.umount2(b"/tmp", 2) != 0, "unmounted the hidden /tmp"
+                assert libc.mount(None, b"/", None, 32 | 4096, None) != 0, "remounted / read-write"  # MS_REMOUNT | MS_BIND
+            assert not os.path.exists({str(secret)!r}), "the hidden /tmp was revealed"
+            print("OK")
+            """, repo, writable)
+        assert r.returncode == 0 and r.stdout.strip() == "OK", r.stderr
+        assert not (Path("/dev/shm") / f"inside-{token}").exists()
+    finally:
+        host_shm.unlink()
+        secret.unlink()

@@ -158,13 +158,15 @@ def _worker_running(token: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-@pytest.mark.parametrize("box", [*WORKING, "lab"], ids=[*(s.name for s in WORKING), "unsandboxed"])
+KILLS = [(box, sig) for box in WORKING for sig in (signal.SIGTERM, signal.SIGKILL)] + [
+    ("lab", signal.SIGHUP), ("lab", signal.SIGKILL)]
+
+
+@pytest.mark.parametrize("box, sig", KILLS, ids=[f"{getattr(b, 'name', 'unsandboxed')}-{s.name}" for b, s in KILLS])
 def test_killing_nvfp4_mid_run_leaves_no_child(box, sig, tmp_path):
-    """`timeout` (SIGTERM), a closed terminal (SIGHUP, handled as SIGTERM) or SIGKILL on nvfp4:
-    its handler kills every child's process group, and every child has a parent-death signal."""
-    if box == "lab" and sig == signal.SIGTERM:
-        pytest.skip("the handler's path is the sandboxed runs' (SIGKILL tests the parent-death signal)")
+    """`timeout` (SIGTERM), a closed terminal (SIGHUP) or SIGKILL on nvfp4, a lab version or a
+    file in the sandbox: the handler kills every child's process group, and every child (the
+    sandbox tool included) has a parent-death signal for the signal no handler sees."""
     token = f"NVFP4_KILL_PROBE_{uuid.uuid4().hex}"
     sub = tmp_path / "stranger.py"
     sub.write_text(HONEST)
@@ -226,3 +228,17 @@ def test_a_strangers_compare_prepares_one_process_per_side(tmp_path, monkeypatch
     for result in outcome.results:
         assert result.status == "PASS" and result.ratio["processes"] == 2, (result.status, result.message)
         assert result.ratio["pairs"] >= 2 and all(result.ratio["by_order"].values()), result.ratio  # A B, then B A
+
+
+def test_a_signal_ignored_stays_ignored():
+    """Under `nohup` SIGHUP is ignored: the harness must not start dying of it."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with isolation.reaped_on_signals():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert callable(signal.getsignal(signal.SIGTERM))  # the default action replaced by the reaper
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # and given back
+    finally:
+        signal.signal(signal.SIGHUP, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
