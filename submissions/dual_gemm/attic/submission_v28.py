@@ -1,4 +1,4 @@
-"""NVFP4 dual GEMM v28: full-height tiles streamed over clusters where split-K or tails leave the SMs' work uneven.
+"""NVFP4 dual GEMM v28 ✗: full-height tiles streamed over clusters (never launched: no 24 clusters of 5 fit).
 
 Version: v28
 Parent: v25
@@ -28,6 +28,7 @@ Why: 256x3072x4096 is at 1.84x its floor by kernel time (v25). Its 48 full-heigh
 block against 0.62 for 256 rows (NOTES "Split or not": B's decode and the handshake are the fixed
 part of a block). The whole shape is 3072 full-height blocks: over 120 SMs ~25.6 a CTA against the
 tile CTAs' 52 half-height blocks (= ~36 full-height-block equivalents).
+Verdict: slower
 Arch: sm_90a
 Analogue: stream-K (Osama et al.), confined to a cluster; gemm v35 (stream-K over every SM through L2
 and flags, 0.946x) is the cautionary analogue: there a CTA's blocks slowed 4% with every SM busy and 5%
@@ -44,7 +45,17 @@ this design (NOTES "What limits 256x3072x4096": ~22.4 us of unavoidable parts be
 Compile-only (nvcc 13.0, sm_90a): every kernel 168 registers, no spills, no stack frame, including
 the two kStreamed instantiations (1 and 7 batches, 256 rows).
 Bad inputs: none new (the host rule only chooses among launches; v25's checks and messages stand).
-Measured: not yet run
+Measured: NVIDIA H200 (4-GPU machine, round two of issue 47, commit 16b8ef1), compare against v25,
+kernel method: 1.003x [0.998, 1.008] / 1.004x [1.000, 1.007] / 0.996x [0.988, 1.005] / 0.995x
+[0.989, 1.002], SAME on every shape (geomean 1.000x); gpumode 48.3 / 81.1 / 32.6 / 70.1 µs. Tests,
+edges (both distributions), racecheck and synccheck passed. The measurement says nothing about the
+idea: the host rule never took the streamed launch. It needs tiles / T clusters of C resident at once,
+and the cluster capacities measured on this lab's H100 (gemm NOTES, v19's call: 1:132 2:66 3:39 4:30
+5:22 6:17 7:15 8:15; the H200 is the same 132-SM GH100) hold 22 clusters of 5 (C = 5, T = 2 needs 24)
+and 15 of 8 (C = 8, T = 3 needs 16); studies/host_tiling.py with those capacities prints v25's launch
+for 256x3072x4096 (96 tiles of 128 rows + 32 helpers x 3). With whole tiles per cluster no (C, T) on
+those capacities puts more than 96 CTAs to work on its 48 full-height tiles, so the cluster-confined
+form cannot fill the SMs at all; v29 keeps the idea and sums through L2 (no hardware cluster).
 
 Exactness as v25: fp16 x fp16 products exact in fp32, fp32 accumulation in the permuted K order,
 a tile's pieces added in K order ((0 + first piece) + ... + last piece, fixed for a shape and device),
