@@ -1,5 +1,5 @@
-"""The plots people want from the lab's figures: the version ladder as % of the floor, each
-version's speedup over its parent, and a roofline of the best versions.
+"""The lab's plot: the version ladder as % of the floor (``table --plot``), measured or recorded,
+beside the writeup's published ladder.
 
 Inputs are plain data: the small dataclasses below, or dicts with the same keys (a
 leaderboard.csv row's strings are accepted: "" reads as None), so nothing here needs a runner
@@ -21,14 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
-# The compare verdicts' colours (harness.stats.VERDICTS); a row without a verdict is drawn in NO_VERDICT.
-VERDICT_COLOURS = {"FASTER": "#2ca02c", "SLOWER": "#d62728", "SAME": "#8c8c8c", "AMBIGUOUS": "#e6b000"}
-NO_VERDICT = "#1f77b4"
 FAILED_COLOUR = "#d62728"
-
-# The H200's reference ceilings (harness.roofline.REFERENCE, rounded as the issues quote them).
-BF16_TFLOPS = 792.6
-H200_COPY_TBPS = 4.24
 
 # One marker per GPU (a colour-blind reader still tells the lines apart); colours from tab10 in order.
 _GPU_MARKERS = ("o", "s", "^", "D", "v", "P")
@@ -53,31 +46,6 @@ class LadderPoint:
     ci95_lo_us: float | None = None
     ci95_hi_us: float | None = None
     failed: bool = False
-
-
-@dataclass(frozen=True)
-class SpeedupRow:
-    """``speedup`` = time of ``parent`` / time of ``version`` on ``shape`` (> 1: the child is faster),
-    its 95% interval ``lo``..``hi`` and the compare's verdict (FASTER, SLOWER, SAME, AMBIGUOUS) where known."""
-
-    version: str
-    parent: str
-    shape: str
-    speedup: float
-    lo: float | None = None
-    hi: float | None = None
-    verdict: str | None = None
-
-
-@dataclass(frozen=True)
-class RooflinePoint:
-    """One version's mean on one shape; ``params`` the shape's parameters (a "seed" key is ignored)."""
-
-    problem: str
-    version: str
-    shape: str
-    params: dict
-    mean_us: float
 
 
 def _number(value) -> float | None:
@@ -116,14 +84,6 @@ def ladder_point(obj) -> LadderPoint:
     p = _coerce(LadderPoint, obj)
     return LadderPoint(str(p.version), str(p.shape), str(p.gpu), _number(p.mean_us), _number(p.floor_us),
                        _number(p.ci95_lo_us), _number(p.ci95_hi_us), _flag(p.failed))
-
-
-def speedup_row(obj) -> SpeedupRow:
-    """A SpeedupRow from itself or a dict; report.compare_rows' keys (version_b over version_a) are accepted."""
-    r = _coerce(SpeedupRow, obj, {"version_b": "version", "version_a": "parent"})
-    verdict = (r.verdict or "").strip().upper() or None
-    return SpeedupRow(str(r.version), str(r.parent), str(r.shape), _number(r.speedup), _number(r.lo), _number(r.hi),
-                      verdict)
 
 
 # ------------------------------------------------------------------------------- pure arithmetic
@@ -280,41 +240,6 @@ def points_from_rows(rows: Iterable[Mapping], shape_labels: Mapping[str, str], *
         points.append(LadderPoint(version, label, gpu_name, mean, float(row["floor_us"]), lo, hi, version in dead))
     benchmark = {label: i for i, label in enumerate(dict.fromkeys(shape_labels.values()))}
     return sorted(points, key=lambda p: (version_key(p.version), benchmark[p.shape], p.gpu))
-
-
-def parent_speedups(points: Iterable, parents: Mapping[str, str]) -> list[SpeedupRow]:
-    """Speedup over the parent (parent mean / version mean) per version, shape and GPU from ladder
-    points, where both were measured on the same GPU; ``parents`` maps a version to its parent (the
-    docstring's Parent:). No interval and no verdict: two recorded means are not a compare."""
-    by_key = {(p.version, p.shape, p.gpu): p for p in map(ladder_point, points)}
-    rows = []
-    for (version, shape, gpu), p in sorted(by_key.items(), key=lambda kv: version_key(kv[0][0])):
-        parent = by_key.get((parents.get(version), shape, gpu))
-        if parent:
-            rows.append(SpeedupRow(version, parent.version, shape, parent.mean_us / p.mean_us))
-    return rows
-
-
-def roofline_coordinates(problem: str, params: Mapping, mean_us: float) -> tuple[float, float]:
-    """(arithmetic intensity in FLOP per byte, achieved TFLOP/s) of one mean on one shape, from the
-    reference's flops() and bytes_moved() of the shape without its seed."""
-    if not (mean_us and mean_us > 0):
-        raise ValueError(f"mean must be a positive time in µs, got {mean_us!r}")
-    from reference import problem_module  # NOTE: imports torch; only paid when a roofline is drawn
-
-    dims = {k: v for k, v in params.items() if k != "seed"}
-    mod = problem_module(problem)
-    flops = mod.flops(**dims)
-    return flops / mod.bytes_moved(**dims), flops / (mean_us * 1e-6) / 1e12
-
-
-def best_per_shape(points: Iterable[RooflinePoint]) -> list[RooflinePoint]:
-    """The fastest point per (problem, shape): the best version of each benchmark."""
-    best: dict[tuple, RooflinePoint] = {}
-    for p in points:
-        if (p.problem, p.shape) not in best or p.mean_us < best[(p.problem, p.shape)].mean_us:
-            best[(p.problem, p.shape)] = p
-    return list(best.values())
 
 
 # ------------------------------------------------------------------------------------ drawing
@@ -503,139 +428,3 @@ def short_gpu(name: str) -> str:
     return m.group(1) if m else name
 
 
-def speedups(path, problem: str, rows: Iterable, *, lineage: Iterable[str] = (), title: str = "") -> Path:
-    """Each version's speedup over its parent, per shape: x = versions in ladder order (a tick says
-    the parent where it is not the version before), y = parent time / version time on a log axis
-    (0.5x and 2x equally far from the line at 1), the 95% interval as bars, colour = the compare's
-    verdict (FASTER green, SLOWER red, SAME grey, AMBIGUOUS yellow, none blue), marker = shape.
-
-    ``rows``: SpeedupRows or dicts (report.compare_rows' version_b / version_a keys accepted); a row
-    without a speedup (a shape that failed in the compare) is left out. ``lineage``: versions given a
-    column even without a row (merged with the rows' versions in ladder order)."""
-    rs = [r for r in map(speedup_row, rows) if r.speedup is not None]
-    if not rs:
-        raise ValueError(f"{problem}: no speedup rows to plot")
-    bad = [r for r in rs if not (r.speedup and r.speedup > 0)]
-    if bad:
-        raise ValueError(f"{problem}: speedups must be positive; {bad[0].version} on {bad[0].shape} has {bad[0].speedup!r}")
-    order = ladder_order([*lineage, *(r.version for r in rs)])
-    at = {v: i for i, v in enumerate(order)}
-    shapes = list(dict.fromkeys(r.shape for r in rs))
-    width = max(9.0, 0.32 * len(order) + 2.5)
-    fig = _figure(width, 5.2)
-    ax = fig.add_subplot()
-    # NOTE: the shapes of one version side by side (dodged) so their bars do not hide each other
-    step = 0.7 / max(1, len(shapes))
-    for i, shape in enumerate(shapes):
-        offset = (i - (len(shapes) - 1) / 2) * step
-        marker = _SHAPE_MARKERS[i % len(_SHAPE_MARKERS)]
-        for r in (r for r in rs if r.shape == shape):
-            colour = VERDICT_COLOURS.get(r.verdict or "", NO_VERDICT)
-            x = at[r.version] + offset
-            if r.lo is not None and r.hi is not None:
-                ax.errorbar([x], [r.speedup], yerr=[[max(0.0, r.speedup - r.lo)], [max(0.0, r.hi - r.speedup)]],
-                            fmt="none", ecolor=colour, elinewidth=1.1, capsize=2)
-            ax.plot([x], [r.speedup], linestyle="none", marker=marker, markersize=6, color=colour,
-                    markeredgecolor="black", markeredgewidth=0.4)
-    ax.axhline(1.0, color="black", linewidth=0.9)
-    ax.set_yscale("log")
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(0.1, 0.2, 0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0)))
-    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=()))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}x"))
-    ax.set_ylabel("speedup over the parent (parent time / time)", fontsize=9)
-    parents = {r.version: r.parent for r in rs}
-    ticks = [v if parents.get(v) in (None, order[n - 1] if n else None) else f"{v}\n←{parents[v]}"
-             for n, v in enumerate(order)]
-    ax.set_xticks(range(len(order)))
-    ax.set_xticklabels(ticks, fontsize=7 if len(order) > 24 else 8)
-    ax.set_xlim(-0.6, len(order) - 0.4)
-    ax.grid(axis="y", alpha=0.3)
-    from matplotlib.lines import Line2D
-
-    verdicts = [v for v in (*VERDICT_COLOURS, None) if any(r.verdict == v for r in rs)]
-    handles = [Line2D([], [], linestyle="none", marker="o", color=VERDICT_COLOURS.get(v or "", NO_VERDICT),
-                      markeredgecolor="black", markeredgewidth=0.4, label=v or "no verdict") for v in verdicts]
-    handles += [Line2D([], [], linestyle="none", marker=_SHAPE_MARKERS[i % len(_SHAPE_MARKERS)], color="#555555",
-                       label=s) for i, s in enumerate(shapes)]
-    fig.legend(handles=handles, loc="upper right", ncol=len(handles), fontsize=8, frameon=False,
-               bbox_to_anchor=(0.99, 0.975))
-    fig.suptitle(title or f"{problem}: speedup over the parent (> 1: faster)", fontsize=11, x=0.01, ha="left")
-    fig.subplots_adjust(left=0.8 / width, right=1 - 0.25 / width, top=0.87, bottom=0.14)
-    return _save(fig, path)
-
-
-def roofline(path, points: Iterable, copy_tbps: float = H200_COPY_TBPS, bf16_tflops: float = BF16_TFLOPS,
-             title: str = "") -> Path:
-    """A roofline scatter: x = arithmetic intensity (reference flops / bytes_moved, FLOP per byte),
-    y = achieved TFLOP/s (log-log), under the bf16 tensor-core roof (``bf16_tflops``) and the memory
-    roof (``copy_tbps`` TB/s x intensity); each point labelled problem/version/shape, coloured by
-    problem. ``points``: RooflinePoints or dicts of their fields, plotted as given (best_per_shape
-    picks each benchmark's best version)."""
-    pts = [_coerce(RooflinePoint, p) for p in points]
-    if not pts:
-        raise ValueError("roofline: no points to plot")
-    if not (copy_tbps > 0 and bf16_tflops > 0):
-        raise ValueError(f"roofline: the roofs must be positive, got {copy_tbps} TB/s and {bf16_tflops} TFLOP/s")
-    coords = [roofline_coordinates(p.problem, p.params, float(p.mean_us)) for p in pts]
-    fig = _figure(9.5, 6.5)
-    ax = fig.add_subplot()
-    ridge = bf16_tflops / copy_tbps
-    xs = [c[0] for c in coords]
-    lo_x, hi_x = min(min(xs), ridge) / 3, max(max(xs), ridge) * 3
-    grid = [lo_x * (hi_x / lo_x) ** (i / 200) for i in range(201)]
-    ax.plot(grid, [min(bf16_tflops, copy_tbps * x) for x in grid], color="black", linewidth=1.4)
-    ax.text(hi_x / 1.1, bf16_tflops * 1.07, f"bf16 tensor roof {bf16_tflops:g} TFLOP/s", ha="right", fontsize=8)
-    ax.text(lo_x * 1.2, copy_tbps * lo_x * 1.2 * 1.35, f"memory roof {copy_tbps:g} TB/s", fontsize=8,
-            rotation_mode="anchor", rotation=0)
-    problems = list(dict.fromkeys(p.problem for p in pts))
-    for i, prob in enumerate(problems):
-        mine = [(p, c) for p, c in zip(pts, coords) if p.problem == prob]
-        ax.scatter([c[0] for _, c in mine], [c[1] for _, c in mine], color=f"C{i}", s=28, zorder=3, label=prob,
-                   edgecolors="black", linewidths=0.4)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo_x, hi_x)
-    ax.set_ylim(min(min(c[1] for c in coords), copy_tbps * lo_x) / 2, bf16_tflops * 2)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)", fontsize=9)
-    ax.set_ylabel("achieved TFLOP/s", fontsize=9)
-    ax.grid(which="both", alpha=0.2)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(title or "roofline: the best versions", fontsize=11, loc="left")
-    fig.tight_layout()
-    _place_labels(fig, ax, [(f"{p.problem}/{p.version}/{p.shape}", c) for p, c in zip(pts, coords)])
-    return _save(fig, path)
-
-
-# Where a label may sit relative to its point, in points: beside first, then ever further above and below.
-_LABEL_SPOTS = [(6, 0, "left"), (-6, 0, "right")] + [
-    (dx, sign * dy, ha) for dy in range(9, 100, 9) for sign in (1, -1) for dx, ha in ((6, "left"), (-6, "right"))]
-
-
-def _place_labels(fig, ax, labels: list[tuple[str, tuple[float, float]]]) -> None:
-    """Each (text, (x, y)) annotated at the first of _LABEL_SPOTS where it overlaps no label placed
-    before it and no point (points close together share an intensity: gemv's shapes, say); where
-    none is free, at the last spot with a leader line. Call once the axes' limits are final."""
-    renderer = fig.canvas.get_renderer()
-    to_display = ax.transData.transform
-    taken = []
-    from matplotlib.text import Text
-    from matplotlib.transforms import Bbox
-
-    for _, xy in labels:
-        x, y = to_display(xy)
-        taken.append(Bbox.from_extents(x - 4, y - 4, x + 4, y + 4))
-    for text, xy in sorted(labels, key=lambda item: -item[1][1]):
-        for n, (dx, dy, ha) in enumerate(_LABEL_SPOTS):
-            last = n == len(_LABEL_SPOTS) - 1
-            note = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", ha=ha, va="center", fontsize=7,
-                               arrowprops={"arrowstyle": "-", "color": "#777777", "linewidth": 0.6} if abs(dy) > 9 else None)
-            note.update_positions(renderer)
-            box = Text.get_window_extent(note, renderer)  # NOTE: the text alone, not its leader line
-            inside = ax.get_window_extent(renderer).contains(box.x0, box.y0) and \
-                ax.get_window_extent(renderer).contains(box.x1, box.y1)
-            if last or (inside and not any(box.overlaps(t) for t in taken)):
-                taken.append(box)
-                break
-            note.remove()

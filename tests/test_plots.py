@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import plots
-from harness.plots import LadderPoint, RooflinePoint, SpeedupRow
+from harness.plots import LadderPoint
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -150,46 +150,10 @@ def test_published_from_writeup_marks_failed_notes_only():
     assert plots.published_from_writeup(None, ["A"]) is None
 
 
-def test_parent_speedups_compare_within_one_gpu():
-    pts = [point("v1", 100), point("v2", 80), point("v2", 50, gpu="H100"), point("v3", 100)]
-    rows = plots.parent_speedups(pts, {"v2": "v1", "v3": "v1"})
-    assert rows == [SpeedupRow("v2", "v1", "A", pytest.approx(1.25)), SpeedupRow("v3", "v1", "A", pytest.approx(1.0))]
-
-
-def test_speedup_row_accepts_compare_rows():
-    r = plots.speedup_row({"version_a": "v6", "version_b": "v7", "shape": "A", "speedup": 0.94, "lo": 0.9,
-                           "hi": 0.98, "verdict": "slower"})
-    assert (r.version, r.parent, r.verdict) == ("v7", "v6", "SLOWER")
-
-
-# ------------------------------------------------------------------------------- roofline arithmetic
-def test_roofline_coordinates_from_the_reference():
-    shape = {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1111}
-    flops = 2.0 * 128 * 7168 * 16384
-    moved = (128 + 7168) * 16384 * 4.5 / 8 + 128 * 7168 * 2
-    intensity, tflops = plots.roofline_coordinates("gemm", shape, 100.0)
-    assert intensity == pytest.approx(flops / moved)
-    assert tflops == pytest.approx(flops / 100e-6 / 1e12)
-    with pytest.raises(ValueError):
-        plots.roofline_coordinates("gemm", shape, 0.0)
-
-
-def test_best_per_shape_keeps_the_fastest_version():
-    pts = [RooflinePoint("gemm", "v1", "A", {}, 20.0), RooflinePoint("gemm", "v2", "A", {}, 10.0),
-           RooflinePoint("gemv", "v1", "A", {}, 30.0)]
-    assert [(p.problem, p.version) for p in plots.best_per_shape(pts)] == [("gemm", "v2"), ("gemv", "v1")]
-
-
 # ------------------------------------------------------------------------------- no points, no matplotlib
 def test_empty_inputs_raise_value_error(tmp_path):
     with pytest.raises(ValueError, match="no points"):
         plots.ladder(tmp_path / "l.png", "gemm", [])
-    with pytest.raises(ValueError, match="no speedup rows"):
-        plots.speedups(tmp_path / "s.png", "gemm", [])
-    with pytest.raises(ValueError, match="no speedup rows"):  # only failed shapes: nothing to draw
-        plots.speedups(tmp_path / "s.png", "gemm", [{"version": "v1", "parent": "v0", "shape": "A", "speedup": ""}])
-    with pytest.raises(ValueError, match="no points"):
-        plots.roofline(tmp_path / "r.png", [])
 
 
 def test_module_and_helpers_work_without_matplotlib(tmp_path):
@@ -246,25 +210,3 @@ def test_ladder_merges_the_lineage_with_the_points_versions(tmp_path):
     pytest.importorskip("matplotlib")
     # v7's file is gone but its recorded row still plots; v1..v6 get empty columns
     assert is_png(plots.ladder(tmp_path / "l.png", "gemm", [point("v7", 10.0), point("v0", 100.0)], lineage=["v0", "v1", "v6"]))
-
-
-def test_speedups_writes_a_png(tmp_path):
-    pytest.importorskip("matplotlib")
-    rows = [SpeedupRow("v1", "v0", "A", 3.6, 3.5, 3.7, "FASTER"), SpeedupRow("v2", "v1", "A", 0.9, 0.86, 0.95, "SLOWER"),
-            SpeedupRow("v3", "v1", "A", 1.0, 0.99, 1.01, "SAME"), SpeedupRow("v3", "v1", "B", 1.02, 0.9, 1.1, "AMBIGUOUS"),
-            {"version_b": "v4", "version_a": "v3", "shape": "B", "speedup": 1.1},
-            {"version_b": "v4", "version_a": "v3", "shape": "A", "speedup": None, "verdict": None}]  # failed shape
-    assert is_png(plots.speedups(tmp_path / "s.png", "gemm", rows, lineage=["v0", "v5"]))
-
-
-def test_speedups_refuse_non_positive_ratios(tmp_path):
-    with pytest.raises(ValueError, match="positive"):
-        plots.speedups(tmp_path / "s.png", "gemm", [SpeedupRow("v1", "v0", "A", 0.0)])
-
-
-def test_roofline_writes_a_png(tmp_path):
-    pytest.importorskip("matplotlib")
-    pts = [RooflinePoint("gemm", "v7", "128x7168x16384", {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1}, 80.0),
-           {"problem": "gemv", "version": "v9", "shape": "7168x16384",
-            "params": {"m": 7168, "k": 16384, "l": 1}, "mean_us": 23.0}]
-    assert is_png(plots.roofline(tmp_path / "r.png", pts, copy_tbps=3.0))
