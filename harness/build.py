@@ -32,7 +32,6 @@ arch) with the machine's parts left out (compiler paths, include folders, torch'
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -45,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, compile_only, contract, machine, paths, submissions
+from harness import build_cache, compile_only, contract, locking, machine, paths, submissions
 from harness.compile_only import FAIL, OK, CompileResult
 from harness.errors import UserError
 from harness.submissions import Submission
@@ -227,12 +226,7 @@ def write_manifest(path: Path, m: Manifest) -> bool:
     except OSError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)  # NOTE: atomic: a reader (or a killed build) never sees half a manifest
-    finally:
-        tmp.unlink(missing_ok=True)
+    locking.write_atomically(path, text)  # NOTE: a reader (or a killed build) never sees half a manifest
     return True
 
 
@@ -280,9 +274,7 @@ def record_compiled(path: Path, subs: list[Submission], keys: list[str | None], 
     # NOTE: read, merge and write under one exclusive lock: two compile-only builds finishing together
     # (two versions built in parallel, as engineers and scripts do) each lost the other's entries
     # when they read the same old manifest and wrote their own merge (seen: gemv v20, gemm v42).
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    with locking.held(path):
         try:
             old = read_manifest(path)
         except ManifestError:

@@ -12,13 +12,11 @@ the flock dies with its holder, a ``lock`` file found while holding it is stale 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from harness import paths
+from harness import locking, paths
 
 
 def root() -> Path:
@@ -58,16 +56,7 @@ def building(source_hash: str, *, on_wait: Callable[[str], None] | None = None) 
     Yields the stale torch ``lock`` files it removed. ``on_wait`` is told once if another process
     holds the folder (it is building the same version; this one then loads the finished build)."""
     d = use_for(source_hash)
-    with open(d / _HOLDER, "a+") as holder:
-        try:
-            fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if on_wait:
-                on_wait(f"waiting for another process building {d.name}")
-            t0 = time.monotonic()
-            fcntl.flock(holder, fcntl.LOCK_EX)
-            if on_wait:
-                on_wait(f"waited {time.monotonic() - t0:.1f} s for {d.name}")
+    with locking.open_locked(d / _HOLDER, "a+", on_wait=on_wait, doing=f"building {d.name}"):
         removed = []
         for lock in stale_torch_locks(d):  # NOTE: every builder holds the flock, so nobody owns these
             with contextlib.suppress(FileNotFoundError):

@@ -21,10 +21,10 @@ harness/report.py) and how a finished run becomes rows and sidecars (``outcome_r
 from __future__ import annotations
 
 import csv
-import fcntl
 import gzip
 import io
 import json
+import os
 import re
 import secrets
 import shutil
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from harness import machine, paths
+from harness import locking, machine, paths
 from harness.errors import UserError
 
 if TYPE_CHECKING:  # NOTE: annotations only; runner needs nothing from here, so no cycle either way
@@ -262,38 +262,64 @@ def _csv_text(rows: list[dict], header: bool = False) -> str:
     return buf.getvalue()
 
 
+def check_writable(path: Path | None = None) -> Path:
+    """Raises UserError (one line) where ``append`` would fail: the file's header is not a prefix of
+    COLUMNS, or the file, its folder or its sidecars' folder cannot be written. Called before
+    measuring: a --record that fails after minutes of timing loses them."""
+    path = Path(path) if path else paths.leaderboard_path()
+    if path.is_dir():
+        raise UserError(f"{path}: the leaderboard is a folder")
+    if path.exists():
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                header = f.readline().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"{path}: cannot read the leaderboard ({exc})") from None
+        if header and not _known_header(header):
+            raise UserError(_unknown_header(path))
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{path}: the leaderboard is not writable")
+    for folder in (path.parent, sidecar_dir(path)):
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+            raise UserError(f"{path}: cannot write {folder} ({existing or folder} is not a writable folder)")
+    return path
+
+
 def append(rows: list[dict], path: Path | None = None, sidecars: list[dict] | None = None) -> Path:
     """Appends ``rows`` (missing columns empty, unknown keys ignored, every line ended by "\n");
-    with ``sidecars`` (one per row) writes each first and links it by run_id. A file with an older
-    header (a prefix of COLUMNS) is upgraded first (``_upgrade_header``)."""
+    with ``sidecars`` (one per row) writes each and links it by run_id. A file with an older
+    header (a prefix of COLUMNS) is upgraded first (``_upgrade_header``); one with an unknown
+    header raises ValueError before anything is written (no sidecar is left without its row)."""
     path = Path(path) if path else paths.leaderboard_path()
+    if sidecars is not None and len(sidecars) != len(rows):
+        raise ValueError("one sidecar per row")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if sidecars is not None:
-        if len(sidecars) != len(rows):
-            raise ValueError("one sidecar per row")
-        folder = sidecar_dir(path)
-        folder.mkdir(parents=True, exist_ok=True)
-        rows = [dict(row) for row in rows]
-        for row, side in zip(rows, sidecars):
-            row["run_id"] = f"{row['problem']}-{row['version']}-{secrets.token_hex(6)}"
-            with gzip.open(folder / f"{row['run_id']}.json.gz", "wt") as f:
-                json.dump(side, f, default=str)
-    text = _csv_text(rows)
-    with open(path, "a+", newline="", encoding="utf-8") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            f.seek(0)
-            header = f.readline().strip()
-            if header and header != ",".join(COLUMNS):
-                _upgrade_header(f, header)
-            f.seek(0, 2)
-            if f.tell() == 0:
-                f.write(",".join(COLUMNS) + "\n")
-            f.write(text)
-            f.flush()
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    with locking.open_locked(path, "a+", newline="", encoding="utf-8") as f:
+        f.seek(0)
+        header = f.readline().strip()
+        if header and header != ",".join(COLUMNS):
+            _upgrade_header(f, header)
+        if sidecars is not None:
+            rows = _write_sidecars(rows, sidecars, sidecar_dir(path))
+        f.seek(0, 2)
+        if f.tell() == 0:
+            f.write(",".join(COLUMNS) + "\n")
+        f.write(_csv_text(rows))
+        f.flush()
     return path
+
+
+def _write_sidecars(rows: list[dict], sidecars: list[dict], folder: Path) -> list[dict]:
+    """Each row's sidecar written into ``folder`` under a fresh run_id; the rows, with it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for row, side in zip(rows, sidecars):
+        row = dict(row, run_id=f"{row['problem']}-{row['version']}-{secrets.token_hex(6)}")
+        with gzip.open(folder / f"{row['run_id']}.json.gz", "wt") as f:
+            json.dump(side, f, default=str)
+        out.append(row)
+    return out
 
 
 def _upgrade_header(f, header: str) -> None:
@@ -339,17 +365,13 @@ def normalise(path: Path | None = None) -> int:
     path = Path(path) if path else paths.leaderboard_path()
     if not path.exists():
         return 0
-    with open(path, "r+", newline="", encoding="utf-8") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            header = f.readline().strip()
-            if header and not _known_header(header):
-                raise ValueError(_unknown_header(path))
-            rows = _rows_of(f)
-            _rewrite(f, rows)
-            return len(rows)
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    with locking.open_locked(path, "r+", newline="", encoding="utf-8") as f:
+        header = f.readline().strip()
+        if header and not _known_header(header):
+            raise ValueError(_unknown_header(path))
+        rows = _rows_of(f)
+        _rewrite(f, rows)
+        return len(rows)
 
 
 # ------------------------------------------------------------------------------------- merging
@@ -418,35 +440,31 @@ def merge(sources: list[Path | str], path: Path | None = None) -> MergeResult:
     # Read before taking the lock: a source that is the target itself would otherwise wait on our own lock.
     incoming = [(Path(source), _read_source(Path(source))) for source in sources]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", newline="", encoding="utf-8") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            f.seek(0)
-            text = f.read()
-            header = text.split("\n", 1)[0].strip()
-            if header and not _known_header(header):
-                raise UserError(_unknown_header(path))
-            existing = list(csv.DictReader(io.StringIO(text, newline="")))
-            seen = {row_identity(row) for row in existing}
-            added, skipped, copied = [], 0, 0
-            for source, rows in incoming:
-                for row in rows:
-                    identity = row_identity(row)
-                    if identity in seen:
-                        skipped += 1
-                    else:
-                        seen.add(identity)
-                        added.append(backfill(row))
-                    copied += _copy_sidecar(row.get("run_id"), source, path)
-            if header and (header != ",".join(COLUMNS) or "\r" in text):
-                _rewrite(f, existing + added)
-            elif added or not header:
-                f.seek(0, 2)
-                f.write(("" if header else ",".join(COLUMNS) + "\n") + _csv_text(added))
-                f.flush()
-            return MergeResult(path, len(added), skipped, copied)
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    with locking.open_locked(path, "a+", newline="", encoding="utf-8") as f:
+        f.seek(0)
+        text = f.read()
+        header = text.split("\n", 1)[0].strip()
+        if header and not _known_header(header):
+            raise UserError(_unknown_header(path))
+        existing = list(csv.DictReader(io.StringIO(text, newline="")))
+        seen = {row_identity(row) for row in existing}
+        added, skipped, copied = [], 0, 0
+        for source, rows in incoming:
+            for row in rows:
+                identity = row_identity(row)
+                if identity in seen:
+                    skipped += 1
+                else:
+                    seen.add(identity)
+                    added.append(backfill(row))
+                copied += _copy_sidecar(row.get("run_id"), source, path)
+        if header and (header != ",".join(COLUMNS) or "\r" in text):
+            _rewrite(f, existing + added)
+        elif added or not header:
+            f.seek(0, 2)
+            f.write(("" if header else ",".join(COLUMNS) + "\n") + _csv_text(added))
+            f.flush()
+        return MergeResult(path, len(added), skipped, copied)
 
 
 def _copy_sidecar(run_id: str | None, source: Path, path: Path) -> int:
@@ -468,12 +486,8 @@ def read(path: Path | None = None) -> list[dict]:
     path = Path(path) if path else paths.leaderboard_path()
     if not path.exists():
         return []
-    with open(path, newline="", encoding="utf-8") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_SH)
-        try:
-            return list(csv.DictReader(f))
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    with locking.open_locked(path, "r", shared=True, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
 
 
 def timing_mode(row: dict) -> str:
@@ -486,17 +500,39 @@ def flush_kind(row: dict) -> str:
     return row.get("flush") or "dirty"
 
 
-def best(rows: list[dict], problem: str | None = None, mode: str = "cold", flush: str = "dirty") -> list[dict]:
-    """Fastest passing row per (problem, version, shape, dist, gpu) among rows of one timing method
-    and flush: a kernel or gpumode figure never stands in for a cold one, nor a clean flush's for a
-    dirty one's."""
+def current_hashes(problems) -> dict[tuple[str, str], str]:
+    """(problem, version) -> the code_hash its file has now, for every version of ``problems`` (the
+    attic's included): what ``best`` keys a version's rows by."""
+    from harness import submissions  # NOTE: here, not at the top: submissions is not needed to read rows
+    return {(s.problem, s.label): s.source_hash[:16] for p in problems for s in submissions.versions(p, include_attic=True)}
+
+
+def best(rows: list[dict], problem: str | None = None, mode: str = "cold", flush: str = "dirty",
+         hashes: dict[tuple[str, str], str] | None = None, every_hash: bool = False) -> list[dict]:
+    """Fastest passing row per (problem, version, code_hash, shape, dist, gpu) among rows of one
+    timing method and flush: a kernel or gpumode figure never stands in for a cold one, nor a clean
+    flush's for a dirty one's.
+
+    Only each version's current code counts (an edited version's old figures are not its figures):
+    the code_hash ``hashes`` gives for it (``current_hashes``), else, for a version no file has now,
+    the code_hash of its latest row; a row without one (recorded before the column) is kept.
+    ``every_hash``: older code's rows too, each hash apart."""
+    kept = [row for row in rows
+            if row.get("status") == "PASS" and row.get("mean_us")
+            and not (problem and row["problem"] != problem)
+            and timing_mode(row) == mode and flush_kind(row) == flush]
+    if not every_hash:
+        current = dict(hashes or {})
+        for row in sorted(rows, key=lambda r: r.get("timestamp") or ""):
+            name = (row.get("problem"), row.get("version"))
+            if (hashes is None or name not in hashes) and row.get("code_hash"):
+                current[name] = row["code_hash"]  # NOTE: sorted by time, so the latest row's hash stays
+        # NOTE: a row with no code_hash (a file from before the column) cannot be told apart: it stays
+        kept = [row for row in kept
+                if not row.get("code_hash") or row["code_hash"] == current.get((row["problem"], row["version"]))]
     winners: dict[tuple, dict] = {}
-    for row in rows:
-        if row.get("status") != "PASS" or not row.get("mean_us"):
-            continue
-        if (problem and row["problem"] != problem) or timing_mode(row) != mode or flush_kind(row) != flush:
-            continue
-        key = (row["problem"], row["version"], row["shape"], row["dist"], row["gpu"])
+    for row in kept:
+        key = (row["problem"], row["version"], row.get("code_hash", ""), row["shape"], row["dist"], row["gpu"])
         if key not in winners or float(row["mean_us"]) < float(winners[key]["mean_us"]):
             winners[key] = row
     return list(winners.values())

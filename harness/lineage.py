@@ -16,7 +16,7 @@ rows'.
 
 from __future__ import annotations
 
-from harness import config, leaderboard, plots, roofline, submissions, timing
+from harness import config, leaderboard, plots, stats, submissions, timing
 
 NO_FIGURE = "-"
 # The generated block in a README runs from a line starting with BEGIN_MARK to the line END_MARK;
@@ -95,7 +95,7 @@ def _best_group(rows: list[dict], labels: dict[str, str], method: str, flush: st
             best[label] = r
     if not groups:
         return {}, None
-    key = max(groups, key=lambda k: (len(groups[k]), -roofline.geomean([_mean(r) for r in groups[k].values()])))
+    key = max(groups, key=lambda k: (len(groups[k]), -stats.geomean([_mean(r) for r in groups[k].values()])))
     return groups[key], (*key, fallback)
 
 

@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from harness import build, build_cache, paths, roofline
+from harness import build, build_cache, ceilings, paths
 from harness.errors import UserError
 from harness.submissions import Submission
 
@@ -247,7 +247,7 @@ def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float
         kernels = parse_ncu_csv(imported.stdout)
     except ValueError as exc:
         raise UserError(f"{exc} (report: {report}, log: {log})") from None
-    ceilings = roofline.ceilings(None, result["device"]["gpu"], allow_measure=False)  # as runs use them; never measures here
+    ceilings = ceilings.of_gpu(None, result["device"]["gpu"], allow_measure=False)  # as runs use them; never measures here
     return {"kernels": kernels, "summary": ncu_summary(kernels, calls, flops, ceilings), "report": str(report),
             "check": result["check"], "device": result["device"], "log": log}
 

@@ -100,6 +100,14 @@ def summarize(blocks: list[list[float]], converged: bool, stop_reason: str = "",
     return out
 
 
+def geomean(values: list) -> float | None:
+    """The geometric mean of ``values``; None unless every one is a positive finite number."""
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals or len(vals) != len(values):
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
 def geomean_interval(per_shape_blocks: list[list[list[float]]], resamples: int = RESAMPLES,
                      seed: int = 1) -> tuple[float, float, float] | None:
     """Geomean over shapes of the mean time, with a 95% interval (blocks resampled per shape)."""

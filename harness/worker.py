@@ -29,6 +29,8 @@ import time
 import traceback
 import warnings
 
+from harness.errors import HarnessFault
+
 EXIT_CUDA_ERROR = 3
 CPU_POOL = 4  # input sets per block at most on a machine without a GPU (and gpumode's batch is one call there)
 
@@ -173,7 +175,10 @@ class Worker:
             if _storage(t) in taken:
                 return "FAIL", "the output shares storage with the output of an earlier call on other inputs (cached result?)"
         # NOTE: the reference is computed once here; `test` reuses it for the accuracy yardstick
-        self.last_ref = self.mod.ref_kernel(data)
+        try:
+            self.last_ref = self.mod.ref_kernel(data)
+        except Exception as exc:  # noqa: BLE001 - the reference is the harness's code, not the submission's
+            raise HarnessFault(f"the reference failed: {_one_line(exc)}") from exc
         ok, msg = self.mod.check(data, result, self.last_ref)
         earlier.extend(tensors_of(result))
         self.last_result = result
@@ -187,7 +192,7 @@ class Worker:
         earlier: list = []
         worst = (0.0, 0.0)
         for i in range(n_seeds):
-            data = self.mod.generate_input(**params, seed=base + i, dist=item["dist"])
+            data = self._inputs(params, base + i, item["dist"])
             status, msg = self.checked_call(data, earlier)
             if status == "TAMPERED":
                 return {"status": status, "message": f"seed {base + i}: {msg}"}
@@ -219,6 +224,15 @@ class Worker:
             return None
         return kernel[0], yard[0], kernel[1], yard[1]
 
+    def _inputs(self, params: dict, seed: int, dist: str):
+        """One input set of the shape; a failure is the harness's (its generator), never the kernel's."""
+        try:
+            return self.mod.generate_input(**params, seed=seed, dist=dist)
+        except Exception as exc:  # noqa: BLE001 - reported as a harness error, the submission not blamed
+            if _is_cuda_error(exc):
+                raise  # NOTE: a device the kernel left broken fails here first: the CRASH stays the kernel's
+            raise HarnessFault(f"generating the inputs of seed {seed} failed: {_one_line(exc)}") from exc
+
     @staticmethod
     def _params(item: dict) -> tuple[dict, int]:
         params = dict(item["params"])
@@ -238,8 +252,8 @@ class Worker:
         self.flush_kind, self.batch = flush_kind, batch
         params, base = self._params(item)
         for slot in range(pool_size):
-            self.pool.append(self.mod.generate_input(**params, seed=round_seed(base, 0, slot), dist=item["dist"]))
-        self.scratch = self.mod.generate_input(**params, seed=round_seed(base, 0, pool_size), dist=item["dist"])
+            self.pool.append(self._inputs(params, round_seed(base, 0, slot), item["dist"]))
+        self.scratch = self._inputs(params, round_seed(base, 0, pool_size), item["dist"])
         for sub in range(len(self.kernels)):
             self.use(sub)
             failure = self._prepare_one(sub, mode, warmup, base)
@@ -257,11 +271,11 @@ class Worker:
                 "flush_us": [getattr(self.graphs.get(i), "flush_us", None) for i in range(len(self.kernels))]}
 
     def _read_floor(self, params: dict) -> dict:
-        """A pure read of the shape's bytes under this flush (``roofline.read_floor``, cached per GPU)."""
-        from harness import roofline
+        """A pure read of the shape's bytes under this flush (``ceilings.read_floor``, cached per GPU)."""
+        from harness import ceilings
         torch = self.torch
         try:
-            return roofline.read_floor(torch, torch.cuda.get_device_name(), int(self.mod.bytes_moved(**params)),
+            return ceilings.read_floor(torch, torch.cuda.get_device_name(), int(self.mod.bytes_moved(**params)),
                                        self.flush_kind)
         except Exception as exc:  # noqa: BLE001 - a floor that cannot be measured is reported, not fatal
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
@@ -315,7 +329,7 @@ class Worker:
         self.pool_round = round_index
         params, base = self._params(self.item)
         for slot, data in enumerate([*self.pool, self.scratch]):
-            fresh = self.mod.generate_input(**params, seed=round_seed(base, round_index, slot), dist=self.item["dist"])
+            fresh = self._inputs(params, round_seed(base, round_index, slot), self.item["dist"])
             for dst, src in zip(tensors_of(data), tensors_of(fresh)):
                 dst.copy_(src)
             del fresh
@@ -409,7 +423,7 @@ def main(argv: list[str]) -> int:
 
     import torch
 
-    from harness import guard as guard_mod, loader, machine, roofline, telemetry as tele_mod, timing
+    from harness import ceilings, guard as guard_mod, loader, machine, telemetry as tele_mod, timing
     from reference import problem_module
 
     mod = problem_module(job["problem"])
@@ -421,7 +435,7 @@ def main(argv: list[str]) -> int:
         info["telemetry"] = telemetry.static if telemetry.available else {"error": telemetry.error}
         if job.get("ceilings"):
             channel.emit("progress", stage="measuring ceilings")
-            info["ceilings"] = roofline.ceilings(torch, info["gpu"])
+            info["ceilings"] = ceilings.of_gpu(torch, info["gpu"])
     else:
         timing.bind(torch)
     guard = guard_mod.Guard.snapshot((mod.__name__,))
@@ -465,6 +479,8 @@ def main(argv: list[str]) -> int:
                 reply = worker.finish()
             else:
                 reply = {"status": "FAIL", "message": f"unknown command {cmd['cmd']!r}"}
+        except HarnessFault as exc:
+            reply = {"status": "FAIL", "message": f"harness error: {exc}", "detail": traceback.format_exc(limit=5)}
         except Exception as exc:  # noqa: BLE001 - reported as the item's verdict
             if _is_cuda_error(exc):
                 channel.emit("reply", status="CRASH", message=_one_line(exc))

@@ -5,7 +5,7 @@ bytes in flight per warp, CTAs per SM and a bulk-copy ring changed. This times t
 (torch.profiler device time, L2 flushed before every call, variants interleaved round by round)
 of whole versions and of one version with parts switched off by preprocessor flags inserted into
 its CUDA source, and prints each as a fraction of this GPU's measured copy rate
-(harness.roofline: bytes read + written of a 1 GiB device copy):
+(harness.ceilings: bytes read + written of a 1 GiB device copy):
 
   vN            a submission as it is (its output is checked against the reference)
   (the rest patch --base: v11, the first version with every patch target)
@@ -423,7 +423,7 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
 
-    from harness import config, roofline
+    from harness import ceilings as ceilings_mod, config
     from reference import problem_module
 
     variants = args.variants.split(",")
@@ -438,7 +438,7 @@ def main() -> int:
     kernels = load_all(torch, paths)
     mod = problem_module("gemv")
     device = torch.cuda.get_device_name()
-    ceilings = roofline.ceilings(torch, device)
+    ceilings = ceilings_mod.of_gpu(torch, device)
     table = []
     for shape in (int(s) for s in args.shapes.split(",")):
         params = dict(config.load()["gemv"].benchmarks[shape].params)

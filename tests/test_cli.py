@@ -123,7 +123,7 @@ def test_queued_mode_is_recorded_as_such_and_kept_apart(isolated_env):
     assert row["timing_mode"] == "queued" and leaderboard.read_sidecar(row["run_id"])["timing"]["mode"] == "queued"
     r = invoke("leaderboard", "gemm")  # gpumode is the default: a queued row is not a gpumode result
     assert r.exit_code == 0 and "no recorded gpumode results (dirty flush) for gemm" in r.output
-    r = invoke("leaderboard", "gemm", "--mode", "queued")
+    r = invoke("leaderboard", "gemm", "--method", "queued")
     assert r.exit_code == 0 and "v0" in r.output
 
 
@@ -163,7 +163,7 @@ def test_compare_v0_v0_in_one_process():
 
 
 def test_compare_v0_v0_isolated():
-    r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE, "--budget", "0.5", "--pool", "2", "--min-repeats", "3",
+    r = invoke("compare", "gemm", "v0", "v0", "--shape", SHAPE, "--budget", "0.5", "--pool", "2",
                "--processes", "2", "--max-processes", "2", "--isolated")
     assert r.exit_code == 0, r.output
     flat = " ".join(r.output.split())

@@ -109,6 +109,23 @@ def test_best_picks_fastest_pass():
     assert leaderboard.best([]) == []
 
 
+def test_best_is_the_current_codes_older_hashes_only_when_asked():
+    """gemm v34's best cold rows had come from a previous hash: an edited version showed the old code's figures."""
+    rows = [row(mean_us="5.0", code_hash="old", timestamp="2026-01-01T00:00:00+0000"),
+            row(mean_us="9.0", code_hash="new", timestamp="2026-01-02T00:00:00+0000"),
+            row(mean_us="8.0", code_hash="new", timestamp="2026-01-03T00:00:00+0000"),
+            row(mean_us="1.0", code_hash="gone", version="v9"),
+            row(mean_us="2.0", version="v8")]  # recorded before code hashes: kept, it cannot be told apart
+    current = {("gemm", "v0"): "new"}
+    assert sorted(r["mean_us"] for r in leaderboard.best(rows, mode="gpumode", hashes=current)) == []  # no gpumode rows
+    best = {r["version"]: r["mean_us"] for r in leaderboard.best(rows, hashes=current)}
+    assert best == {"v0": "8.0", "v9": "1.0", "v8": "2.0"}  # v9's file is gone: its latest hash counts
+    assert {r["mean_us"] for r in leaderboard.best(rows)} == {"8.0", "1.0", "2.0"}  # no hashes: each version's latest
+    every = leaderboard.best(rows, hashes=current, every_hash=True)
+    assert sorted((r.get("code_hash", ""), r["mean_us"]) for r in every) == [
+        ("", "2.0"), ("gone", "1.0"), ("new", "8.0"), ("old", "5.0")]
+
+
 def test_best_on_file(tmp_path):
     path = tmp_path / "b.csv"
     leaderboard.append([row(mean_us="7.25"), row(mean_us="7.5"), row(mean_us="100", status="FAIL")], path)
@@ -314,7 +331,7 @@ def test_merge_skips_rows_present_upgrades_an_older_header_and_copies_sidecars(i
     r = _invoke("leaderboard", "merge", other, other)
     assert r.exit_code == 0 and "0 rows added, 10 already present and skipped" in r.output, r.output
     assert len(leaderboard.read()) == 4
-    r = _invoke("leaderboard", "gemm", "--mode", "cold")  # the listing is still the default
+    r = _invoke("leaderboard", "gemm", "--method", "cold")  # the listing is still the default
     assert r.exit_code == 0 and "v2" in r.output and "v3" in r.output, r.output
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from harness import roofline, telemetry, timing, worker
+from harness import roofline, stats, telemetry, timing, worker
 
 
 @pytest.fixture(autouse=True)
@@ -104,9 +104,9 @@ def test_plausibility_flags_times_below_the_physical_floor():
 
 
 def test_geomean_refuses_a_missing_or_zero_shape():
-    assert roofline.geomean([1.0, 4.0]) == pytest.approx(2.0)
-    assert roofline.geomean([1.0, None]) is None
-    assert roofline.geomean([1.0, 0.0]) is None
+    assert stats.geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert stats.geomean([1.0, None]) is None
+    assert stats.geomean([1.0, 0.0]) is None
 
 
 def test_prelude_runs_once_before_the_timed_calls():

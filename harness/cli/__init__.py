@@ -15,7 +15,12 @@ UserError, one line on stderr and exit 2 (:func:`clean_errors`).
 from __future__ import annotations
 
 import functools
+import math
+import os
+import signal
 import sys
+import threading
+from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -39,14 +44,102 @@ def clean_errors(fn):
     return wrapper
 
 
+class Number(click.ParamType):
+    """Every numeric option's type: a finite number (``int`` or ``float``) in a range, checked when the
+    command line is parsed. NOTE: click's FloatRange lets nan and inf through (nan compares false with
+    every bound): ``--timeout nan`` reached the runner as "harness error: ValueError" and ``--budget nan``
+    never stopped, so one type for all, with no second way to spell a number."""
+
+    def __init__(self, kind: type = float, min: float | None = None, max: float | None = None,
+                 min_open: bool = False, what: str = ""):
+        self.kind, self.min, self.max, self.min_open, self.what = kind, min, max, min_open, what
+        self.name = "integer" if kind is int else "number"
+
+    def bounds(self) -> str:
+        """The range in words, as --help and the error show it."""
+        parts = []
+        if self.min is not None:
+            parts.append(f"{'>' if self.min_open else '>='} {self.min:g}")
+        if self.max is not None:
+            parts.append(f"<= {self.max:g}")
+        return " and ".join(parts)
+
+    def get_metavar(self, param, ctx=None):  # NOTE: click 8.2 passes ctx, 8.1 does not
+        return self.name.upper()
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = self.kind(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not {'an integer' if self.kind is int else 'a number'}", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        low_ok = self.min is None or (number > self.min if self.min_open else number >= self.min)
+        if not low_ok or (self.max is not None and number > self.max):
+            self.fail(f"{value!r}: must be {self.bounds()}" + (f" ({self.what})" if self.what else ""), param, ctx)
+        return number
+
+
+SECONDS = Number(float, min=0, min_open=True, what="seconds")
+COUNT = Number(int, min=1)
+
+
+class Lab(click.Group):
+    """The ``nvfp4`` group: a usage error (a bad value, an unknown option, a missing argument) is one
+    line on stderr and exit 2, like a UserError, rather than click's three-line usage block."""
+
+    def invoke(self, ctx):
+        from harness import paths
+        why = paths.checkout_conflict()  # NOTE: after --version and --help, which change nothing
+        if why:
+            err_console.print(f"[red]error:[/red] {escape(why)}", soft_wrap=True)
+            sys.exit(2)
+        return super().invoke(ctx)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        previous = _exit_on_termination()
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            hint = f" (see: {exc.ctx.command_path} -h)" if isinstance(exc, click.UsageError) and exc.ctx else ""
+            err_console.print(f"[red]error:[/red] {escape(exc.format_message())}{escape(hint)}", soft_wrap=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            err_console.print("aborted")
+            sys.exit(1)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_on_termination() -> dict:
+    """SIGTERM and SIGHUP raise SystemExit(128 + the signal) in the main thread, as Ctrl-C raises
+    KeyboardInterrupt, so the runner's ``finally`` clauses stop the children. NOTE: by default both
+    ended the process on the spot and left its children (each in a process group of its own) running.
+    Returns the handlers replaced, for the caller to put back."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def leave(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    return {signum: signal.signal(signum, leave) for signum in (signal.SIGTERM, signal.SIGHUP)}
+
+
 # ----------------------------------------------------------------------------- shared options
 def common_options(fn):
     fn = click.option("--untrusted", is_flag=True,
                       help="Run every submission in the sandbox (harness/sandbox.py); automatic for a file outside "
                            "the lab's submissions/.")(fn)
-    fn = click.option("--timeout", type=float, default=isolation.DEFAULT_TIMEOUT_S, show_default=True,
+    fn = click.option("--timeout", type=SECONDS, default=isolation.DEFAULT_TIMEOUT_S, show_default=True,
                       help="Seconds one shape may take before the child is killed (TIMEOUT).")(fn)
-    fn = click.option("--compile-timeout", type=float, default=isolation.DEFAULT_COMPILE_TIMEOUT_S,
+    fn = click.option("--compile-timeout", type=SECONDS, default=isolation.DEFAULT_COMPILE_TIMEOUT_S,
                       show_default=True, help="Seconds importing (compiling) a submission may take.")(fn)
     return fn
 
@@ -65,25 +158,32 @@ def gpu_indices(spec: str | None) -> list[int] | None:
     return sharding.parse_gpus(spec, torch.cuda.device_count() if torch.cuda.is_available() else 0)
 
 
-CLI_METHODS = ("gpumode", "kernel", "cold", "queued", "graph")
+# The methods a user can ask for (and a recorded row can hold): timing.METHODS less "warm", which is
+# a pass beside cold's (--warm), never a method of its own.
+METHODS = tuple(m for m in timing.METHODS if m != "warm")
 
 
-def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, several_methods: bool = False):
+def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, several_methods: bool = False,
+                   compare: bool = False):
     """The timing options of run, table and compare; ``method`` and ``budget`` are the command's
-    defaults; ``several_methods``: --method may be repeated (a tuple of methods, table's)."""
+    defaults; ``several_methods``: --method may be repeated (a tuple of methods, table's). ``compare``
+    leaves out what compare would ignore: --min-repeats and --target (it stops by its verdict and
+    --precision) and --warm (its verdict is on the method's times alone)."""
     def decorate(fn):
-        fn = click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=budget, show_default=True,
+        fn = click.option("--budget", type=SECONDS, default=budget, show_default=True,
                           help="Seconds of timing per shape (hard cap; the run is flagged not converged).")(fn)
-        fn = click.option("--min-repeats", "min_samples", type=click.IntRange(min=1), default=10, show_default=True,
-                          help="Samples per shape before the stopping rule may stop.")(fn)
-        fn = click.option("--min-time", type=click.FloatRange(min=0), default=0.1, show_default=True,
+        if not compare:
+            fn = click.option("--min-repeats", "min_samples", type=COUNT, default=10, show_default=True,
+                              help="Samples per shape before the stopping rule may stop.")(fn)
+            fn = click.option("--target", type=Number(float, min=0, min_open=True, max=1, what="a fraction of the mean"),
+                              default=1e-3, show_default=True,
+                              help="Stop once the standard error is under this fraction of the mean.")(fn)
+        fn = click.option("--min-time", type=Number(float, min=0, what="seconds"), default=0.1, show_default=True,
                           help="Seconds of timing per shape before the stopping rule may stop.")(fn)
-        fn = click.option("--target", type=click.FloatRange(min=0, min_open=True), default=1e-3, show_default=True,
-                          help="Stop once the standard error is under this fraction of the mean.")(fn)
-        fn = click.option("--pool", type=click.IntRange(min=1), default=8, show_default=True,
+        fn = click.option("--pool", type=COUNT, default=8, show_default=True,
                           help="Distinct input sets per block, regenerated every block (gpumode: the competition's "
                                "batch, 50 or 15, where it has one).")(fn)
-        fn = click.option("--method", type=click.Choice(CLI_METHODS), multiple=several_methods,
+        fn = click.option("--method", type=click.Choice(METHODS), multiple=several_methods,
                           default=(method,) if several_methods else method, show_default=True,
                           help="gpumode: the competition's eval (batch, flush, stop rule); kernel: device time of the "
                                "call's kernels (CUPTI), host apart; cold: each call from an idle device, launch "
@@ -94,7 +194,8 @@ def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, sev
                                "sweep that leaves clean lines (no write-backs charged to the kernel).")(fn)
         fn = click.option("--graph", is_flag=True, help="Shorthand for --method graph.")(fn)
         fn = click.option("--queued", is_flag=True, help="Shorthand for --method queued.")(fn)
-        fn = click.option("--warm", is_flag=True, help="With --method cold: also time warm-L2 calls beside the cold ones.")(fn)
+        if not compare:
+            fn = click.option("--warm", is_flag=True, help="With --method cold: also time warm-L2 calls beside the cold ones.")(fn)
         return fn
     return decorate
 
@@ -102,7 +203,8 @@ def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, sev
 def timing_plan(budget, min_samples, min_time, target, pool, graph, warm, margin=runner.TimingPlan.margin,
                 queued=False, method=timing.DEFAULT_METHOD, flush_kind="dirty",
                 default_method=timing.DEFAULT_METHOD) -> runner.TimingPlan:
-    """The TimingPlan of timing_options' values; shorthands and methods that do not combine are refused."""
+    """The TimingPlan of timing_options' values; shorthands and methods that do not combine are refused.
+    ``min_samples`` and ``target`` None: the stop rule's defaults (compare has no such options)."""
     shorthands = [name for name, on in (("graph", graph), ("queued", queued)) if on]
     if len(shorthands) > 1:
         raise UserError("--graph and --queued do not combine: choose one timing method")
@@ -112,15 +214,13 @@ def timing_plan(budget, min_samples, min_time, target, pool, graph, warm, margin
         method = shorthands[0]
     if warm and method != "cold":
         raise UserError(f"--warm times warm calls beside cold-method ones; it does not combine with --method {method}")
-    if margin <= 0:
-        raise UserError(f"--margin {margin}: must be a positive fraction (0.02 = ±2%)")
-    return runner.TimingPlan.from_options(budget_s=budget, min_samples=min_samples, min_time_s=min_time,
-                                          target=target, pool=pool, mode=method, flush=flush_kind,
-                                          warm=warm, margin=margin)
+    rule = {k: v for k, v in (("min_samples", min_samples), ("target", target)) if v is not None}
+    return runner.TimingPlan.from_options(budget_s=budget, min_time_s=min_time, pool=pool, mode=method,
+                                          flush=flush_kind, warm=warm, margin=margin, **rule)
 
 
 def run_processes_option(fn):
-    return click.option("--processes", "run_processes", type=click.IntRange(min=1), default=runner.TimingPlan.run_processes,
+    return click.option("--processes", "run_processes", type=COUNT, default=runner.TimingPlan.run_processes,
                         show_default=True,
                         help="Fresh processes per shape (the budget split over them); the mean's interval then "
                              "covers the spread between processes, and a spread over 5% is reported.")(fn)
@@ -136,8 +236,46 @@ def output_options(fn):
     return fn
 
 
+def given(*names: str) -> list[str]:
+    """The options among ``names`` (parameter names) that the user set on the command line, as
+    their flags (``--output``), in the command's order."""
+    ctx = click.get_current_context()
+    from click.core import ParameterSource
+    flags = []
+    for param in ctx.command.params:
+        if param.name in names and ctx.get_parameter_source(param.name) not in (None, ParameterSource.DEFAULT):
+            flags.append(max(param.opts, key=len) if isinstance(param, click.Option) else param.human_readable_name)
+    return flags
+
+
+def refuse(names: tuple[str, ...] | list[str], why: str) -> None:
+    """A UserError naming the options among ``names`` the user set, which have no effect ``why``
+    (e.g. "with --recorded: it measures nothing"): an option shown in --help and then silently
+    ignored is a result the user believes and did not get."""
+    flags = given(*names)
+    if flags:
+        names = flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
+        raise UserError(f"{names} {'has' if len(flags) == 1 else 'have'} no effect {why}")
+
+
+def writable_file(path: str, option: str) -> Path:
+    """``path`` checked before minutes of measuring: not a folder, its folder there and writable."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise UserError(f"{option} {path}: is a folder; name a file")
+    if not folder.is_dir():
+        raise UserError(f"{option} {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UserError(f"{option} {path}: not writable")
+    return target
+
+
 def output_format(fmt: str | None, output_path: str | None) -> str:
-    """The machine format asked for (``table`` when none): ``--format``, else ``-o``'s extension."""
+    """The machine format asked for (``table`` when none): ``--format``, else ``-o``'s extension;
+    ``-o``'s file is checked here, before anything runs."""
+    if output_path:
+        writable_file(output_path, "-o")
     if fmt:
         return fmt
     if output_path:
@@ -151,7 +289,10 @@ def output_format(fmt: str | None, output_path: str | None) -> str:
 def emit(doc: dict, fmt: str, output_path: str | None) -> None:
     """Writes a machine format's document (nothing for ``table``) to stdout or ``output_path``."""
     if fmt != "table":
-        report.emit(doc, fmt, output_path)
+        try:
+            report.emit(doc, fmt, output_path)
+        except OSError as exc:
+            raise UserError(f"-o {output_path}: cannot write it ({exc.strerror or exc})") from None
         if output_path:
             err_console.print(f"wrote {fmt} to {output_path}")
 
@@ -170,7 +311,7 @@ def _version_text() -> str:
     return f"nvfp4 {package} (commit {commit}{', dirty' if git.get('git_dirty') == 'true' else ''})"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Lab, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,
               callback=lambda ctx, _p, v: (click.echo(_version_text()), ctx.exit()) if v and not ctx.resilient_parsing else None,
               help="The package version and the git commit, then exit.")

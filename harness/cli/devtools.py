@@ -2,7 +2,7 @@
 ceilings, doctor.
 
 Each command reads its options, calls the module that does the work (scaffold, build,
-compile_only, sanitize, profile, diff, roofline, doctor) and prints through
+compile_only, sanitize, profile, diff, ceilings, doctor) and prints through
 :mod:`harness.cli.render`. Any version they take may be in its lineage's attic
 (``submissions.resolve`` finds it there); ``build``'s ``all`` includes the attic.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness import config, roofline, runner, scaffold, submissions
-from harness.cli import clean_errors, main
+from harness import ceilings, config, runner, scaffold, submissions
+from harness.cli import COUNT, SECONDS, Number, clean_errors, main
 from harness.cli import render
 from harness.cli.render import console, err_console
 from harness.errors import UserError
@@ -89,8 +89,8 @@ def tool_subs(problem: str, version: str) -> list:
                    "(submissions/compiled.json, or NVFP4_COMPILE_MANIFEST): changed or new ones; the rest are "
                    "counted as skipped. CI's mode. A toolchain unlike the manifest's 'checked_with' still skips "
                    "unchanged versions (with a warning): recheck all with the plain command.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Versions built at once (default: CPU count).")
-@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds one version's build may take.")
+@click.option("--jobs", "-j", type=COUNT, default=None, help="Versions built at once (default: CPU count).")
+@click.option("--timeout", type=SECONDS, default=900.0, show_default=True, help="Seconds one version's build may take.")
 @clean_errors
 def build_cmd(problem, version, compile_only_flag, changed, jobs, timeout):
     """Build versions' extensions (PROBLEM and VERSION may be 'all', the attic's versions included);
@@ -183,8 +183,8 @@ def _small_shape(problem: str, spec: str | None, custom: tuple, has_gpu: bool):
 @click.option("--shapes", "shapes_spec", default=None, help="One shape: tests:N or benchmarks:N (default: the smallest tests shape).")
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=..")
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds for the build and for the run.")
+@click.option("--seeds", type=COUNT, default=1, show_default=True)
+@click.option("--timeout", type=SECONDS, default=900.0, show_default=True, help="Seconds for the build and for the run.")
 @clean_errors
 def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeout):
     """Run a version on a small shape under compute-sanitizer; errors summarised, parsed strictly."""
@@ -216,9 +216,9 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
               help="Shape index (benchmarks on a GPU, tests without), or tests:N / benchmarks:N, or a custom m=..,k=.. shape.")
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
 @click.option("--ncu", "use_ncu", is_flag=True, help="Nsight Compute on the custom_kernel NVTX range instead of torch.profiler.")
-@click.option("--calls", type=click.IntRange(min=1), default=None, help="Profiled calls (default 10; 1 with --ncu).")
-@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the kernel table.")
-@click.option("--timeout", type=float, default=900.0, show_default=True)
+@click.option("--calls", type=COUNT, default=None, help="Profiled calls (default 10; 1 with --ncu).")
+@click.option("--top", type=COUNT, default=15, show_default=True, help="Rows of the kernel table.")
+@click.option("--timeout", type=SECONDS, default=900.0, show_default=True)
 @clean_errors
 def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
     """Where a version's time goes on one shape: torch.profiler kernels, or --ncu's summary."""
@@ -260,7 +260,7 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
 @click.argument("version_a")
 @click.argument("version_b", required=False)
 @click.option("--docstring", "show_docstring", is_flag=True, help="Show the docstring's diff too.")
-@click.option("-U", "--context", type=click.IntRange(min=0), default=3, show_default=True)
+@click.option("-U", "--context", type=Number(int, min=0), default=3, show_default=True)
 @clean_errors
 def diff_cmd(problem, version_a, version_b, show_docstring, context):
     """The change from VA to VB (with only VA: from its Parent to it): headers, code, CUDA source."""
@@ -279,7 +279,7 @@ def diff_cmd(problem, version_a, version_b, show_docstring, context):
 
 
 @main.command("ceilings")
-@click.option("--measure", "repeats", type=int, default=0, show_default=True,
+@click.option("--measure", "repeats", type=Number(int, min=0), default=0, show_default=True,
               help="measure this GPU's ceilings this many times now (about 4 s each) beside the figures runs use")
 @clean_errors
 def ceilings_cmd(repeats):
@@ -287,10 +287,10 @@ def ceilings_cmd(repeats):
     import torch
 
     if not torch.cuda.is_available():
-        raise UserError("no GPU here: ceilings belong to a GPU model (the reference table is in harness/roofline.py)")
+        raise UserError("no GPU here: ceilings belong to a GPU model (the reference table is in harness/ceilings.py)")
     gpu = torch.cuda.get_device_name()
-    used = roofline.ceilings(torch, gpu, allow_measure=False)
-    render.print_ceilings(gpu, used, [roofline.measure(torch) for _ in range(repeats)])
+    used = ceilings.of_gpu(torch, gpu, allow_measure=False)
+    render.print_ceilings(gpu, used, [ceilings.measure(torch) for _ in range(repeats)])
 
 
 @main.command("doctor")

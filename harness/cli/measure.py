@@ -17,8 +17,9 @@ import time
 import click
 
 from harness import config, leaderboard, lineage, paths, report, runner, stats, submissions
-from harness.cli import (clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
-                         output_options, run_processes_option, timing_options, timing_plan)
+from harness.cli import (COUNT, Number, clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
+                         output_options, refuse, run_processes_option, timing_options, timing_plan,
+                         writable_file)
 from harness.cli import render
 from harness.cli.render import console, err_console
 from harness.errors import UserError
@@ -45,15 +46,37 @@ def allow_cpu_option(fn):
 def check_record_here(record: bool, allow_cpu: bool, capability) -> None:
     """--record on a CPU is refused before anything runs: a gpu=cpu row in leaderboard.csv sat beside
     the GPUs' in every recorded table; --allow-cpu records it on purpose."""
+    if allow_cpu and not record:
+        refuse(("allow_cpu",), "without --record")
     if record and capability is None and not allow_cpu:
         raise UserError("--record: no GPU here, and CPU times compare with no GPU's: add --allow-cpu to record "
                         "them anyway")
 
 
-def _record(outcome) -> str:
+def _record(outcome, failures: list[str]) -> int:
+    """Appends the outcome's rows (and sidecars); returns how many. A failure (the file was checked
+    before measuring, so a full disk, a lock) is the harness's: added to ``failures``, for the
+    command to say after its report, which still prints (``_exit``); 0 rows then."""
     rows, sidecars = leaderboard.outcome_rows(outcome)
-    path = leaderboard.append(rows, sidecars=sidecars)
-    return f"recorded {len(rows)} rows in {path} (raw samples in {leaderboard.sidecar_dir(path)}/)"
+    try:
+        leaderboard.append(rows, sidecars=sidecars)
+    except (OSError, ValueError, UserError) as exc:
+        failures.append(f"recording {outcome.submissions[0].label} failed: {exc}")
+        return 0
+    return len(rows)
+
+
+def _recorded_line(count: int) -> str:
+    path = paths.leaderboard_path()
+    return f"recorded {count} rows in {path} (raw samples in {leaderboard.sidecar_dir(path)}/)"
+
+
+def _exit(ok: bool, record_failures: list[str]) -> None:
+    """The measuring commands' exit: 0 when everything passed and was recorded; 1 otherwise, a
+    recording failure said as a harness error (never the kernel's)."""
+    for why in record_failures:
+        err_console.print(f"[red]harness error:[/red] {render.fmt_text(why)}", soft_wrap=True)
+    sys.exit(0 if ok and not record_failures else 1)
 
 
 def _refused(outcome) -> None:
@@ -97,7 +120,7 @@ def list_cmd(problem, include_attic, fmt, output_path):
 @click.argument("version")
 @click.option("--dist", type=click.Choice([*DISTS, "both", "all"]), default="both", show_default=True,
               help="A distribution, both (competition and general) or all of them.")
-@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per shape.")
+@click.option("--seeds", type=COUNT, default=3, show_default=True, help="Seeds per shape.")
 @click.option("--shapes", "shapes_spec", default="tests", show_default=True,
               help="tests, benchmarks, edges (the issues' 'any shape' contracts), or SET:N.")
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
@@ -145,11 +168,15 @@ def run_cmd(problem, version, shapes_spec, custom, dist, record, allow_cpu, as_j
             target, pool, method, flush_kind, graph, queued, warm, run_processes, gpus_spec, timeout, compile_timeout,
             untrusted):
     """Correctness first, then timing: mean, median, IQR, 95% CI, best, % of the floor; geomean."""
+    if as_json and fmt not in (None, "json"):
+        raise UserError(f"--json and --format {fmt} do not combine: --json is --format json")
     fmt = output_format("json" if as_json else fmt, output_path)
     machine_only = fmt != "table" and not output_path
     plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
                        flush_kind=flush_kind)
     plan.run_processes = run_processes
+    if record:
+        leaderboard.check_writable()  # NOTE: before minutes of measuring, not after them
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     check_record_here(record, allow_cpu, cap)
@@ -161,14 +188,14 @@ def run_cmd(problem, version, shapes_spec, custom, dist, record, allow_cpu, as_j
                              compile_timeout_s=compile_timeout, capability=cap, progress=prog,
                              gpus=gpu_indices(gpus_spec), untrusted_all=untrusted)
     _refused(outcome)
+    failures: list[str] = []
+    recorded = _record(outcome, failures) if record else 0  # NOTE: first: a report that fails loses no record
     if not machine_only:
         render.print_run(problem, sub, outcome)
     emit(_run_document("run", problem, outcome), fmt, output_path)
-    if record:
-        line = _record(outcome)
-        if not machine_only:
-            console.print(line)
-    sys.exit(0 if outcome.ok else 1)
+    if recorded and not machine_only:
+        console.print(_recorded_line(recorded))
+    _exit(outcome.ok, failures)
 
 
 def _run_document(command: str, problem: str, outcome: runner.JobOutcome) -> dict:
@@ -199,41 +226,43 @@ def _json_outcome(outcome: runner.JobOutcome) -> dict:
 @click.option("--shapes", "shapes_spec", default=None)
 @click.option("--shape", "custom", multiple=True)
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
-@click.option("--margin", type=float, default=runner.TimingPlan.margin, show_default=True,
+@click.option("--margin", type=Number(float, min=0, min_open=True, max=0.5, what="a fraction: 0.02 = ±2%"), default=runner.TimingPlan.margin, show_default=True,
               help="SAME when the whole 95% interval of the ratio is within this fraction of 1.")
-@click.option("--processes", type=click.IntRange(min=1), default=runner.TimingPlan.processes, show_default=True,
+@click.option("--processes", type=COUNT, default=runner.TimingPlan.processes, show_default=True,
               help="Generations of fresh process pairs per shape at least, prepared in alternating order (the budget is split over them).")
-@click.option("--max-processes", type=click.IntRange(min=1), default=runner.TimingPlan.max_processes, show_default=True,
+@click.option("--max-processes", type=COUNT, default=runner.TimingPlan.max_processes, show_default=True,
               help="--isolated: while a shape's verdict is AMBIGUOUS, two more generations at a time, up to this many.")
 @click.option("--isolated", is_flag=True,
               help="Each version in processes of its own, generations of fresh process pairs: the spread between "
                    "processes enters the interval. (A file outside submissions/ gets a sandboxed process of its own, "
                    "prepared once: paired blocks, as two lab versions in one process.)")
-@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=runner.TimingPlan.precision,
+@click.option("--precision", type=Number(float, min=0, min_open=True, max=1, what="a fraction of the speedup"), default=runner.TimingPlan.precision,
               show_default=True, help="One process: stop once the verdict is decided and the interval is within "
                                       "this fraction of the speedup.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["slower", "ambiguous"]), default=None,
               help="Exit 3 when a shape or the geomean is SLOWER (ambiguous: also when AMBIGUOUS): a regression gate.")
-@click.option("--max-regression", type=click.FloatRange(min=0, max=1), default=None,
+@click.option("--max-regression", type=Number(float, min=0, max=1, what="a fraction: 0.02 = 2%"), default=None,
               help="Exit 3 when B is slower than A by more than this fraction with 95% confidence (the interval's "
                    "upper end below 1 - this) on a shape or the geomean, e.g. 0.02.")
 @click.option("--recorded", is_flag=True,
               help="Measure nothing: compare the two versions' latest recorded runs (leaderboard.csv and their "
                    "sidecars' samples) of this --method and --flush on one GPU.")
 @output_options
-@timing_options(method="kernel", budget=10.0)
+@timing_options(method="kernel", budget=10.0, compare=True)
 @common_options
 @clean_errors
 def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin, processes, max_processes, isolated,
-                precision, fail_on, max_regression, recorded, fmt, output_path, budget, min_samples, min_time, target,
-                pool, method, flush_kind, graph, queued, warm, timeout, compile_timeout, untrusted):
+                precision, fail_on, max_regression, recorded, fmt, output_path, budget, min_time, pool, method,
+                flush_kind, graph, queued, timeout, compile_timeout, untrusted):
     """A and B taking turns block by block (A B B A ...) on identical, never-seen inputs; verdicts
     FASTER / SLOWER / SAME / AMBIGUOUS from the speedup's 95% interval. Your own versions share one
     process (paired blocks); a file from outside submissions/ (or --untrusted) runs in a sandboxed
     process of its own, prepared once per shape (paired blocks between the two processes);
     --isolated gives each version fresh processes (generations of process pairs, more while
     AMBIGUOUS)."""
-    plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, margin, queued=queued, method=method,
+    if recorded:
+        refuse(COMPARE_MEASURING, "with --recorded: it measures nothing, it compares recorded runs")
+    plan = timing_plan(budget, None, min_time, None, pool, graph, False, margin, queued=queued, method=method,
                        flush_kind=flush_kind, default_method="kernel")
     plan.processes, plan.max_processes = processes, max(processes, max_processes)
     plan.precision = precision
@@ -245,6 +274,10 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     sub_b = submissions.resolve(problem, version_b)
     outside = [s.label for s in (sub_a, sub_b) if not submissions.in_lab(s)]
     plan.isolated = isolated
+    if isolated:
+        refuse(("precision", "min_time"), "with --isolated: its processes stop by process generations")
+    else:
+        refuse(("processes", "max_processes"), "without --isolated: they count its process generations")
     if outside:
         err_console.print(f"[yellow]note:[/yellow] {', '.join(outside)} is not a version of this lab: each side runs "
                           "in a process of its own (the outside file sandboxed)")
@@ -275,6 +308,11 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
         err_console.print(f"[red]regression gate:[/red] {gate}")
         sys.exit(3)
     sys.exit(0 if outcome.ok else 1)
+
+
+# compare's options that only measuring reads (--recorded refuses them).
+COMPARE_MEASURING = ("shapes_spec", "custom", "processes", "max_processes", "isolated", "precision", "budget",
+                     "min_time", "pool", "timeout", "compile_timeout", "untrusted")
 
 
 def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_regression, fmt, output_path) -> int:
@@ -373,14 +411,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     on every core; then every (version, shape, method) job is timed, over --gpus as one list: each
     GPU takes the next version's shapes as soon as it is free. Repeat --method to time each version
     with several methods (e.g. --method gpumode --method kernel)."""
-    if published and recorded:
-        raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
-    if markdown and not recorded:
-        raise UserError("--markdown prints the recorded lineage table: add --recorded")
-    if update_readme and not markdown:
-        raise UserError("--update-readme writes the --markdown table: add --recorded --markdown")
-    if markdown and (fmt or output_path or plot_path):
-        raise UserError("--markdown writes Markdown to stdout: it does not combine with --format, -o or --plot")
+    _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
     fmt = output_format(fmt, output_path)
     plans = list({p.mode: p for p in (timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued,
                                                   method=m, flush_kind=flush_kind) for m in method)}.values())
@@ -403,34 +434,25 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     cfg = config.load()
     pc = cfg[problems[0]]
     if published:
-        if plot_path:
-            raise UserError("--plot draws measured (or, with --recorded, recorded) figures; --published measures nothing")
         render.print_published(pc)
         return
     if plot_path:
+        writable_file(plot_path, "--plot")
         render.require_matplotlib()  # NOTE: before minutes of measuring, not after
     if markdown:
-        table = lineage.markdown_table(problem, plan.mode, include_attic, flush=plan.flush)
-        if not update_readme:
-            click.echo(table, nl=False)
-            return
-        readme = paths.submissions_dir() / problem / "README.md"
-        try:
-            text = lineage.splice(readme.read_text(encoding="utf-8"), table)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{readme}: {exc}") from None
-        readme.write_text(text, encoding="utf-8")
-        click.echo(f"wrote the generated table into {readme}")
+        _markdown_table(problem, plan, include_attic, update_readme)
         return
     if recorded:
-        _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path)
+        _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path, versions)
         return
+    cap = runner.local_capability()
+    check_record_here(record, allow_cpu, cap)
+    if record:
+        leaderboard.check_writable()  # NOTE: before minutes of measuring, not after them
     subs = ([submissions.resolve(problem, v) for v in versions.split(",")] if versions
             else [s for p in problems for s in submissions.versions(p, include_attic=include_attic)])
     if not subs:
         raise UserError(f"{problem} has no versions yet")
-    cap = runner.local_capability()
-    check_record_here(record, allow_cpu, cap)
     if gpus and len(gpus) > 1:
         _one_gpu_model(gpus)
     shapes_of_problem = {}
@@ -440,9 +462,13 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
             err_console.print(f"[yellow]note:[/yellow] {note}")
     quiet = fmt != "table" and not output_path
     title = f"table {problem}"
-    outcomes = _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, quiet, timeout,
-                               compile_timeout, untrusted)
-    failed = any(not o.refused and not o.ok for o in outcomes.values())
+    record_failures: list[str] = []
+    outcomes = _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet,
+                               timeout, compile_timeout, untrusted)
+    # NOTE: a version refused beside measured ones is listed as not run; the table fails when a measured
+    # version failed, or when every version was refused (nothing measured: as run's refusal, exit 1)
+    ok = (any(not o.refused for o in outcomes.values())
+          and all(o.ok for o in outcomes.values() if not o.refused))
     rows = [{"problem": sub.problem, "method": p.mode, **row} for sub in subs for p in plans
             for o in [outcomes[(sub.label, sub.problem, p.mode)]] if not o.refused for row in _table_rows(o)]
     emit(report.document("table", problem, rows, device=next((o.device for o in outcomes.values() if o.device), None),
@@ -450,7 +476,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
                          not_run={o.submissions[0].label: o.refused for o in outcomes.values() if o.refused}),
          fmt, output_path)
     if quiet:
-        sys.exit(1 if failed else 0)
+        _exit(ok, record_failures)
     for name in problems:
         shapes = shapes_of_problem[name]
         on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(cfg[name].benchmarks)
@@ -466,7 +492,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         skipped = [o for o in first if o.refused]
         if skipped:
             render.print_not_run(skipped)
-    sys.exit(1 if failed else 0)
+    _exit(ok, record_failures)
 
 
 def _table_rows(outcome) -> list[dict]:
@@ -514,10 +540,11 @@ def _not_built(sub, shapes, plan, failure) -> runner.JobOutcome:
     return runner.JobOutcome([sub], None, [runner.ShapeResult(s, "competition", "FAIL", why) for s in shapes], plan=plan)
 
 
-def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, quiet, timeout, compile_timeout,
-                    untrusted) -> dict:
+def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet, timeout,
+                    compile_timeout, untrusted) -> dict:
     """Build all, then time every (version, shape, method) job over the GPUs (harness.ladder);
-    with ``record`` each piece is recorded as it ends. (label, problem, method) -> outcome."""
+    with ``record`` each piece is recorded as it ends (a failure to record goes to ``record_failures``,
+    ``_record``). (label, problem, method) -> outcome."""
     from harness import ladder
     failures = _prebuild(title, subs, cap, untrusted, compile_timeout, quiet)
     outcomes = {}
@@ -545,9 +572,7 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, qu
 
         def on_piece(outcome, done, total):
             if record and not outcome.refused:
-                rows, sidecars = leaderboard.outcome_rows(outcome)
-                leaderboard.append(rows, sidecars=sidecars)
-                recorded_rows[0] += len(rows)
+                recorded_rows[0] += _record(outcome, record_failures)
             prog({"event": "note", "text": f"{done} of {total} (version, shape, method) jobs done"})
 
         timed = ladder.run(to_time, lambda s: shapes_of_problem[s.problem], plans, gpus or [None], run_piece, on_piece)
@@ -558,12 +583,9 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, qu
         for sub in subs:  # NOTE: never timed, so no piece recorded them: a build failure is a row too
             if sub.source_hash in failures:
                 for p in plans:
-                    rows, sidecars = leaderboard.outcome_rows(outcomes[(sub.label, sub.problem, p.mode)])
-                    leaderboard.append(rows, sidecars=sidecars)
-                    recorded_rows[0] += len(rows)
+                    recorded_rows[0] += _record(outcomes[(sub.label, sub.problem, p.mode)], record_failures)
         if not quiet:
-            path = paths.leaderboard_path()
-            console.print(f"recorded {recorded_rows[0]} rows in {path} (raw samples in {leaderboard.sidecar_dir(path)}/)")
+            console.print(_recorded_line(recorded_rows[0]))
     return outcomes
 
 
@@ -575,23 +597,74 @@ def _print_gpus(outcomes) -> None:
                       "leaderboard.csv's gpu_uuid)[/dim]")
 
 
-def _print_recorded(problem, pc, mode, flush, include_attic, plot_path) -> None:
-    """table --recorded: the best recorded rows of this method and flush, the attic's versions only
-    with --all (rows of a version no longer in the lineage are still shown), and the plot."""
-    rows = leaderboard.best(leaderboard.read(), problem, mode, flush)
-    if not include_attic:
+# table's options that only measuring reads (--published and --recorded refuse them).
+TABLE_MEASURING = ("shapes_spec", "record", "allow_cpu", "budget", "min_samples", "min_time", "target", "pool", "warm",
+                   "run_processes", "gpus_spec", "timeout", "compile_timeout", "untrusted")
+
+
+def _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path) -> None:
+    """table's modes (measure, --published, --recorded, --recorded --markdown) and the options each
+    takes: one given where it has no effect is refused (exit 2) before anything runs."""
+    if published or recorded:
+        refuse(TABLE_MEASURING, f"with --{'published' if published else 'recorded'}: it measures nothing")
+    if published:
+        refuse(("versions", "include_attic", "fmt", "output_path", "method", "flush_kind", "graph", "queued"),
+               "with --published: it prints the writeup's table as published")
+        if plot_path:
+            raise UserError("--plot draws measured (or, with --recorded, recorded) figures; --published measures nothing")
+    if markdown:
+        refuse(("versions",), "with --markdown: the lineage README's table has every version (--all: the attic's too)")
+    if published and recorded:
+        raise UserError("--published and --recorded do not combine: one prints the writeup's table, the other ours")
+    if markdown and not recorded:
+        raise UserError("--markdown prints the recorded lineage table: add --recorded")
+    if update_readme and not markdown:
+        raise UserError("--update-readme writes the --markdown table: add --recorded --markdown")
+    if markdown and (fmt or output_path or plot_path):
+        raise UserError("--markdown writes Markdown to stdout: it does not combine with --format, -o or --plot")
+
+
+def _markdown_table(problem: str, plan, include_attic: bool, update_readme: bool) -> None:
+    """table --recorded --markdown: the lineage README's table on stdout, or (--update-readme) in
+    place of the README's generated block."""
+    table = lineage.markdown_table(problem, plan.mode, include_attic, flush=plan.flush)
+    if not update_readme:
+        click.echo(table, nl=False)
+        return
+    readme = paths.submissions_dir() / problem / "README.md"
+    try:
+        text = lineage.splice(readme.read_text(encoding="utf-8"), table)
+        readme.write_text(text, encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{readme}: {exc}") from None
+    click.echo(f"wrote the generated table into {readme}")
+
+
+def _print_recorded(problem, pc, method, flush, include_attic, plot_path, versions: str | None = None) -> None:
+    """table --recorded: the best recorded rows of this method and flush, of each version's current
+    code, the attic's versions only with --all (rows of a version no longer in the lineage are still
+    shown), and the plot; ``versions`` (comma-separated): those versions' rows only, each of which
+    must have some."""
+    rows = leaderboard.best(leaderboard.read(), problem, method, flush, hashes=leaderboard.current_hashes([problem]))
+    if versions:
+        wanted = [v.strip() for v in versions.split(",") if v.strip()]
+        unknown = [v for v in wanted if v not in {r["version"] for r in rows}]
+        if unknown:
+            raise UserError(f"--versions: no recorded {method} rows ({flush} flush) of {problem} {', '.join(unknown)}")
+        rows = [r for r in rows if r["version"] in wanted]
+    elif not include_attic:
         attic = {s.label for s in submissions.versions(problem, include_attic=True) if s.in_attic}
         rows = [r for r in rows if r["version"] not in attic]
     if not rows:
-        console.print(f"no recorded {mode} results ({flush} flush) for {problem} (use --record)")
+        console.print(f"no recorded {method} results ({flush} flush) for {problem} (use --record)")
         return
     here = None
     if runner.local_capability() is not None:
         import torch
         here = torch.cuda.get_device_name(0)
-    render.print_recorded(problem, pc, rows, mode, flush, here)
+    render.print_recorded(problem, pc, rows, method, flush, here)
     if plot_path:
-        render.plot_recorded(problem, pc, rows, plot_path, mode)
+        render.plot_recorded(problem, pc, rows, plot_path, method)
         console.print(f"plot written to {plot_path}")
 
 

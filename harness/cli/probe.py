@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from harness import config, runner, submissions
-from harness.cli import clean_errors, main
+from harness.cli import COUNT, clean_errors, main
 from harness.errors import UserError
 from harness.probes import marks as marks_mod, variants
 from harness.probes.variants import Variant
@@ -71,8 +71,8 @@ def probe():
 @click.argument("problem")
 @click.argument("version")
 @_shape_options
-@click.option("--calls", type=click.IntRange(min=1), default=100, show_default=True, help="Calls per figure.")
-@click.option("--pool", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--calls", type=COUNT, default=100, show_default=True, help="Calls per figure.")
+@click.option("--pool", type=COUNT, default=4, show_default=True,
               help="Distinct inputs, called in turn.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @clean_errors
@@ -94,7 +94,7 @@ def host_cmd(problem, version, shapes_spec, custom, calls, pool, as_json):
 @click.argument("version", required=False)
 @click.option("--header", is_flag=True, help="Print the marks header to paste into a version's CUDA_SRC, and exit.")
 @_shape_options
-@click.option("--calls", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--calls", type=COUNT, default=20, show_default=True)
 @click.option("--ctas", default=None, metavar="A-B,...", help="Also summarise each range of CTAs (linear block index).")
 @click.option("--json", "as_json", is_flag=True, help="The summaries as JSON.")
 @clean_errors
@@ -153,10 +153,10 @@ def _chosen_variants(sub: submissions.Submission, given: tuple[str, ...]) -> lis
                    "default: all of its ABLATIONS).")
 @click.option("--list", "list_only", is_flag=True, help="List the variants and their defines, and exit.")
 @_shape_options
-@click.option("--rounds", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--rounds", type=COUNT, default=4, show_default=True,
               help="Rounds; in each, every variant times one block of the pool.")
-@click.option("--pool", type=click.IntRange(min=1), default=8, show_default=True, help="Distinct inputs per block.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Builds at once (default: one per CPU).")
+@click.option("--pool", type=COUNT, default=8, show_default=True, help="Distinct inputs per block.")
+@click.option("--jobs", type=COUNT, default=None, help="Builds at once (default: one per CPU).")
 @click.option("--json", "as_json", is_flag=True, help="The rows as JSON.")
 @clean_errors
 def ablate_cmd(problem, version, given, list_only, shapes_spec, custom, rounds, pool, jobs, as_json):

@@ -9,13 +9,14 @@ from __future__ import annotations
 import click
 
 from harness import leaderboard, report, runner, submissions, timing
-from harness.cli import clean_errors, emit, main, output_format, output_options
+from harness.cli import METHODS, clean_errors, emit, main, output_format, output_options
 from harness.cli import render
 from harness.cli.render import console
+from reference import PROBLEMS
 
 
 class _ShowByDefault(click.Group):
-    """``nvfp4 leaderboard [PROBLEM] [--mode M] [--flush F]`` lists as it always has: arguments that
+    """``nvfp4 leaderboard [PROBLEM] [--method M] [--flush F]`` lists as it always has: arguments that
     do not start with a subcommand's name (or ask for help) go to ``show``."""
 
     def parse_args(self, ctx, args):
@@ -32,29 +33,34 @@ def leaderboard_group():
 
 @leaderboard_group.command("show")
 @click.argument("problem", required=False)
-@click.option("--mode", "--method", "mode", type=click.Choice(sorted(render.MODE_TITLES)), default=timing.DEFAULT_METHOD,
+@click.option("--method", type=click.Choice(METHODS), default=timing.DEFAULT_METHOD,
               show_default=True, help="Which timing method's rows (a row is only ever compared with rows of its own method).")
 @click.option("--flush", "flush_kind", type=click.Choice(timing.FLUSHES), default="dirty", show_default=True,
               help="Which flush's rows.")
+@click.option("--every-hash", is_flag=True,
+              help="Also the best rows of a version's older code (each code hash apart); by default only the "
+                   "code its file holds now.")
 @output_options
 @clean_errors
-def leaderboard_cmd(problem, mode, flush_kind, fmt, output_path):
-    """Best recorded result per version and shape (from leaderboard.csv); also `nvfp4 leaderboard [PROBLEM]`."""
+def leaderboard_cmd(problem, method, flush_kind, every_hash, fmt, output_path):
+    """Best recorded result per version and shape (from leaderboard.csv) of the code each version's
+    file holds now; also `nvfp4 leaderboard [PROBLEM]`."""
     if problem:
         submissions.check_problem(problem)
     fmt = output_format(fmt, output_path)
-    rows = leaderboard.best(leaderboard.read(), problem, mode, flush_kind)
+    rows = leaderboard.best(leaderboard.read(), problem, method, flush_kind,
+                            hashes=leaderboard.current_hashes([problem] if problem else PROBLEMS), every_hash=every_hash)
     if fmt != "table":
-        plan = runner.TimingPlan(mode=mode, flush=flush_kind)
+        plan = runner.TimingPlan(mode=method, flush=flush_kind)
         emit(report.document("leaderboard", problem, [leaderboard.backfill(r) for r in rows], plan=plan), fmt,
              output_path)
         if not output_path:
             return
     if not rows:
-        console.print(f"no recorded {mode} results ({flush_kind} flush)" + (f" for {problem}" if problem else "")
+        console.print(f"no recorded {method} results ({flush_kind} flush)" + (f" for {problem}" if problem else "")
                       + " (use --record)")
         return
-    render.print_leaderboard(rows, mode, flush_kind)
+    render.print_leaderboard(rows, method, flush_kind, show_hash=every_hash)
 
 
 @leaderboard_group.command("merge")

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness import plots, roofline, submissions, timing
+from harness import plots, roofline, stats, submissions, timing
 
 # NOTE: piped or captured (a log, CI, a remote call), rich assumes 80 columns and squeezes every
 # number column to "…"; there is no terminal to fit, so the tables get the width they need.
@@ -294,7 +294,7 @@ def print_run(problem: str, sub, outcome) -> None:
             table.add_row("", f"[dim]{fmt_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
     console.print(table)
     gm = (outcome.geomean or {}).get(sub.label)
-    floors = roofline.geomean([r.floor_us for r in outcome.results])
+    floors = stats.geomean([r.floor_us for r in outcome.results])
     if gm:
         console.print(f"geomean: {fmt_us(gm[0])} µs, 95% CI {fmt_interval(gm[1], gm[2])}"
                       + (f" (floor geomean {fmt_us(floors)} µs)" if floors else ""))
@@ -346,7 +346,6 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
     if gm and not on_gpu:
         console.print(f"{name}: {gm[0]:.3f}x (CPU times: no verdict)")
     elif gm:
-        from harness import stats
         console.print(f"{name}: {gm[0]:.3f}x, 95% CI [{gm[1]:.3f}, {gm[2]:.3f}]: "
                       f"{fmt_verdict(stats.verdict(gm[1], gm[2], margin))}")
     else:
@@ -411,7 +410,7 @@ def print_table(problem: str, pc, shapes, outcomes, on_benchmarks: bool) -> None
             if analogue and analogue["us"][i] is not None:
                 txt += f" [dim]({fmt_us(analogue['us'][i])})[/dim]"
             cells.append(txt)
-        gm = roofline.geomean(means)
+        gm = stats.geomean(means)
         if base_gm is None and sub.label == "v0":
             base_gm = gm
         vs0 = f"{base_gm / gm:.2f}x" if base_gm and gm else "-"
@@ -496,12 +495,13 @@ def print_published(pc) -> None:
     table.add_column("note")
     for v in wu.versions:
         table.add_row(v["name"], fmt_text(v.get("change", "")), *[fmt_us(x) for x in v["us"]],
-                      fmt_us(roofline.geomean(v["us"])), fmt_text(v.get("note", "")))
+                      fmt_us(stats.geomean(v["us"])), fmt_text(v.get("note", "")))
     console.print(table)
 
 
-def print_leaderboard(rows: list[dict], mode: str, flush: str) -> None:
-    """leaderboard show: the best recorded rows (backfilled), by problem, version number, shape, dist."""
+def print_leaderboard(rows: list[dict], mode: str, flush: str, show_hash: bool = False) -> None:
+    """leaderboard show: the best recorded rows (backfilled), by problem, version number, shape, dist;
+    ``show_hash``: each version's code hash beside it (rows of older code are shown too)."""
     from harness import leaderboard
 
     table = Table(title=f"best recorded results ({mode}: {MODE_TITLES[mode]}, {flush} flush)", title_justify="left")
@@ -517,7 +517,8 @@ def print_leaderboard(rows: list[dict], mode: str, flush: str) -> None:
         # The file keeps the full commit; 12 digits name it here without widening the table.
         commit = r["git_commit"][:12] + ("+dirty" if r.get("git_dirty") == "true" else "")
         pct = f"{float(r['pct_of_floor']):.1f}%" if r.get("pct_of_floor") else "-"
-        table.add_row(r["problem"], r["version"], r["shape"], r["dist"], fmt_us(float(r["mean_us"])),
+        version = r["version"] + (f" ({r.get('code_hash', '')[:8] or '?'})" if show_hash else "")
+        table.add_row(r["problem"], version, r["shape"], r["dist"], fmt_us(float(r["mean_us"])),
                       r.get("tflops") or "-", r.get("tbps") or "-", pct, r["gpu"], commit, r["timestamp"])
     console.print(table)
 
@@ -736,7 +737,7 @@ def print_ceilings(gpu: str, used: dict | None, measured: list[dict]) -> None:
     if used is None:
         console.print("no figures for this model yet: the first run measures and caches them")
     elif used["source"] != "reference":
-        console.print("not in roofline.REFERENCE: floors on this model follow whichever measurement was cached first")
+        console.print("not in ceilings.REFERENCE: floors on this model follow whichever measurement was cached first")
 
 
 def print_doctor(found: list, can: list) -> None:
