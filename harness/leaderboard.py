@@ -3,7 +3,7 @@ appended under an exclusive file lock so concurrent runs never interleave or cor
 
 Each row names a reproducibility sidecar (``run_id``): ``<run_id>.json.gz`` with the raw per-call
 samples, seeds, source hash, versions (torch, CUDA, driver, nvcc, harness), GPU UUID, clocks,
-power limit, telemetry per block, and the timing and flush mode. The lab's own leaderboard.csv
+power limit, telemetry per block, and the timing method and flush. The lab's own leaderboard.csv
 stays in git; its new sidecars go to the build cache (``.build/runs/``, raw data, not the record),
 and the ones recorded before that live in one archive beside it, ``leaderboard_runs.tar`` (one
 tracked file instead of hundreds). Any other leaderboard file (``NVFP4_LEADERBOARD``, a device
@@ -490,8 +490,9 @@ def read(path: Path | None = None) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def timing_mode(row: dict) -> str:
-    """The row's timing method; rows from before the column existed were all cold mode."""
+def method_of(row: dict) -> str:
+    """The row's timing method (its ``timing_mode`` column, named before the methods were: the
+    file's schema keeps the name); rows from before the column existed were all cold."""
     return row.get("timing_mode") or "cold"
 
 
@@ -507,7 +508,7 @@ def current_hashes(problems) -> dict[tuple[str, str], str]:
     return {(s.problem, s.label): s.source_hash[:16] for p in problems for s in submissions.versions(p, include_attic=True)}
 
 
-def best(rows: list[dict], problem: str | None = None, mode: str = "cold", flush: str = "dirty",
+def best(rows: list[dict], problem: str | None = None, method: str = "cold", flush: str = "dirty",
          hashes: dict[tuple[str, str], str] | None = None, every_hash: bool = False) -> list[dict]:
     """Fastest passing row per (problem, version, code_hash, shape, dist, gpu) among rows of one
     timing method and flush: a kernel or gpumode figure never stands in for a cold one, nor a clean
@@ -520,7 +521,7 @@ def best(rows: list[dict], problem: str | None = None, mode: str = "cold", flush
     kept = [row for row in rows
             if row.get("status") == "PASS" and row.get("mean_us")
             and not (problem and row["problem"] != problem)
-            and timing_mode(row) == mode and flush_kind(row) == flush]
+            and method_of(row) == method and flush_kind(row) == flush]
     if not every_hash:
         current = dict(hashes or {})
         for row in sorted(rows, key=lambda r: r.get("timestamp") or ""):

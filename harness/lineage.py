@@ -85,11 +85,11 @@ def _best_group(rows: list[dict], labels: dict[str, str], method: str, flush: st
     """(benchmark label -> best row, (gpu, method, flush, fallback)) of one version's rows: the
     asked method and flush if it has any, else any; of the (gpu, method, flush) group that covers
     the most shapes, then has the lowest geomean. ({}, None) without rows."""
-    asked = [r for r in rows if leaderboard.timing_mode(r) == method and leaderboard.flush_kind(r) == flush]
+    asked = [r for r in rows if leaderboard.method_of(r) == method and leaderboard.flush_kind(r) == flush]
     candidates, fallback = (asked, False) if asked else (rows, True)
     groups: dict[tuple, dict[str, dict]] = {}
     for r in candidates:
-        best = groups.setdefault((r.get("gpu", ""), leaderboard.timing_mode(r), leaderboard.flush_kind(r)), {})
+        best = groups.setdefault((r.get("gpu", ""), leaderboard.method_of(r), leaderboard.flush_kind(r)), {})
         label = labels[r["shape"]]
         if label not in best or _mean(r) < _mean(best[label]):
             best[label] = r

@@ -117,7 +117,7 @@ def test_best_is_the_current_codes_older_hashes_only_when_asked():
             row(mean_us="1.0", code_hash="gone", version="v9"),
             row(mean_us="2.0", version="v8")]  # recorded before code hashes: kept, it cannot be told apart
     current = {("gemm", "v0"): "new"}
-    assert sorted(r["mean_us"] for r in leaderboard.best(rows, mode="gpumode", hashes=current)) == []  # no gpumode rows
+    assert sorted(r["mean_us"] for r in leaderboard.best(rows, method="gpumode", hashes=current)) == []  # no gpumode rows
     best = {r["version"]: r["mean_us"] for r in leaderboard.best(rows, hashes=current)}
     assert best == {"v0": "8.0", "v9": "1.0", "v8": "2.0"}  # v9's file is gone: its latest hash counts
     assert {r["mean_us"] for r in leaderboard.best(rows)} == {"8.0", "1.0", "2.0"}  # no hashes: each version's latest
@@ -137,8 +137,8 @@ def test_best_keeps_timing_modes_apart():
     rows = [row(mean_us="50.0", timing_mode="cold"), row(mean_us="40.0", timing_mode="queued"),
             row(mean_us="30.0", timing_mode="graph"), row(mean_us="45.0", timing_mode="")]  # empty: an old cold row
     assert [r["mean_us"] for r in leaderboard.best(rows)] == ["45.0"]
-    assert [r["mean_us"] for r in leaderboard.best(rows, mode="queued")] == ["40.0"]
-    assert [r["mean_us"] for r in leaderboard.best(rows, mode="graph")] == ["30.0"]
+    assert [r["mean_us"] for r in leaderboard.best(rows, method="queued")] == ["40.0"]
+    assert [r["mean_us"] for r in leaderboard.best(rows, method="graph")] == ["30.0"]
 
 
 # ------------------------------------------------------------------------- loadable by tools

@@ -322,7 +322,7 @@ def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_re
     submissions.check_problem(problem)
     pc = config.load()[problem]
     rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS" and r.get("run_id")
-            and leaderboard.timing_mode(r) == plan.mode and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist]
+            and leaderboard.method_of(r) == plan.mode and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist]
 
     def latest(version, shape, gpu=None):
         return max((r for r in rows if r["version"] == version and r["shape"] == shape and (gpu is None or r["gpu"] == gpu)),
