@@ -17,9 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import click
@@ -102,7 +100,6 @@ class Lab(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        previous = _exit_on_termination()
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as exc:
@@ -112,24 +109,7 @@ class Lab(click.Group):
         except click.Abort:
             err_console.print("aborted")
             sys.exit(1)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
         sys.exit(code if isinstance(code, int) else 0)
-
-
-def _exit_on_termination() -> dict:
-    """SIGTERM and SIGHUP raise SystemExit(128 + the signal) in the main thread, as Ctrl-C raises
-    KeyboardInterrupt, so the runner's ``finally`` clauses stop the children. NOTE: by default both
-    ended the process on the spot and left its children (each in a process group of its own) running.
-    Returns the handlers replaced, for the caller to put back."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def leave(signum, _frame):
-        raise SystemExit(128 + signum)
-
-    return {signum: signal.signal(signum, leave) for signum in (signal.SIGTERM, signal.SIGHUP)}
 
 
 # ----------------------------------------------------------------------------- shared options
