@@ -101,6 +101,7 @@ CASES = [
     (("list", "-o", "/nonexistent/list.json"), 2, "error: -o /nonexistent/list.json: no folder /nonexistent"),
     (("list", "-o", "/"), 2, "error: Invalid value for '-o' / '--output': File '/' is a directory."),
     (("table", "gemv", "--plot", "/nonexistent/x.png"), 2, "error: --plot /nonexistent/x.png: no folder /nonexistent"),
+    (("export", "gemv", "v0", "-o", "/nonexistent/x.py"), 2, "error: -o /nonexistent/x.py: no folder /nonexistent"),
     # click's usage errors are one line too
     (("test", "gemv"), 2, "error: Missing argument 'VERSION'."),
     (("run", "gemv", "v0", "--no-such-option"), 2, "error: No such option '--no-such-option'"),

@@ -10,13 +10,12 @@ compile_only, sanitize, profile, diff, ceilings, doctor) and prints through
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 from rich.markup import escape
 
 from harness import ceilings, config, runner, scaffold, submissions
-from harness.cli import COUNT, SECONDS, Number, clean_errors, main
+from harness.cli import COUNT, SECONDS, Number, clean_errors, main, writable_file
 from harness.cli import render
 from harness.cli.render import console, err_console
 from harness.errors import UserError
@@ -60,7 +59,7 @@ def export_cmd(problem, version, output_path, gpu):
     if warning:
         err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     if output_path:
-        Path(output_path).write_text(text)
+        writable_file(output_path, "-o").write_text(text)
         err_console.print(f"wrote {output_path}")
     else:
         sys.stdout.write(text)

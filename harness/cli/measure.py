@@ -465,6 +465,16 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     record_failures: list[str] = []
     outcomes = _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet,
                                timeout, compile_timeout, untrusted)
+    _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcomes, fmt, output_path, plot_path,
+                  record_failures)
+
+
+def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcomes, fmt, output_path, plot_path,
+                  record_failures) -> None:
+    """table's report of the measured outcomes (recorded already): the document, then per lineage
+    and method the table, the GPUs, the plot and the versions not run; and the exit code."""
+    plan = plans[0]
+    quiet = fmt != "table" and not output_path
     # NOTE: a version refused beside measured ones is listed as not run; the table fails when a measured
     # version failed, or when every version was refused (nothing measured: as run's refusal, exit 1)
     ok = (any(not o.refused for o in outcomes.values())
