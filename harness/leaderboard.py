@@ -508,6 +508,12 @@ def current_hashes(problems) -> dict[tuple[str, str], str]:
     return {(s.problem, s.label): s.source_hash[:16] for p in problems for s in submissions.versions(p, include_attic=True)}
 
 
+def of_code(row: dict, code_hash: str | None) -> bool:
+    """Whether ``row`` measured the code whose hash is ``code_hash`` (None: any code). NOTE: a row
+    with no code_hash (recorded before the column) cannot be told apart: it counts."""
+    return code_hash is None or not row.get("code_hash") or row["code_hash"] == code_hash
+
+
 def best(rows: list[dict], problem: str | None = None, method: str = "cold", flush: str = "dirty",
          hashes: dict[tuple[str, str], str] | None = None, every_hash: bool = False) -> list[dict]:
     """Fastest passing row per (problem, version, code_hash, shape, dist, gpu) among rows of one
@@ -528,9 +534,7 @@ def best(rows: list[dict], problem: str | None = None, method: str = "cold", flu
             name = (row.get("problem"), row.get("version"))
             if (hashes is None or name not in hashes) and row.get("code_hash"):
                 current[name] = row["code_hash"]  # NOTE: sorted by time, so the latest row's hash stays
-        # NOTE: a row with no code_hash (a file from before the column) cannot be told apart: it stays
-        kept = [row for row in kept
-                if not row.get("code_hash") or row["code_hash"] == current.get((row["problem"], row["version"]))]
+        kept = [row for row in kept if of_code(row, current.get((row["problem"], row["version"])))]
     winners: dict[tuple, dict] = {}
     for row in kept:
         key = (row["problem"], row["version"], row.get("code_hash", ""), row["shape"], row["dist"], row["gpu"])

@@ -93,3 +93,14 @@ def test_update_readme_replaces_the_generated_block_and_keeps_the_prose(gemv_lin
 def test_splice_refuses_a_block_without_its_end():
     with pytest.raises(ValueError, match="end of the generated table"):
         lineage.splice(lineage.BEGIN_MARK + "gemv ...` -->\n| a |\n", "new\n")
+
+
+def test_an_edited_version_shows_its_current_codes_figures_only(gemv_lineage):
+    """Rows of the version's older code (another code_hash) are not its figures; rows with no hash stay."""
+    v3 = submissions.resolve("gemv", "v3")
+    shape = next(r["shape"] for r in leaderboard.read(BOARD) if r["version"] == "v0" and r["problem"] == "gemv")
+    row = {"timestamp": "2026-01-01T00:00:00+0000", "problem": "gemv", "version": "v3", "shape": shape,
+           "dist": "competition", "status": "PASS", "gpu": "NVIDIA H200", "timing_mode": "gpumode", "flush": "dirty"}
+    rows = [dict(row, mean_us="5.0", code_hash="0123456789abcdef"), dict(row, mean_us="9.0", code_hash=v3.source_hash[:16])]
+    assert _rows(lineage.markdown_table("gemv", rows=rows))["v3"][1] == "9.00"
+    assert _rows(lineage.markdown_table("gemv", rows=rows[:1]))["v3"][1] == "-"

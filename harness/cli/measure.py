@@ -316,13 +316,16 @@ COMPARE_MEASURING = ("shapes_spec", "custom", "processes", "max_processes", "iso
 
 
 def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_regression, fmt, output_path) -> int:
-    """compare --recorded: per benchmark shape, the latest recorded PASS row of each version of this
-    method and flush, on the GPU of B's latest row, compared from their sidecars' samples. Exit code
-    as compare's (3: the gate failed; 1: a shape has no pair of rows)."""
+    """compare --recorded: per benchmark shape, the latest recorded PASS row of each version's current
+    code (``leaderboard.of_code``) of this method and flush, on the GPU of B's latest row, compared
+    from their sidecars' samples. Exit code as compare's (3: the gate failed; 1: a shape has no pair
+    of rows)."""
     submissions.check_problem(problem)
     pc = config.load()[problem]
+    current = leaderboard.current_hashes([problem])  # NOTE: an edited version's old runs are not its runs
     rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS" and r.get("run_id")
-            and leaderboard.method_of(r) == plan.mode and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist]
+            and leaderboard.method_of(r) == plan.mode and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist
+            and leaderboard.of_code(r, current.get((problem, r["version"])))]
 
     def latest(version, shape, gpu=None):
         return max((r for r in rows if r["version"] == version and r["shape"] == shape and (gpu is None or r["gpu"] == gpu)),
@@ -334,7 +337,8 @@ def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_re
         row_a = latest(version_a, shape.key, row_b["gpu"]) if row_b else None
         if not (row_a and row_b):
             missing.append(label)
-            out.append({"shape": label, "status": "MISSING", "message": f"no recorded {plan.mode}/{plan.flush} pair"})
+            out.append({"shape": label, "status": "MISSING",
+                        "message": f"no recorded {plan.mode}/{plan.flush} pair of the versions' current code"})
             continue
         blocks = [leaderboard.read_sidecar(r["run_id"]).get("samples_us") or [] for r in (row_a, row_b)]
         point, lo, hi = stats.independent_ratio_interval(*blocks)
