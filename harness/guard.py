@@ -2,15 +2,23 @@
 imported, and verified unchanged after every piece of submission code ran.
 
 ``Guard.snapshot`` records the identity of each watched attribute (and, for Python functions, of
-its code object, defaults and closure, since those can be swapped in place). ``changes`` lists
-what differs. The harness also times and checks through references taken at snapshot time, so a
-patch is both caught and ineffective. Threads: ``Guard`` remembers the live threads after import;
-a call that leaves a new one running is reported (work deferred to a thread escapes every timer).
+its code object, defaults and closure, since those can be swapped in place), every module-level
+name of the modules that time (``harness.timing``: its clock, its bound references, its
+constants), and the interpreter's trace, profile and monitoring hooks. ``changes`` lists what
+differs. The harness also times and checks through references taken at snapshot time, so a patch
+is both caught and ineffective. Threads: the operating system's list of this process's threads
+(``/proc/self/task``: ``threading``, ``_thread`` and native threads alike); a call that leaves a
+new one running is TAMPERED (work deferred to a thread escapes every timer).
+
+What it cannot see (docs/methodology.md): code that patches memory through ctypes, or a hook that
+removes itself before the harness looks. Verdicts on outputs do not rest on it (``harness.judge``).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import threading
 import types
 
@@ -30,8 +38,15 @@ _WATCHED_ATTRS = {
 }
 # Modules whose every function is watched (the harness's own timing, checking and channel code).
 _WATCHED_MODULES = ("harness.timing", "harness.stats", "harness.channel", "harness.guard", "harness.worker",
-                    "harness.telemetry", "reference.checking", "reference.exact", "reference.codec",
+                    "harness.judge", "harness.telemetry", "reference.checking", "reference.exact", "reference.codec",
                     "reference.distributions")
+# Modules whose every module-level name is watched, constants included: a replaced clock
+# (``timing._now``), bound reference (``timing._bound``) or threshold (``timing.ESCAPE_REL``) is TAMPERED.
+_WATCHED_NAMESPACES = ("harness.timing", "harness.judge", "harness.worker")
+# The fields of ``harness.timing``'s bound references that the timing loop calls (the others are state).
+_BOUND_FIELDS = ("torch", "Event", "record", "elapsed", "synchronize", "profile", "record_function", "sleep",
+                 "flush_buffer")
+_MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
 
 
 def _resolve(path: str):
@@ -68,6 +83,7 @@ class Guard:
         self._fingerprints: dict[str, tuple] = {}
         self._keep: list = []  # holds the watched objects alive, so ids stay unique
         self._threads: set[int] = set()
+        self._hooks: dict[str, int] = {}
 
     @classmethod
     def snapshot(cls, extra_modules: tuple[str, ...] = ()) -> "Guard":
@@ -93,7 +109,20 @@ class Guard:
                         for attr, member in vars(value).items():
                             if isinstance(member, (types.FunctionType, staticmethod, classmethod)):
                                 guard._watch(f"{mod_path}.{name}.{attr}", member)
-        guard._threads = {t.ident for t in threading.enumerate()}
+        for mod_path in _WATCHED_NAMESPACES:
+            try:
+                mod = importlib.import_module(mod_path)
+            except ImportError:
+                continue
+            for name, value in vars(mod).items():
+                if not name.startswith("__"):
+                    guard._watch(f"{mod_path}.{name}", value)
+        bound = getattr(sys.modules.get("harness.timing"), "_bound", None)
+        if bound is not None:
+            for name in _BOUND_FIELDS:
+                guard._watch(f"harness.timing._bound.{name}", getattr(bound, name))
+        guard._hooks = hooks()
+        guard._threads = thread_ids()
         return guard
 
     def _watch(self, key: str, obj) -> None:
@@ -101,8 +130,10 @@ class Guard:
         self._keep.append(obj)
 
     def changes(self) -> list[str]:
-        """Watched names whose object (or function code/defaults/closure) is no longer the bound one."""
-        changed = []
+        """Watched names whose object (or function code/defaults/closure) is no longer the bound
+        one, and interpreter hooks set or changed since the snapshot."""
+        now_hooks = hooks()
+        changed = [name for name in sorted(set(now_hooks) | set(self._hooks)) if now_hooks.get(name) != self._hooks.get(name)]
         for key, fp in self._fingerprints.items():
             owner_path, _, name = key.rpartition(".")
             try:
@@ -115,23 +146,61 @@ class Guard:
                 changed.append(key)
         return changed
 
-    def new_threads(self) -> list[str]:
-        """Threads alive now that were not alive after the submission was imported."""
-        return [t.name for t in threading.enumerate() if t.ident not in self._threads and t.is_alive()]
+    def thread_ids(self) -> set[int]:
+        """The process's threads now (to pass as ``since`` to :meth:`verdict`)."""
+        return thread_ids()
 
-    def accept_threads(self) -> None:
-        """Threads started during import (a compile pool, say) are the baseline."""
-        self._threads = {t.ident for t in threading.enumerate()}
+    def new_threads(self, since: set[int] | None = None) -> list[str]:
+        """Names of threads alive now that were not in ``since`` (default: the accepted baseline)."""
+        before = self._threads if since is None else since
+        return [_thread_name(tid) for tid in sorted(thread_ids() - before)]
 
-    def verdict(self) -> tuple[str, str] | None:
-        """(status, one line) when the submission tampered with the harness (TAMPERED) or left a
-        thread running (FAIL), else None."""
+    def accept_threads(self, tids: set[int] | None = None) -> None:
+        """Threads the harness accepts: those alive now (after import: a compile pool, say), or ``tids`` added."""
+        self._threads = thread_ids() if tids is None else self._threads | tids
+
+    def verdict(self, since: set[int] | None = None) -> tuple[str, str] | None:
+        """(status, one line) when the submission tampered with the harness or left a thread
+        running that was not running at ``since`` (default: after import): TAMPERED; else None."""
         changed = self.changes()
         if changed:
             shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
             return "TAMPERED", f"TAMPERED: the submission replaced {shown} (bound before it was imported)"
-        threads = self.new_threads()
+        threads = self.new_threads(since)
         if threads:
-            return "FAIL", (f"custom_kernel left a thread running after it returned ({', '.join(threads[:3])}): "
-                            "deferred work escapes the timer")
+            return "TAMPERED", (f"TAMPERED: custom_kernel left a thread running after it returned "
+                                f"({', '.join(threads[:3])}): work deferred to a thread escapes every timer")
         return None
+
+
+def hooks() -> dict[str, int]:
+    """The identity of every trace, profile and monitoring hook set now, by name: a hook runs code
+    at every call and return of the harness's own functions (and can rewrite what they return)."""
+    found = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
+             "threading.settrace": getattr(threading, "_trace_hook", None),
+             "threading.setprofile": getattr(threading, "_profile_hook", None)}
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        for tool in _MONITORING_TOOLS:
+            found[f"sys.monitoring tool {tool}"] = monitoring.get_tool(tool)
+    return {name: id(hook) for name, hook in found.items() if hook is not None}
+
+
+def thread_ids() -> set[int]:
+    """The kernel's ids of this process's threads (``/proc/self/task``; Python's own list where
+    there is no /proc): a thread started with ``threading``, ``_thread`` or natively is there."""
+    try:
+        return {int(tid) for tid in os.listdir("/proc/self/task")}
+    except OSError:
+        return {t.native_id for t in threading.enumerate()}
+
+
+def _thread_name(tid: int) -> str:
+    for t in threading.enumerate():
+        if t.native_id == tid:
+            return t.name
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f"native thread {tid} ({f.read().strip()})"
+    except OSError:
+        return f"thread {tid}"

@@ -14,7 +14,13 @@ one command at a time with a deadline. What can go wrong is a verdict, never a d
   :class:`SandboxBroken`, the harness's failure (one line, exit 2), never the submission's CRASH;
 - no child outlives the harness: each has a parent-death signal (SIGKILL when the thread that
   started it ends), and within :func:`reaped_on_signals` SIGTERM and SIGHUP kill every live
-  child's process group first.
+  child's process group first;
+- no verdict on an output is the child's: each child has a judge, a second worker process that
+  never imports a submission (``harness.judge``). The child leaves every output's bytes in a
+  shared memory file; after each ``test``, ``prepare`` and ``block`` reply that the child calls a
+  PASS, the judge regenerates the inputs by seed (which seeds: the parent's
+  :func:`harness.judge.expected_calls`, from the command it sent), computes the references and
+  compares, and its verdict is the reply's.
 
 The parent never trusts the child's bytes, signed or not (a submission can find the signing key
 in its own process, see :mod:`harness.channel`):
@@ -48,7 +54,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, channel, paths, sandbox
+from harness import build_cache, channel, judge, paths, sandbox
 from harness.errors import UserError
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -243,8 +249,14 @@ class Child:
 
     def __init__(self, job: dict, submission: dict, *, compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
                  on_event: Callable[[dict], None] | None = None, extra_env: dict | None = None,
-                 together: list[dict] | None = None, untrusted: bool = False):
+                 together: list[dict] | None = None, untrusted: bool = False, results_fd: int | None = None):
         self.job = job
+        # NOTE: a judge (job["judge"]) is handed its owner's shared file; an owner makes one per process
+        self.is_judge = bool(job.get("judge"))
+        self._results_fd = results_fd
+        self._judge: Child | None = None
+        self._item: dict | None = None  # the shape being checked (test, prepare): the judge regenerates its inputs
+        self._pool = 0  # input sets per block, as the child's prepare reply said (at most what was asked)
         self.submission = submission
         # NOTE: a file the lab did not write runs in harness.sandbox where a tool works here (repo
         # read-only, its own PID namespace, allowlisted environment, no network); else as before.
@@ -290,7 +302,14 @@ class Child:
         cmd_read, self._cmd_write = os.pipe()
         self._event_read, event_write = os.pipe()
         env = dict(os.environ, PYTHONUNBUFFERED="1", **self.extra_env)
-        argv = [sys.executable, "-m", "harness.worker", str(cmd_read), str(event_write)]
+        if not self.is_judge:
+            self._results_fd = os.memfd_create("nvfp4-results")
+            self._judge = Child(dict(self.job, judge=True), {"label": f"{self.label} (judge)", "path": "", "source_hash": ""},
+                                compile_timeout_s=self.compile_timeout_s, extra_env=self.extra_env,
+                                results_fd=self._results_fd)
+            self._judge.launch()
+        fds = (cmd_read, event_write, self._results_fd)
+        argv = [sys.executable, "-m", "harness.worker", *map(str, fds)]
         box = sandbox.available() if self.untrusted else None
         if box is not None and _gpu_here():
             blocked = sandbox.cuda_blocked(box, repo_root=paths.REPO_ROOT, code_root=paths.CODE_ROOT, env=env)
@@ -306,12 +325,12 @@ class Child:
             # must not read ~/.ssh (a helper module beside a file in a hidden folder is not shown either)
             own = sorted({str(Path(s["path"]).resolve()) for s in (self.submission, *self.together)})
             argv, env = box.wrap(argv, repo_root=paths.REPO_ROOT, code_root=paths.CODE_ROOT, writable_dir=self._tmp,
-                                 pass_fds=(cmd_read, event_write), env=env, rw_paths=ext, ro_paths=own)
+                                 pass_fds=fds, env=env, rw_paths=ext, ro_paths=own)
             self.sandboxed = box.describe()
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 argv, cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(cmd_read, event_write), start_new_session=True, env=env,
+                pass_fds=fds, start_new_session=True, env=env,
                 preexec_fn=_dies_with(os.getpid()))
         _LIVE.add(self)
         self._import_started = False
@@ -346,6 +365,12 @@ class Child:
             if exc.status == "CRASH":
                 exc = ChildFailure("CRASH", f"{exc.message} before the first shape (import/compile)")
             raise
+        if self._judge is not None:
+            try:
+                self._judge.await_ready()
+            except ChildFailure as exc:
+                self.stop()
+                raise ChildFailure("CRASH", f"harness error: the judge process did not start: {exc.message}") from None
         if event["event"] == "import_error":
             self.stop()
             status = event.get("status", "FAIL")
@@ -386,6 +411,12 @@ class Child:
             self._tmp = None
 
     def _kill(self) -> None:
+        if self._judge is not None:
+            self._judge.stop()
+            self._judge = None
+        if self._results_fd is not None and not self.is_judge:
+            os.close(self._results_fd)
+            self._results_fd = None
         _LIVE.discard(self)
         if self.proc is None:
             return
@@ -417,8 +448,36 @@ class Child:
             pass  # the child is gone; _await reports how
         event = self._await(("reply",), timeout_s, "on this shape", since=started)
         reply = {k: v for k, v in event.items() if k != "event"}
+        results = reply.pop("results", None)
         if reply.get("status") == "CRASH" or reply.pop("restart", False):
             self._kill()
+        elif command["cmd"] in ("test", "prepare", "block") and reply.get("status") == "PASS" and not self.is_judge:
+            reply = self._judged(command, reply, results, started + timeout_s)
+        return reply
+
+    def _judged(self, command: dict, reply: dict, results, deadline: float) -> dict:
+        """The child's PASS reply with the judge's verdict on its outputs (``harness.judge``)."""
+        if command["cmd"] in ("test", "prepare"):
+            self._item = command["item"]
+        if command["cmd"] == "prepare":
+            pool = reply.get("pool")
+            if not isinstance(pool, int) or not 1 <= pool <= command["pool"]:
+                return dict(reply, status="FAIL", message=f"the child reported a pool of {pool!r} input sets "
+                            f"for {command['pool']} asked")
+            self._pool = pool
+        calls = judge.expected_calls(command, self._item, self._pool, 1 + len(self.together), reply)
+        kind = "test" if command["cmd"] == "test" else "timed"
+        try:
+            verdict = self._judge.request({"cmd": "check", "item": self._item, "calls": calls, "results": results,
+                                           "kind": kind}, max(1.0, deadline - time.monotonic()))
+        except ChildFailure as exc:
+            self._kill()
+            raise ChildFailure(exc.status, f"harness error: the judge {exc.message}") from None
+        if command["cmd"] == "test":
+            return dict(reply, **verdict)
+        if verdict.get("status") != "PASS":
+            return dict(reply, status=verdict.get("status", "FAIL"), message=verdict.get("message", ""),
+                        sub=verdict.get("sub", reply.get("sub")))
         return reply
 
     def _send(self, obj: dict, deadline: float) -> None:

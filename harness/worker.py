@@ -30,6 +30,7 @@ import traceback
 import warnings
 
 from harness.errors import HarnessFault
+from harness.judge import fingerprint, form_problem, input_tensors, output_bytes, tensors_of
 
 EXIT_CUDA_ERROR = 3
 CPU_POOL = 4  # input sets per block at most on a machine without a GPU (and gpumode's batch is one call there)
@@ -44,17 +45,6 @@ def _is_cuda_error(exc: BaseException) -> bool:
     name = type(exc).__name__
     text = str(exc)
     return name in ("AcceleratorError", "CudaError") or "CUDA error" in text or "cudaError" in text
-
-
-def tensors_of(obj, out: list | None = None) -> list:
-    import torch
-    out = [] if out is None else out
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            tensors_of(x, out)
-    return out
 
 
 def structure_of(obj):
@@ -99,8 +89,9 @@ class Worker:
     team's own versions several, which share the pool (identical inputs) and take turns block by
     block. Commands name the kernel by its index (``sub``); ``self.kernel`` is the one in hand."""
 
-    def __init__(self, torch, mod, kernels, guard, channel, telemetry):
+    def __init__(self, torch, mod, kernels, guard, channel, telemetry, sink=None):
         self.torch, self.mod = torch, mod
+        self.sink = sink  # harness.judge.ResultSink: where every call's output goes for the judge
         self.kernels = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
         self.kernel = self.kernels[0]
         self.guard, self.channel, self.telemetry = guard, channel, telemetry
@@ -112,8 +103,8 @@ class Worker:
         self.pool_round = 0  # the round whose seeds the pool holds (harness.worker.round_seed)
         self.flush_kind = "dirty"
         self.batch = 1
-        self.last_result = None  # what the last checked call returned (the accuracy yardstick reads it)
-        self.last_ref = None  # and the exact reference it was checked against
+        self.results: list[dict] = []  # this command's entries for the judge, one per call (harness.judge)
+        self.output_room = 0  # the most room one checked call's output took in the shared file
 
     def use(self, sub: int) -> None:
         if not 0 <= sub < len(self.kernels):
@@ -135,16 +126,16 @@ class Worker:
 
     def checked_call(self, data, earlier: list) -> tuple[str, str]:
         """One correctness call. ``earlier``: outputs returned for other input sets, kept alive so
-        that their memory cannot be handed out again and a shared storage means a shared output."""
+        that their memory cannot be handed out again and a shared storage means a shared output.
+        What this process can see (form, inputs left as they were, no shared storage) is checked
+        here; the output itself goes to the judge (``self.results``), which alone says PASS."""
         torch = self.torch
-        self.last_result = self.last_ref = None
-        outputs = self.mod.outputs_of(data)
-        output_ids = {id(t) for t in outputs}
-        inputs = [t for t in tensors_of(data) if id(t) not in output_ids]
+        inputs = input_tensors(self.mod, data)
         snapshots = [t.clone() for t in inputs]
         shape_before = structure_of(data)
         self._poison(data)
         self._deterministic(True)
+        threads = self.guard.thread_ids()
         try:
             result = self.kernel(data)
             if torch.cuda.is_available():
@@ -162,7 +153,7 @@ class Worker:
                 torch.cuda.synchronize()
         finally:
             self._deterministic(False)
-        problem = self.guard.verdict()
+        problem = self.guard.verdict(since=threads)
         if problem:
             return problem
         if structure_of(data) != shape_before:
@@ -174,55 +165,46 @@ class Worker:
         for t in tensors_of(result):
             if _storage(t) in taken:
                 return "FAIL", "the output shares storage with the output of an earlier call on other inputs (cached result?)"
-        # NOTE: the reference is computed once here; `test` reuses it for the accuracy yardstick
-        try:
-            self.last_ref = self.mod.ref_kernel(data)
-        except Exception as exc:  # noqa: BLE001 - the reference is the harness's code, not the submission's
-            raise HarnessFault(f"the reference failed: {_one_line(exc)}") from exc
-        ok, msg = self.mod.check(data, result, self.last_ref)
+        problem = form_problem(self.mod, data, result)
+        if problem:
+            return "FAIL", problem
         earlier.extend(tensors_of(result))
-        self.last_result = result
-        return ("PASS" if ok else "FAIL"), msg
+        self._keep(data, result)
+        return "PASS", ""
+
+    def _keep(self, data, result) -> None:
+        """The call's output into the shared file (after the call: it has synchronised), and its
+        input set's fingerprint, as this command's next entry for the judge."""
+        if self.sink is not None:
+            self.output_room = max(self.output_room, output_bytes(result))
+            self.sink.reserve(output_bytes(result))
+            entry = self.sink.put(result)
+            if self.torch.cuda.is_available():
+                self.torch.cuda.synchronize()
+        else:
+            entry = {"listed": isinstance(result, (list, tuple)), "parts": None}
+        entry["inputs"] = fingerprint(self.torch, input_tensors(self.mod, data))
+        self.results.append(entry)
+
+    def _begin(self) -> None:
+        """A new command: its results start at the beginning of the shared file."""
+        self.results = []
+        if self.sink is not None:
+            self.sink.reset()
 
     def test(self, item: dict, n_seeds: int) -> dict:
-        """N seeds, each a checked call, then the accuracy yardstick (reference.yardstick): the
-        kernel's error against cuBLAS fp16's on the same data, both in tolerances."""
-        from reference import yardstick
+        """N seeds, each a checked call; the judge checks the outputs and measures the accuracy
+        yardstick (reference.yardstick) on them."""
+        self._begin()
         params, base = self._params(item)
         earlier: list = []
-        worst = (0.0, 0.0)
         for i in range(n_seeds):
             data = self._inputs(params, base + i, item["dist"])
             status, msg = self.checked_call(data, earlier)
-            if status == "TAMPERED":
-                return {"status": status, "message": f"seed {base + i}: {msg}"}
-            errors = self._accuracy(data, self.last_result)
             if status != "PASS":
-                if errors:
-                    msg += f" (cuBLAS fp16 on the same data: max error {errors[1]:.3g} of the tolerance)"
                 return {"status": status, "message": f"seed {base + i}: {msg}"}
-            if errors:
-                ok, verdict = yardstick.judge(*errors)
-                if not ok:
-                    return {"status": "FAIL", "message": f"seed {base + i}: {verdict}"}
-                worst = max(worst, errors[:2])
             del data
-        return {"status": "PASS", "message": f"{n_seeds} seeds pass; max error {worst[0]:.3g} of the tolerance "
-                f"(cuBLAS fp16: {worst[1]:.3g})", "max_error": worst[0], "yardstick_error": worst[1]}
-
-    def _accuracy(self, data, result) -> tuple[float, float, float, float] | None:
-        """(kernel, yardstick) errors in tolerances, then (kernel, yardstick) errors beyond one fp16
-        ulp (reference.yardstick.judge), or None where the output's form is wrong (the
-        check said so) or the problem has no yardstick."""
-        from reference import yardstick
-        if result is None or self.last_ref is None:
-            return None
-        try:
-            kernel = yardstick.errors(result, self.last_ref)
-            yard = yardstick.errors(self.mod.ref_kernel(data, matmul=yardstick.matmul_nt), self.last_ref)
-        except Exception:  # noqa: BLE001 - a malformed output is the check's verdict, already given
-            return None
-        return kernel[0], yard[0], kernel[1], yard[1]
+        return {"status": "PASS", "message": "", "results": self.results}
 
     def _inputs(self, params: dict, seed: int, dist: str):
         """One input set of the shape; a failure is the harness's (its generator), never the kernel's."""
@@ -245,6 +227,7 @@ class Worker:
         from harness import timing
         torch = self.torch
         self.item, self.pool, self.graphs, self.graph = item, [], {}, None
+        self._begin()
         if not torch.cuda.is_available():
             # NOTE: without a GPU the times are the Python path's on a CPU, comparable with nothing; the
             # competition's 50-input batches only multiply minutes of CPU generation and calls
@@ -261,14 +244,21 @@ class Worker:
                 return dict(failure, sub=sub)
         self.use(0)
         read_floor = None
+        before = self.guard.thread_ids()
         if torch.cuda.is_available():
             torch.cuda.synchronize()
             read_floor = self._read_floor(params)
+            if mode == "kernel":
+                timing.start_profiler()
+        # NOTE: threads the harness's own floor measurement and profiler started (Triton, CUPTI) are
+        # accepted; one a submission's warm-up call left is not (it was running before them)
+        self.guard.accept_threads(self.guard.thread_ids() - before)
         problem = self.guard.verdict()
         if problem:
             return {"status": problem[0], "message": problem[1]}
         return {"status": "PASS", "message": "", "l2_reset": timing.bound().l2_status, "read_floor": read_floor,
-                "flush_us": [getattr(self.graphs.get(i), "flush_us", None) for i in range(len(self.kernels))]}
+                "flush_us": [getattr(self.graphs.get(i), "flush_us", None) for i in range(len(self.kernels))],
+                "pool": pool_size, "results": self.results}
 
     def _read_floor(self, params: dict) -> dict:
         """A pure read of the shape's bytes under this flush (``ceilings.read_floor``, cached per GPU)."""
@@ -316,47 +306,79 @@ class Worker:
         """One timed block of kernel ``sub`` on round ``round_index``'s inputs (regenerated here, so
         every kernel of a compare times identical inputs)."""
         self.use(sub)
-        self._refill(round_index)
+        self._begin()
+        if self.sink is not None:
+            # NOTE: room for the block (and --warm's) before it starts: the file is never remapped
+            # while copies into it are queued
+            self.sink.reserve(2 * len(self.pool) * self.output_room)
+        self.pool_round = round_index
         reply = self._timed_pass(mode)
         if reply["status"] == "PASS" and warm and mode == "cold":
-            warm_pass = self._timed_pass("warm")
+            warm_pass = self._timed_pass("warm", refill=False)
             reply = warm_pass if warm_pass["status"] != "PASS" else dict(reply, warm_times_us=warm_pass["times_us"])
+        if reply["status"] == "PASS":
+            reply["results"] = self.results
         return dict(reply, sub=sub)
 
-    def _refill(self, round_index: int) -> None:
-        """Never-seen inputs into the pool's (and the scratch set's) tensors, outputs poisoned;
-        ``pool_round`` names the round whose seeds they are."""
-        self.pool_round = round_index
+    def _refill(self, sets: list, round_index: int, first_slot: int = 0) -> None:
+        """Never-seen inputs of round ``round_index`` into ``sets``' tensors (slot ``first_slot`` on),
+        outputs poisoned."""
         params, base = self._params(self.item)
-        for slot, data in enumerate([*self.pool, self.scratch]):
+        for slot, data in enumerate(sets, start=first_slot):
             fresh = self._inputs(params, round_seed(base, round_index, slot), self.item["dist"])
             for dst, src in zip(tensors_of(data), tensors_of(fresh)):
                 dst.copy_(src)
             del fresh
             self._poison(data)
 
-    def _timed_pass(self, mode: str) -> dict:
-        from harness import timing
-        if mode == "graph":
-            def prelude():
+    def _prelude(self, mode: str, refill: bool):
+        """The untimed work right before a block: a call on the scratch set (the submission's host
+        path warm again after the harness's own work), then the pool's inputs of ``pool_round``.
+        NOTE: the pool is refilled after that call, not before: a call that finds the pool through
+        its caller's frame (or anywhere in the process) finds last round's values, and computing
+        this round's outputs there, untimed, is no longer possible."""
+        torch = self.torch
+
+        def prelude():
+            self._refill([self.scratch], self.pool_round, first_slot=len(self.pool))
+            if mode == "graph":
                 self.graph.load(self.scratch)
                 self.graph.replay()
-        else:
-            def prelude():
+            else:
                 self.kernel(self.scratch)
+            if refill:
+                self._refill(self.pool, self.pool_round)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        return prelude
+
+    def _capture(self, result) -> None:
+        if self.sink is not None:
+            self.results.append(self.sink.put(result))
+        else:
+            self.results.append({"listed": isinstance(result, (list, tuple)), "parts": None})
+
+    def _timed_pass(self, mode: str, refill: bool = True) -> dict:
+        from harness import timing
         options = dict(flush_kind=self.flush_kind, batch=self.batch, poison=self._poison, graph=self.graph,
-                       telemetry=self.telemetry, prelude=prelude)
+                       telemetry=self.telemetry, prelude=self._prelude(mode, refill), capture=self._capture)
+        first, used = len(self.results), self.sink.used if self.sink is not None else 0
         shapes_before = [structure_of(data) for data in self.pool]
+        threads = self.guard.thread_ids()
         block = timing.time_block(self.kernel, self.pool, mode, **options)
         first_escape = None
-        if block.escape and not self.guard.verdict():
+        if block.escape and not self.guard.verdict(since=threads):
             # NOTE: work a submission leaves outside its events does so on every call, so it escapes
             # again; one stalled host moment does not. A block flagged once is timed again and only a
             # second flag fails: a single ~1 ms host stall failed whole shapes on an H100 host (gemv
             # v11: 1580 µs wall against 464 µs of events). The retry gets never-seen inputs: on the
             # same ones, a submission that memoises its outputs would be timed returning them.
             first_escape = block.escape
-            self._refill(retry_round(self.pool_round))
+            self.pool_round = retry_round(self.pool_round)
+            del self.results[first:]
+            if self.sink is not None:
+                self.sink.used = used
+            options["prelude"] = self._prelude(mode, True)
             block = timing.time_block(self.kernel, self.pool, mode, **options)
         reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
                  "span_us": block.span_us, "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
@@ -364,7 +386,7 @@ class Worker:
             reply["kernel"] = block.kernel
         if first_escape:
             reply["escape_retried"] = first_escape
-        problem = self.guard.verdict()
+        problem = self.guard.verdict(since=threads)
         if problem:
             return dict(reply, status=problem[0], message=problem[1])
         if block.escape:
@@ -374,16 +396,20 @@ class Worker:
             empty = block.kernel["activities"].index(0)
             return dict(reply, status="FAIL", message=f"timed call {empty + 1} of round {self.pool_round} launched no "
                         "device work the profiler saw (the kernel method times device work only)")
-        _, base = self._params(self.item)
         changed = [slot for slot, data in enumerate(self.pool) if structure_of(data) != shapes_before[slot]]
         if changed:
             return dict(reply, status="FAIL", message=f"timed call {changed[0] + 1} of round {self.pool_round}: custom_kernel "
                         "changed the structure of its input (a list emptied, resized or an item replaced)")
+        _, base = self._params(self.item)
         for slot, (data, result) in enumerate(zip(self.pool, block.results)):
-            ok, msg = self.mod.check(data, result)
-            if not ok:
+            problem = form_problem(self.mod, data, result)
+            if problem:
                 seed = round_seed(base, self.pool_round, slot)
-                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {self.pool_round} ({mode}, seed {seed}): {msg}")
+                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {self.pool_round} ({mode}, seed {seed}): {problem}")
+        # NOTE: the inputs as the block left them, for the judge to compare with what it generated
+        prints = [fingerprint(self.torch, input_tensors(self.mod, data)) for data in self.pool]
+        for entry, print_ in zip(self.results[first:], prints):
+            entry["inputs"] = print_
         return reply
 
     def finish(self) -> dict:
@@ -403,6 +429,32 @@ def _clone_structure(torch, obj):
     return obj
 
 
+def _start_pools(torch) -> None:
+    """Torch's worker threads started before the thread baseline is taken: its intra-op pool
+    starts at the first parallel CPU op, and a pool that a submission's first matmul started would
+    read as a thread the call left running."""
+    x = torch.ones(512, 512)
+    (x @ x).sum()
+    if torch.cuda.is_available():
+        y = torch.ones(512, 512, device="cuda")
+        (y @ y).sum().item()
+
+
+def _judge_loop(judge, commands, channel) -> int:
+    """The judge process: no submission is imported here; one ``check`` per command."""
+    channel.emit("ready", label="judge", seconds=0.0)
+    while True:
+        cmd = _read_line(commands)
+        if cmd is None or cmd["cmd"] == "exit":
+            return 0
+        try:
+            reply = judge.check(cmd["item"], cmd["calls"], cmd["results"], cmd["kind"])
+        except Exception as exc:  # noqa: BLE001 - the child's description of its outputs can be anything
+            reply = {"status": "FAIL", "message": f"harness error: the judge could not check the outputs: {_one_line(exc)}",
+                     "detail": traceback.format_exc(limit=5)}
+        channel.emit("reply", **reply)
+
+
 def _read_line(stream) -> dict | None:
     line = stream.readline()
     return json.loads(line) if line else None
@@ -410,6 +462,7 @@ def _read_line(stream) -> dict | None:
 
 def main(argv: list[str]) -> int:
     cmd_fd, event_fd = int(argv[0]), int(argv[1])
+    results_fd = int(argv[2]) if len(argv) > 2 else None  # the shared file of outputs (harness.judge)
     commands = os.fdopen(cmd_fd, "r")
     hello = _read_line(commands)
     from harness import channel as channel_mod
@@ -423,10 +476,12 @@ def main(argv: list[str]) -> int:
 
     import torch
 
-    from harness import ceilings, guard as guard_mod, loader, machine, telemetry as tele_mod, timing
+    from harness import ceilings, guard as guard_mod, judge as judge_mod, loader, machine, telemetry as tele_mod, timing
     from reference import problem_module
 
     mod = problem_module(job["problem"])
+    if job.get("judge"):
+        return _judge_loop(judge_mod.Judge(torch, mod, results_fd), commands, channel)
     info = machine.device_info(torch)
     telemetry = None
     if torch.cuda.is_available():
@@ -438,6 +493,8 @@ def main(argv: list[str]) -> int:
             info["ceilings"] = ceilings.of_gpu(torch, info["gpu"])
     else:
         timing.bind(torch)
+    sink = judge_mod.ResultSink(torch, results_fd) if results_fd is not None else None
+    _start_pools(torch)
     guard = guard_mod.Guard.snapshot((mod.__name__,))
 
     # NOTE: ``together`` (compare of the team's own versions) imports every submission into this one
@@ -462,7 +519,7 @@ def main(argv: list[str]) -> int:
     guard.accept_threads()
     channel.emit("ready", label=subs[0]["label"], seconds=time.perf_counter() - t0)
 
-    worker = Worker(torch, mod, kernels, guard, channel, telemetry)
+    worker = Worker(torch, mod, kernels, guard, channel, telemetry, sink)
     while True:
         cmd = _read_line(commands)
         if cmd is None or cmd["cmd"] == "exit":

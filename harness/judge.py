@@ -1,0 +1,307 @@
+"""The judge: inputs by seed, the exact reference and the comparison, out of the submission's reach.
+
+A submission runs in the same process as whatever it can import or patch: the child's copy of
+``reference`` (a module constant that input generation reads), torch's operators (a
+``TorchFunctionMode`` or a patched ``torch.Tensor.__sub__`` that makes a comparison lie), the
+child's ``harness`` modules. None of that may decide a verdict. So every call the child makes,
+checked or timed, leaves its output's bytes in a shared memory file as they stood when the call's
+timed region ended, and the verdict on them comes from a second process started from the same
+harness that never imports a submission (``python -m harness.worker`` with ``judge`` in its job):
+it generates each input set again from its seed, computes the exact reference and compares. The
+child's own checks stay (poisoned outputs, inputs compared bitwise, the output's form, no shared
+storage); they can only add a FAIL, never make one PASS.
+
+Three sides, one module:
+
+- the child (:class:`ResultSink`, :func:`fingerprint`, :func:`form_problem`): copies each output
+  into the shared file (queued on the timed stream right after the end event, so work that lands
+  later is not in it) and describes where it put it; fingerprints its input sets after the calls;
+- the parent (:func:`expected_calls`): which seed each result must be the output of, derived from
+  the command it sent, never from the child's reply;
+- the judge process (:class:`Judge`): reads the bytes with ``pread`` (a file the child truncates
+  cannot crash it), compares fingerprints and outputs, and for ``test`` measures the accuracy
+  yardstick.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+ALIGN = 256  # each output starts on a 256-byte boundary of the shared file
+# NOTE: the largest genuine command (gemm's 50-call gpumode pool, plus the repeat) holds ~100 MB of
+# outputs; a reply that claims more than this is refused before anything is read.
+MAX_RESULT_BYTES = 8 << 30
+# dtypes an output may be read back as (the problems' outputs are fp16; the rest are refused by the check)
+_DTYPES = ("float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool",
+           "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn_x2")
+
+
+def tensors_of(obj, out: list | None = None) -> list:
+    """Every tensor in ``obj`` (nested lists and tuples), in order."""
+    import torch
+    out = [] if out is None else out
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            tensors_of(x, out)
+    return out
+
+
+def input_tensors(mod, data) -> list:
+    """The tensors of an input set that are not outputs (the ones a call must leave as it found them)."""
+    outputs = {id(t) for t in mod.outputs_of(data)}
+    return [t for t in tensors_of(data) if id(t) not in outputs]
+
+
+def returns_list(data) -> bool:
+    """Whether the problem's output is a list of tensors (group_gemm: ``data[0]`` is a list of groups)."""
+    return isinstance(data[0], (list, tuple))
+
+
+def fingerprint(torch, tensors: list) -> list[int]:
+    """Two integer sums per tensor over its bytes (all of them, and every second one): equal for
+    identical bytes on any device, different after a zeroing, a scaling or most rewrites. Computed
+    on the tensors' device, read back once."""
+    if not tensors:
+        return []
+    sums = []
+    for t in tensors:
+        raw = t.detach().reshape(-1).view(torch.uint8) if t.numel() else torch.zeros(2, dtype=torch.uint8, device=t.device)
+        sums.append(raw.sum(dtype=torch.int64).reshape(1))
+        sums.append(raw[::2].sum(dtype=torch.int64).reshape(1))
+    return [int(x) for x in torch.cat([s.to(sums[0].device) for s in sums]).tolist()]
+
+
+def form_problem(mod, data, result) -> str | None:
+    """What is wrong with the output's form (type, device, shape, dtype, strides, memory shared with
+    an input or between groups), in the reference's words, or None. Values are the judge's."""
+    from reference import checking
+    outs = mod.outputs_of(data)
+    inputs = input_tensors(mod, data)
+    if not returns_list(data):
+        return checking.validate_output(result, outs[0], inputs)
+    if not isinstance(result, (list, tuple)):
+        return f"output is {type(result).__name__}, expected a list of {len(outs)} tensors"
+    if len(result) != len(outs):
+        return f"output has {len(result)} tensors, expected {len(outs)} (one per group)"
+    for g, (out, c) in enumerate(zip(result, outs)):
+        problem = checking.validate_output(out, c, inputs, name=f"group {g} output")
+        if problem:
+            return problem
+    for g, out in enumerate(result):
+        if any(checking.overlaps(out, earlier) for earlier in result[:g]):
+            return f"group {g} output shares memory with another group's output"
+    return None
+
+
+class ResultSink:
+    """Child side: the shared file the outputs are copied into, mapped once per size.
+
+    ``reserve`` grows the file (never while a block is timed: copies queued there target the
+    current mapping); ``put`` queues the copy of one output's bytes at the next free offset and
+    returns where, or an ``overflow`` entry when it does not fit (a timed output larger than the
+    checked ones)."""
+
+    def __init__(self, torch, fd: int):
+        self.torch = torch
+        self.fd = fd
+        self.size = 0
+        self.used = 0
+        self._map = None
+        self.host = None
+        self._pinned = False
+
+    def _unmap(self) -> None:
+        if self._map is None:
+            return
+        self.torch.cuda.synchronize() if self.torch.cuda.is_available() else None
+        if self._pinned:
+            self.torch.cuda.cudart().cudaHostUnregister(self.host.data_ptr())
+            self._pinned = False
+        self.host = None
+        self._map.close()
+        self._map = None
+
+    def reserve(self, nbytes: int) -> None:
+        """At least ``nbytes`` free after what is used now."""
+        need = self.used + nbytes
+        if need <= self.size:
+            return
+        size = max(need, 2 * self.size, 1 << 20)
+        size = (size + ALIGN - 1) // ALIGN * ALIGN
+        self._unmap()
+        os.ftruncate(self.fd, size)
+        self._map = mmap.mmap(self.fd, size)
+        self.host = self.torch.frombuffer(self._map, dtype=self.torch.uint8)
+        self.size = size
+        if self.torch.cuda.is_available():
+            # NOTE: pinned, a device-to-host copy is queued and the host goes on; pageable, the copy
+            # still runs in stream order (after the end event) but the host waits for it
+            try:
+                rc = self.torch.cuda.cudart().cudaHostRegister(self.host.data_ptr(), size, 0)
+                self._pinned = int(getattr(rc, "value", rc)) == 0
+            except Exception:  # noqa: BLE001 - pageable memory is correct, only slower
+                self._pinned = False
+
+    def reset(self) -> None:
+        self.used = 0
+
+    def put(self, result) -> dict:
+        """Queues the copy of ``result`` (a tensor or a list of tensors) on the current stream; its entry."""
+        torch = self.torch
+        listed = isinstance(result, (list, tuple))
+        items = list(result) if listed else [result]
+        if not all(isinstance(t, torch.Tensor) for t in items):
+            return {"listed": listed, "parts": None}
+        parts = []
+        for t in items:
+            nbytes = t.numel() * t.element_size()
+            if self.used + nbytes > self.size:
+                return {"listed": listed, "parts": None, "overflow": nbytes}
+            if nbytes:
+                flat = t.detach().reshape(-1).view(torch.uint8)
+                self.host[self.used:self.used + nbytes].copy_(flat, non_blocking=True)
+            parts.append([str(t.dtype).removeprefix("torch."), list(t.shape), self.used, nbytes])
+            self.used += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+        return {"listed": listed, "parts": parts}
+
+
+def output_bytes(result) -> int:
+    """Room ``put`` needs for ``result`` (alignment included)."""
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    return sum((t.numel() * t.element_size() + ALIGN - 1) // ALIGN * ALIGN for t in items if hasattr(t, "numel"))
+
+
+# -- the parent ---------------------------------------------------------------------------------
+def expected_calls(command: dict, item: dict, pool: int, kernels: int, reply: dict) -> list[dict]:
+    """The calls whose outputs a PASS reply to ``command`` must hold, in order: each one's seed,
+    how the verdict names it, and the kernel (``sub``) that made it. Derived from what the parent
+    asked for; the one thing read from the reply is whether a block was timed again after the
+    escape check (then its inputs are the retry round's)."""
+    from harness.worker import retry_round, round_seed
+    base = item["params"]["seed"]
+    if command["cmd"] == "test":
+        return [{"seed": base + i, "label": f"seed {base + i}", "sub": 0} for i in range(command["seeds"])]
+    if command["cmd"] == "prepare":
+        calls = []
+        for sub in range(kernels):
+            calls += [{"seed": round_seed(base, 0, slot), "label": f"seed {round_seed(base, 0, slot)}", "sub": sub}
+                      for slot in range(pool)]
+            calls.append({"seed": base, "label": f"repeat of seed {base} in fresh buffers", "sub": sub})
+        return calls
+    if command["cmd"] == "block":
+        round_index = command["round"]
+        if reply.get("escape_retried"):
+            round_index = retry_round(round_index)
+        methods = [command["mode"]] + (["warm"] if command.get("warm") and command["mode"] == "cold" else [])
+        return [{"seed": round_seed(base, round_index, slot), "sub": command.get("sub", 0),
+                 "label": f"timed call {slot + 1} of round {round_index} ({method}, seed {round_seed(base, round_index, slot)})"}
+                for method in methods for slot in range(pool)]
+    return []
+
+
+# -- the judge process --------------------------------------------------------------------------
+class Judge:
+    """Checks the child's results against inputs and references of its own (a clean process)."""
+
+    def __init__(self, torch, mod, fd: int):
+        self.torch, self.mod, self.fd = torch, mod, fd
+
+    def check(self, item: dict, calls: list[dict], results: list, kind: str) -> dict:
+        """``calls`` (the parent's :func:`expected_calls`) against ``results`` (the child's entries,
+        one per call). ``kind`` ``test`` adds the accuracy yardstick to each seed."""
+        if not isinstance(results, list) or len(results) != len(calls):
+            got = len(results) if isinstance(results, list) else type(results).__name__
+            return {"status": "FAIL", "message": f"the child reported {got} results for {len(calls)} calls"}
+        params = {k: v for k, v in item["params"].items() if k != "seed"}
+        cache: dict[int, tuple] = {}
+        worst = (0.0, 0.0)
+        for call, entry in zip(calls, results):
+            seed = call["seed"]
+            if seed not in cache:
+                cache.clear()  # one input set alive at a time: a gemm pool's 50 sets take gigabytes
+                data = self.mod.generate_input(**params, seed=seed, dist=item["dist"])
+                cache[seed] = (data, fingerprint(self.torch, input_tensors(self.mod, data)), self.mod.ref_kernel(data))
+            data, prints, ref = cache[seed]
+            output, problem = self._verdict(data, prints, ref, entry)
+            errors = self._accuracy(data, output, ref) if kind == "test" and output is not None else None
+            if problem:
+                if errors:
+                    problem += f" (cuBLAS fp16 on the same data: max error {errors[1]:.3g} of the tolerance)"
+                return {"status": "FAIL", "message": f"{call['label']}: {problem}", "sub": call["sub"]}
+            if errors:
+                from reference import yardstick
+                ok, verdict = yardstick.judge(*errors)
+                if not ok:
+                    return {"status": "FAIL", "message": f"{call['label']}: {verdict}", "sub": call["sub"]}
+                worst = max(worst, errors[:2])
+        if kind == "test":
+            return {"status": "PASS", "message": f"{len(calls)} seeds pass; max error {worst[0]:.3g} of the tolerance "
+                    f"(cuBLAS fp16: {worst[1]:.3g})", "max_error": worst[0], "yardstick_error": worst[1]}
+        return {"status": "PASS", "message": ""}
+
+    def _verdict(self, data, prints: list[int], ref, entry) -> tuple[object, str | None]:
+        """(the output rebuilt here or None, what is wrong or None)."""
+        if not isinstance(entry, dict):
+            return None, "the child reported no result for this call"
+        if entry.get("inputs") != prints:
+            return None, ("the input set the call left behind is not the one generated from its seed (changed in "
+                          "place, or generated by altered code)")
+        output = self._output(data, entry)
+        if isinstance(output, str):
+            return None, output
+        ok, message = self.mod.check(data, output, ref)
+        return output, None if ok else message
+
+    def _output(self, data, entry):
+        """The call's output rebuilt on this process's device from the shared file, or why not."""
+        torch = self.torch
+        if entry.get("overflow"):
+            return f"the output ({entry['overflow']} bytes) is larger than the checked calls' outputs"
+        parts = entry.get("parts")
+        if not isinstance(parts, list) or not parts:
+            return "the output is not a tensor (or list of tensors)"
+        outs = self.mod.outputs_of(data)
+        rebuilt = []
+        for i, part in enumerate(parts):
+            try:
+                dtype_name, shape, offset, nbytes = part
+                dtype = getattr(torch, dtype_name) if dtype_name in _DTYPES else None
+                shape = [int(s) for s in shape]
+                offset, nbytes = int(offset), int(nbytes)
+            except (TypeError, ValueError):
+                return "the child described its output in a form the judge cannot read"
+            if dtype is None or min(shape + [offset, nbytes]) < 0 or nbytes > MAX_RESULT_BYTES:
+                return "the child described its output in a form the judge cannot read"
+            raw = os.pread(self.fd, nbytes, offset) if nbytes else b""
+            if len(raw) != nbytes:
+                return "the output's bytes are missing from the shared file"
+            flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
+            count = 1
+            for s in shape:
+                count *= s
+            if count * torch.empty(0, dtype=dtype).element_size() != nbytes:
+                return "the child described its output in a form the judge cannot read"
+            value = flat.view(dtype).reshape(shape)
+            like = outs[i] if i < len(outs) else None
+            if like is not None and tuple(shape) == tuple(like.shape) and dtype == like.dtype:
+                # NOTE: rebuilt with c's strides: the child already checked the strides it returned
+                out = torch.empty_like(like)
+                out.copy_(value.to(like.device))
+            else:
+                out = value.to(outs[0].device)
+            rebuilt.append(out)
+        return rebuilt if entry.get("listed") else rebuilt[0]
+
+    def _accuracy(self, data, output, ref) -> tuple[float, float, float, float] | None:
+        """(kernel, yardstick) errors in tolerances, then beyond one fp16 ulp (reference.yardstick),
+        or None where the output's form is wrong (the check said so)."""
+        from reference import yardstick
+        try:
+            kernel = yardstick.errors(output, ref)
+            yard = yardstick.errors(self.mod.ref_kernel(data, matmul=yardstick.matmul_nt), ref)
+        except Exception:  # noqa: BLE001 - a malformed output is the check's verdict, already given
+            return None
+        return kernel[0], yard[0], kernel[1], yard[1]
