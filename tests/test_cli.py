@@ -12,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from harness import cli, leaderboard
-from adversarial.expected import TIMING_ADVERSARIES
+from adversarial.expected import CHECK_ADVERSARIES, TIMING_ADVERSARIES
 
 ADVERSARIAL = Path(__file__).resolve().parent / "adversarial"
 SHAPE = "m=128,n=256,k=256"
@@ -263,6 +263,7 @@ ADVERSARIAL_CASES = {
     "exits_early": ("CRASH", "exited with code 0", ()),
     "import_error": ("FAIL", "import failed: RuntimeError", ()),
     "raises": ("FAIL", "custom_kernel raised ValueError", ()),
+    **{name: (status, detail, ()) for name, (status, detail) in CHECK_ADVERSARIES.items()},
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
+import pytest
 import torch
 
 import harness.stats
@@ -55,8 +57,52 @@ def test_thread_left_running():
     t.start()
     try:
         status, message = g.verdict()
-        assert status == "FAIL" and "leftover" in message
+        assert status == "TAMPERED" and "leftover" in message
     finally:
         stop.set()
         t.join()
     assert g.verdict() is None
+
+
+def test_a_thread_python_does_not_list_is_seen_and_one_running_before_is_not():
+    """``_thread`` threads are not in threading.enumerate(); the operating system lists them."""
+    import _thread
+    g = Guard.snapshot()
+    stop = threading.Event()
+    running = threading.Event()
+    _thread.start_new_thread(lambda: (running.set(), stop.wait()), ())
+    running.wait()
+    try:
+        status, message = g.verdict()
+        assert status == "TAMPERED" and "native thread" in message
+        assert g.verdict(since=g.thread_ids()) is None  # already running when the call began
+    finally:
+        stop.set()
+    for _ in range(100):
+        if g.verdict() is None:
+            break
+        time.sleep(0.01)
+    assert g.verdict() is None
+
+
+@pytest.mark.parametrize("install,remove,name", [
+    (lambda: sys.setprofile(lambda *a: None), lambda: sys.setprofile(None), "sys.setprofile"),
+    (lambda: threading.setprofile(lambda *a: None), lambda: threading.setprofile(None), "threading.setprofile"),
+])
+def test_an_interpreter_hook_set_after_the_snapshot_is_tampering(install, remove, name):
+    g = Guard.snapshot()
+    install()
+    try:
+        status, message = g.verdict()
+    finally:
+        remove()
+    assert status == "TAMPERED" and name in message
+    assert g.verdict() is None
+
+
+def test_a_replaced_module_level_name_of_timing_is_tampering(monkeypatch):
+    import harness.timing as timing
+    g = Guard.snapshot()
+    monkeypatch.setattr(timing, "_now", lambda: 0.0)
+    monkeypatch.setattr(timing, "ESCAPE_REL", 10.0)
+    assert sorted(g.changes()) == ["harness.timing.ESCAPE_REL", "harness.timing._now"]

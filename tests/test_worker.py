@@ -31,15 +31,22 @@ def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     blocks = [timing.Block([58.0], ["out"], 1580.0, 464.0, e) for e in escapes]
     calls = []
 
-    def fake_time_block(*_args, **_kwargs):
+    def fake_time_block(*_args, prelude, capture, **_kwargs):
         calls.append(1)
-        return blocks[len(calls) - 1]
+        prelude()
+        block = blocks[len(calls) - 1]
+        for result in block.results:
+            capture(result)
+        return block
 
     monkeypatch.setattr(timing, "time_block", fake_time_block)
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
-    w = worker.Worker(None, _Problem, lambda data: "out", SimpleNamespace(verdict=lambda: None), None, None)
-    w.pool, w.scratch, w.item = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}
-    return w._timed_pass("cold"), len(calls)
+    monkeypatch.setattr(worker, "form_problem", lambda mod, data, result: None)
+    guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
+    w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
+                      guard, None, None)
+    w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 1
+    return dict(w._timed_pass("cold"), results=w.results), len(calls)
 
 
 def test_a_block_flagged_once_is_timed_again_on_fresh_inputs_and_the_clean_retry_counts(monkeypatch):
@@ -47,9 +54,11 @@ def test_a_block_flagged_once_is_timed_again_on_fresh_inputs_and_the_clean_retry
     reply, blocks = _timed_pass(monkeypatch, [FLAGGED, None])
     assert blocks == 2 and reply["status"] == "PASS"
     assert reply["escape_retried"] == FLAGGED  # the first flag stays on the record
-    # NOTE: the pool and the scratch set refilled (never-seen seeds) and poisoned before the retry
-    assert len(_Problem.seeds) == 2 and _Problem.poisoned == 2
+    # NOTE: the scratch set and the pool refilled (never-seen seeds) and poisoned before each block
+    assert len(_Problem.seeds) == 4 and _Problem.poisoned == 4
     assert not set(_Problem.seeds) & {worker.round_seed(1, 0, slot) for slot in range(2)}
+    retry = worker.retry_round(1)
+    assert _Problem.seeds[2:] == [worker.round_seed(1, retry, 1), worker.round_seed(1, retry, 0)]
 
 
 def test_a_block_flagged_twice_fails_with_both_figures(monkeypatch):
@@ -63,11 +72,31 @@ def test_a_clean_block_is_timed_once(monkeypatch):
     assert blocks == 1 and reply["status"] == "PASS" and "escape_retried" not in reply
 
 
-def test_a_wrong_output_after_a_retry_names_the_retry_inputs_seed(monkeypatch):
-    monkeypatch.setattr(_Problem, "check", staticmethod(lambda data, result: (False, "mismatch")))
+def test_the_retried_blocks_outputs_are_judged_against_the_retry_inputs_seeds(monkeypatch):
+    from harness import judge
     reply, _ = _timed_pass(monkeypatch, [FLAGGED, None])
-    seed = worker.round_seed(1, worker.retry_round(0), 0)
-    assert reply["status"] == "FAIL" and f"seed {seed}" in reply["message"]
+    assert len(reply["results"]) == 1  # the flagged block's outputs were dropped
+    calls = judge.expected_calls({"cmd": "block", "round": 1, "mode": "cold"}, {"params": {"seed": 1}}, 1, 1, reply)
+    seed = worker.round_seed(1, worker.retry_round(1), 0)
+    assert [c["seed"] for c in calls] == [seed] and f"seed {seed}" in calls[0]["label"]
+
+
+def test_the_pool_is_refilled_after_the_untimed_call_before_the_block(monkeypatch):
+    """A call that reaches the pool from the untimed call before the block finds last round's values."""
+    seen = []
+    _Problem.seeds = []
+
+    def kernel(data):
+        seen.append((data, len(_Problem.seeds)))
+        return "out"
+
+    monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
+    guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
+    w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, kernel, guard, None, None)
+    w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 3
+    w._prelude("cold", refill=True)()
+    assert seen == [("scratch", 1)]  # only the scratch set was generated when the call ran
+    assert _Problem.seeds == [worker.round_seed(1, 3, 1), worker.round_seed(1, 3, 0)]
 
 
 def test_a_call_that_empties_its_input_lists_fails_the_check():
@@ -85,7 +114,7 @@ def test_a_call_that_empties_its_input_lists_fails_the_check():
                 part.clear()
         return []
 
-    w = worker.Worker(torch, mod, empties, SimpleNamespace(verdict=lambda: None), None, None)
+    w = worker.Worker(torch, mod, empties, SimpleNamespace(verdict=lambda since=None: None, thread_ids=set), None, None)
     status, message = w.checked_call(data, [])
     assert status == "FAIL" and "changed the structure of its input" in message
 

@@ -4,11 +4,20 @@ TIMING_ADVERSARIES = {
     "patches_event_timer": ("TAMPERED", "torch.cuda.Event.elapsed_time"),
     "patches_stats": ("TAMPERED", "harness.stats.summarize"),
     "writes_result_channel": ("TAMPERED", "verdict channel"),
-    "late_thread": ("FAIL", "left a thread running"),
+    "late_thread": ("TAMPERED", "left a thread running"),
+    "raw_thread": ("TAMPERED", "left a thread running"),
+    "patches_timing_clock": ("TAMPERED", "harness.timing._now"),
+    "profile_hook": ("TAMPERED", "sys.setprofile"),
+    "zeroes_input_when_timed": ("FAIL", "is not the one generated from its seed"),
+    "precomputes_in_prelude": ("FAIL", "timed call 1 of round 1"),
+    "changes_reference_constant": ("FAIL", "is not the one generated from its seed"),
+    "lying_comparison": ("FAIL", "32768 of 32768 elements mismatch"),
     "caches_by_data_ptr": ("FAIL", "of round 1"),
     "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
     "first_call_only": ("FAIL", "of round 1"),
 }
+# Attacks on the judge's inputs and comparison that `test` must catch as `run` does (one check path).
+CHECK_ADVERSARIES = {name: TIMING_ADVERSARIES[name] for name in ("changes_reference_constant", "lying_comparison")}
 # Attacks on how the parent reads the child (harness.isolation, harness.channel): what they get
 # from isolation.Child with short timeouts (tests/test_isolation_hardening.py).
 CHANNEL_ADVERSARIES = {

@@ -1,0 +1,144 @@
+"""harness.judge: the child's copy of each output, the parent's list of what must be checked, and the
+judge's verdict from inputs and references of its own (CPU)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from harness import judge, worker
+from reference import problem_module
+
+PARAMS = {"m": 64, "n": 32, "k": 64, "l": 1, "seed": 7}
+ITEM = {"params": PARAMS, "dist": "competition"}
+
+
+def _data(mod, seed):
+    return mod.generate_input(**{k: v for k, v in PARAMS.items() if k != "seed"}, seed=seed, dist="competition")
+
+
+@pytest.fixture
+def shared():
+    fd = os.memfd_create("test-results")
+    yield fd
+    os.close(fd)
+
+
+def _entry(sink, mod, data, result):
+    sink.reserve(judge.output_bytes(result))
+    entry = sink.put(result)
+    entry["inputs"] = judge.fingerprint(torch, judge.input_tensors(mod, data))
+    return entry
+
+
+def test_a_correct_output_passes_and_a_wrong_one_fails_with_the_calls_label(shared):
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    good = _data(mod, 7)
+    bad = _data(mod, 8)
+    entries = [_entry(sink, mod, good, mod.ref_kernel(good)), _entry(sink, mod, bad, mod.ref_kernel(bad) + 1)]
+    calls = [{"seed": 7, "label": "seed 7", "sub": 0}, {"seed": 8, "label": "seed 8", "sub": 0}]
+    reply = judge.Judge(torch, mod, shared).check(ITEM, calls, entries, "timed")
+    assert reply["status"] == "FAIL" and reply["message"].startswith("seed 8: output:") and "mismatch" in reply["message"]
+    assert judge.Judge(torch, mod, shared).check(ITEM, calls[:1], entries[:1], "timed")["status"] == "PASS"
+
+
+def test_test_kind_measures_the_yardstick(shared):
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    data = _data(mod, 7)
+    reply = judge.Judge(torch, mod, shared).check(ITEM, [{"seed": 7, "label": "seed 7", "sub": 0}],
+                                                  [_entry(sink, mod, data, mod.ref_kernel(data))], "test")
+    assert reply["status"] == "PASS" and reply["message"].startswith("1 seeds pass; max error 0")
+    assert reply["max_error"] == 0.0
+
+
+def test_inputs_other_than_the_seeds_fail_even_with_the_matching_output(shared):
+    """A changed input generator (or an input changed in place) with an output computed from it."""
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    data = _data(mod, 7)
+    data[0].view(torch.uint8).zero_()
+    reply = judge.Judge(torch, mod, shared).check(ITEM, [{"seed": 7, "label": "seed 7", "sub": 0}],
+                                                  [_entry(sink, mod, data, mod.ref_kernel(data))], "timed")
+    assert reply["status"] == "FAIL" and "not the one generated from its seed" in reply["message"]
+
+
+@pytest.mark.parametrize("tamper,text", [
+    (lambda e, fd: os.ftruncate(fd, 0), "missing from the shared file"),
+    (lambda e, fd: e["parts"][0].__setitem__(0, "object"), "cannot read"),
+    (lambda e, fd: e["parts"][0].__setitem__(3, 12), "cannot read"),
+    (lambda e, fd: e.update(parts=None), "not a tensor"),
+    (lambda e, fd: e.update(overflow=10 ** 9), "larger than the checked calls"),
+])
+def test_a_malformed_description_or_a_truncated_file_is_a_fail_never_a_judge_crash(shared, tamper, text):
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    data = _data(mod, 7)
+    entry = _entry(sink, mod, data, mod.ref_kernel(data))
+    tamper(entry, shared)
+    reply = judge.Judge(torch, mod, shared).check(ITEM, [{"seed": 7, "label": "seed 7", "sub": 0}], [entry], "timed")
+    assert reply["status"] == "FAIL" and text in reply["message"]
+
+
+def test_fewer_results_than_calls_fail():
+    reply = judge.Judge(torch, problem_module("gemm"), -1).check(ITEM, [{"seed": 7, "label": "x", "sub": 0}], [], "timed")
+    assert reply["status"] == "FAIL" and "0 results for 1 calls" in reply["message"]
+
+
+def test_group_outputs_travel_as_a_list(shared):
+    mod = problem_module("group_gemm")
+    item = {"params": {"m": [64, 32], "n": [128, 128], "k": [64, 64], "g": 2, "seed": 3}, "dist": "competition"}
+    data = mod.generate_input(m=[64, 32], n=[128, 128], k=[64, 64], g=2, seed=3, dist="competition")
+    sink = judge.ResultSink(torch, shared)
+    entry = _entry(sink, mod, data, mod.ref_kernel(data))
+    assert entry["listed"] and len(entry["parts"]) == 2
+    reply = judge.Judge(torch, mod, shared).check(item, [{"seed": 3, "label": "seed 3", "sub": 0}], [entry], "timed")
+    assert reply["status"] == "PASS", reply
+
+
+def test_a_full_sink_says_so_instead_of_growing(shared):
+    sink = judge.ResultSink(torch, shared)
+    sink.reserve(1024)
+    first = sink.put(torch.zeros(sink.size // 2, dtype=torch.uint8))
+    assert first["parts"] and sink.put(torch.zeros(sink.size, dtype=torch.uint8)).get("overflow") == sink.size
+
+
+def test_expected_calls_come_from_the_command():
+    base = PARAMS["seed"]
+    test = judge.expected_calls({"cmd": "test", "seeds": 2}, ITEM, 0, 1, {})
+    assert [c["seed"] for c in test] == [base, base + 1]
+    prepare = judge.expected_calls({"cmd": "prepare"}, ITEM, 3, 2, {})
+    assert [c["seed"] for c in prepare] == [base, base + 1, base + 2, base] * 2 and prepare[-1]["sub"] == 1
+    assert "repeat of seed" in prepare[3]["label"]
+    block = judge.expected_calls({"cmd": "block", "round": 4, "mode": "cold", "warm": True, "sub": 1}, ITEM, 2, 2, {})
+    assert [c["seed"] for c in block] == [worker.round_seed(base, 4, s) for s in (0, 1)] * 2
+    assert "(warm," in block[-1]["label"] and all(c["sub"] == 1 for c in block)
+    retried = judge.expected_calls({"cmd": "block", "round": 4, "mode": "kernel"}, ITEM, 1, 1, {"escape_retried": "x"})
+    assert retried[0]["seed"] == worker.round_seed(base, worker.retry_round(4), 0)
+
+
+def test_form_problems_are_named_as_the_reference_names_them():
+    mod = problem_module("gemm")
+    data = _data(mod, 7)
+    assert judge.form_problem(mod, data, data[-1]) is None
+    assert "shape" in judge.form_problem(mod, data, data[-1][:3])
+    assert "plain torch.Tensor" in judge.form_problem(mod, data, [data[-1]])
+    group = problem_module("group_gemm")
+    gdata = group.generate_input(m=[64, 64], n=[128, 128], k=[64, 64], g=2, seed=3, dist="competition")
+    outs = group.outputs_of(gdata)
+    assert judge.form_problem(group, gdata, outs) is None
+    assert "expected 2 (one per group)" in judge.form_problem(group, gdata, outs[:1])
+    assert "shares memory with another group" in judge.form_problem(group, gdata, [outs[0], outs[0]])
+
+
+def test_fingerprint_sees_a_zeroing_and_a_swap_of_neighbours():
+    t = torch.arange(64, dtype=torch.uint8)
+    before = judge.fingerprint(torch, [t])
+    swapped = t.clone()
+    swapped[0], swapped[1] = t[1], t[0]
+    assert judge.fingerprint(torch, [swapped]) != before
+    assert judge.fingerprint(torch, [torch.zeros_like(t)]) != before
+    assert judge.fingerprint(torch, [t.clone()]) == before
