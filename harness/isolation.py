@@ -227,6 +227,23 @@ def _gpu_here() -> bool:
         return False
 
 
+def _beyond_wall(reply: dict, pool: int, took_us: float) -> str | None:
+    """Why a block's reported times cannot be true by the parent's own clock, or None: the calls
+    of a block ran inside the request that timed them, so their total is at most its wall time."""
+    samples = [reply.get("times_us"), reply.get("warm_times_us") or []]
+    if not all(isinstance(s, list) and all(isinstance(t, (int, float)) for t in s) for s in samples):
+        return "a block reply whose times are not a list of numbers"
+    times = samples[0]
+    if not times:
+        return "a block reply without times"
+    # NOTE: gpumode's samples are a batch's time over its calls: times x calls per sample sums the calls
+    total_us = sum(sum(s) * pool / len(s) for s in samples if s)
+    if total_us > took_us:
+        return (f"the child reported {total_us:.0f} µs of timed calls in a block that took {took_us:.0f} µs "
+                "by the parent's clock")
+    return None
+
+
 def _tail(path: Path, lines: int = 6) -> str:
     """The last ``lines`` non-empty lines of the log, one line, made printable; reads at most the
     last ``LOG_TAIL_BYTES`` of the file (a child can write gigabytes to it)."""
@@ -412,7 +429,7 @@ class Child:
 
     def _kill(self) -> None:
         if self._judge is not None:
-            self._judge.stop()
+            self._judge._kill()  # NOTE: killed, not asked to exit: it holds nothing, and torch's teardown takes seconds
             self._judge = None
         if self._results_fd is not None and not self.is_judge:
             os.close(self._results_fd)
@@ -447,11 +464,17 @@ class Child:
         except OSError:
             pass  # the child is gone; _await reports how
         event = self._await(("reply",), timeout_s, "on this shape", since=started)
+        took_us = (time.monotonic() - started) * 1e6
         reply = {k: v for k, v in event.items() if k != "event"}
         results = reply.pop("results", None)
         if reply.get("status") == "CRASH" or reply.pop("restart", False):
             self._kill()
         elif command["cmd"] in ("test", "prepare", "block") and reply.get("status") == "PASS" and not self.is_judge:
+            if command["cmd"] == "block":
+                beyond = _beyond_wall(reply, self._pool, took_us)
+                if beyond:
+                    self._kill()
+                    return dict(reply, status="TAMPERED", message=f"TAMPERED: {beyond}")
             reply = self._judged(command, reply, results, started + timeout_s)
         return reply
 

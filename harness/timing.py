@@ -237,7 +237,8 @@ def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty",
     if prelude:
         # NOTE: an untimed call on a scratch input right before the block: after regenerating the pool
         # the submission's host path is cold, and the first timed call of every block ran ~60 µs slow
-        # on an H200 (gemv v1: 167 µs against 108 µs) while the others did not.
+        # on an H200 (gemv v1: 167 µs against 108 µs) while the others did not. (The worker's prelude
+        # refills the pool after that call, so the call cannot reach this block's inputs.)
         prelude()
     if mode == "gpumode":
         return _time_batches(b, fn, pool, max(1, int(batch)), flush_kind, telemetry, capture)

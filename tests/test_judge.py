@@ -142,3 +142,11 @@ def test_fingerprint_sees_a_zeroing_and_a_swap_of_neighbours():
     assert judge.fingerprint(torch, [swapped]) != before
     assert judge.fingerprint(torch, [torch.zeros_like(t)]) != before
     assert judge.fingerprint(torch, [t.clone()]) == before
+
+
+def test_a_block_that_reports_more_time_than_the_parent_saw_is_refused():
+    from harness.isolation import _beyond_wall
+    assert _beyond_wall({"times_us": [10.0, 12.0]}, 2, 100.0) is None
+    assert "reported 2000 µs" in _beyond_wall({"times_us": [20.0]}, 100, 1000.0)  # one batch of 100 calls
+    assert _beyond_wall({"times_us": [10.0], "warm_times_us": [50.0]}, 1, 55.0)  # --warm's calls ran in it too
+    assert "not a list" in _beyond_wall({"times_us": "fast"}, 1, 55.0)

@@ -184,3 +184,25 @@ def test_host_call_times_cycle_the_pool_and_time_each_call():
     seen = []
     times = timing.host_call_times(lambda data: seen.append(data), ["a", "b"], 5)
     assert seen == ["a", "b", "a", "b", "a"] and len(times) == 5 and all(t >= 0 for t in times)
+
+
+@pytest.mark.parametrize("method", ["cold", "gpumode"])
+def test_each_result_is_captured_after_its_call_and_before_the_next(method):
+    """The copy the judge checks is taken when the call's time is taken, never later."""
+    events = []
+    block = timing.time_block(lambda d: events.append(("call", d)) or d, ["a", "b"], method,
+                              prelude=lambda: events.append("prelude"), capture=lambda r: events.append(("capture", r)))
+    assert events == ["prelude", ("call", "a"), ("capture", "a"), ("call", "b"), ("capture", "b")]
+    assert block.results == ["a", "b"]
+
+
+def test_kernel_times_leaves_the_judges_copies_out_of_the_strays():
+    acts = [
+        _act(False, timing.CALL_RANGE, 100, 200, 3),
+        _act(False, "cudaLaunchKernel", 110, 120, 24), _act(True, "gemv_kernel", 300, 330, 24),
+        _act(False, timing.CAPTURE_RANGE, 210, 260, 4),
+        _act(False, "cudaMemcpyAsync", 220, 230, 31), _act(True, "Memcpy DtoH", 330, 360, 31),
+        _act(False, "cudaLaunchKernel", 270, 280, 32), _act(True, "stray_kernel", 360, 380, 32),
+    ]
+    per_call, stray = timing.kernel_times(acts, 1)
+    assert stray == 1 and per_call[0]["activities"] == 1
