@@ -1,20 +1,25 @@
-"""The child process: imports one submission, then checks and times it on the parent's commands.
+"""The child process: imports one submission, then calls and times it on the parent's commands.
 
-Started by :mod:`harness.isolation` as ``python -m harness.worker CMD_FD EVENT_FD``. The first line
-on the command pipe carries the channel key and the job; everything the harness times and checks
-with is bound (``timing.bind``, ``guard.Guard.snapshot``) before the submission is imported
-(``harness.loader.import_submission``). Then
-one command per line, one signed reply per command (``harness.channel``):
+Started by :mod:`harness.isolation` as ``python -m harness.worker CMD_FD EVENT_FD RESULTS_FD``. The
+first line on the command pipe carries the channel key and the job; everything the harness times
+and checks with is bound (``timing.bind``, ``guard.Guard.snapshot``) before the submission is
+imported (``harness.loader.import_submission``). Then one command per line, one signed reply per
+command (``harness.channel``). Every call's output goes to the shared file ``RESULTS_FD``
+(``harness.judge.ResultSink``) with its input set's fingerprint; the verdict on the values is the
+judge's, a second process of this module started with ``judge`` in its job, which never imports a
+submission (:func:`_judge_loop`). What the child checks itself can only add a FAIL:
 
 - ``test``: N seeds of a shape, each call with poisoned outputs, uninitialised memory filled with
-  NaN, inputs compared with untouched copies.
+  NaN, inputs compared with untouched copies, the output's form.
 - ``prepare``: the pool for timing: P input sets, each checked as in ``test``; a repeat of the first
   set in fresh buffers (a content-keyed cache must not hand back an earlier output); warm-up calls;
   for ``graph`` the capture.
-- ``block``: refresh every pool set in place with never-seen inputs (same tensors, new values: a
-  cache keyed by ``id`` or ``data_ptr`` returns stale results), poison outputs, time one call per
-  set (``timing.time_block``), then check every output, the guard and the threads. Raw samples go
-  to the parent, which owns every statistic and verdict.
+- ``block``: an untimed call on a scratch set, then every pool set refilled in place with
+  never-seen inputs (same tensors, new values: a cache keyed by ``id`` or ``data_ptr`` returns
+  stale results; refilled after that call, so it cannot reach them), outputs poisoned, one call
+  per set timed (``timing.time_block``, each output copied for the judge right after its end
+  event), then the outputs' form, the inputs' fingerprints, the guard and the threads. Raw samples
+  go to the parent, which owns every statistic and verdict.
 
 A CUDA error poisons the context: the reply is CRASH and the child exits; the parent starts a
 fresh one for what is left.
