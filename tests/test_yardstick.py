@@ -67,14 +67,28 @@ def test_a_kernel_that_passes_the_check_but_is_far_less_accurate_than_cublas_fai
         c.copy_(out.to(c.dtype))
         return c
 
-    w = worker.Worker(torch, mod, sloppy, SimpleNamespace(verdict=lambda: None), None, None)
     item = {"params": {"m": 128, "n": 128, "k": 256, "l": 1, "seed": 7}, "dist": "realistic"}
-    reply = w.test(item, 1)
+    reply = _judged_test(mod, sloppy, item, 1)
     assert reply["status"] == "FAIL" and "more than 1.5x cuBLAS" in reply["message"], reply
 
-    honest = worker.Worker(torch, mod, lambda d: mod.ref_kernel(d), SimpleNamespace(verdict=lambda: None), None, None)
-    reply = honest.test(item, 2)
+    reply = _judged_test(mod, lambda d: mod.ref_kernel(d), item, 2)
     assert reply["status"] == "PASS" and "cuBLAS fp16" in reply["message"]
+
+
+def _judged_test(mod, kernel, item, seeds):
+    """``test``'s path in one process: the worker's calls, then the judge's verdict on them."""
+    import os
+    from harness import judge
+    fd = os.memfd_create("test-yardstick")
+    try:
+        guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=set)
+        w = worker.Worker(torch, mod, kernel, guard, None, None, judge.ResultSink(torch, fd))
+        reply = w.test(item, seeds)
+        assert reply["status"] == "PASS", reply  # the child's own checks
+        calls = judge.expected_calls({"cmd": "test", "seeds": seeds}, item, 0, 1, reply)
+        return judge.Judge(torch, mod, fd).check(item, calls, reply["results"], "test")
+    finally:
+        os.close(fd)
 
 
 def test_mixed_scales_make_fp32_sums_round_where_realistic_ones_do_not():
