@@ -35,9 +35,9 @@ call can pin data in L2 across the flush.
 call and the end event are queued with no synchronise between them, as the competition's eval
 does. The start event waits behind the flush on the device, so the call's host path runs while
 the flush does: whatever of it fits under the flush (tens of µs) is hidden, and an idle device's
-event cost is not paid. What is left is close to what the competition reports; cold mode is the
+event cost is not paid. What is left is close to what the competition reports; the cold method is the
 latency a caller waits for. A third event before the flush lets the escape check compare the
-wall clock with a span that holds the flush, as in cold mode.
+wall clock with a span that holds the flush, as in the cold method.
 
 Flushes (``FLUSHES``): ``dirty`` zeroes a buffer of twice the L2 (GPU MODE's clear writes too):
 L2 is left full of dirty lines, whose write-back the timed kernel pays as it evicts them;
@@ -67,7 +67,6 @@ _now = time.perf_counter
 ESCAPE_REL = 0.5
 ESCAPE_ABS_US = 500.0
 METHODS = ("gpumode", "kernel", "cold", "queued", "warm", "graph")
-MODES = METHODS  # the name rows and sidecars carried before the methods were named
 FLUSHES = ("dirty", "clean")
 DEFAULT_METHOD = "gpumode"
 # Calls per batch of GPU MODE's eval for each problem (reference-kernels, problems/nvidia): gemm and
@@ -213,9 +212,9 @@ def idle_event_pair_us(calls: int) -> list[float]:
     return out
 
 
-def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty", batch: int = 1, poison=None,
+def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty", batch: int = 1, poison=None,
                graph=None, telemetry=None, prelude=None, capture=None) -> Block:
-    """Times ``fn(data)`` once per input set in ``pool`` by method ``mode`` (``METHODS``).
+    """Times ``fn(data)`` once per input set in ``pool`` by ``method`` (``METHODS``).
 
     ``flush_kind``: ``FLUSHES``; ``batch``: calls per pair of events in ``gpumode``; ``poison(data)``
     refills a set's outputs (``warm`` calls it between the untimed and the timed call); ``graph`` is
@@ -225,14 +224,14 @@ def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty",
     copy the judge checks: the output as it stood when its time was taken; ``harness.judge``).
     """
     capture = capture or (lambda result: None)
-    if mode not in METHODS:
-        raise ValueError(f"unknown timing method {mode!r}; expected one of {', '.join(METHODS)}")
+    if method not in METHODS:
+        raise ValueError(f"unknown timing method {method!r}; expected one of {', '.join(METHODS)}")
     if flush_kind not in FLUSHES:
         raise ValueError(f"unknown flush {flush_kind!r}; expected one of {', '.join(FLUSHES)}")
     b = bound()
     torch = b.torch
     if not torch.cuda.is_available():
-        return _time_block_cpu(fn, pool, mode, poison, prelude, batch, capture)
+        return _time_block_cpu(fn, pool, method, poison, prelude, batch, capture)
     b.l2_status = reset_persisting_l2()
     if prelude:
         # NOTE: an untimed call on a scratch input right before the block: after regenerating the pool
@@ -240,14 +239,14 @@ def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty",
         # on an H200 (gemv v1: 167 µs against 108 µs) while the others did not. (The worker's prelude
         # refills the pool after that call, so the call cannot reach this block's inputs.)
         prelude()
-    if mode == "gpumode":
+    if method == "gpumode":
         return _time_batches(b, fn, pool, max(1, int(batch)), flush_kind, telemetry, capture)
-    if mode == "kernel":
+    if method == "kernel":
         return _time_kernels(b, fn, pool, flush_kind, telemetry, capture)
     starts = [b.Event(enable_timing=True) for _ in pool]
     ends = [b.Event(enable_timing=True) for _ in pool]
     captured = [b.Event(enable_timing=True) for _ in pool]  # after each call's capture: the escape check's end
-    befores = [b.Event(enable_timing=True) for _ in pool] if mode == "queued" else None
+    befores = [b.Event(enable_timing=True) for _ in pool] if method == "queued" else None
     results, walls = [], []
     sample = None
     for i, (data, start, end) in enumerate(zip(pool, starts, ends)):
@@ -255,23 +254,23 @@ def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty",
         # what a caller waits for: host launch overhead plus device time. Without it the first call
         # of a block paid the launch overhead and the rest hid it behind the previous call (an H200
         # showed 142 µs for the first call of every gemv block and 84 µs for the others).
-        if mode == "cold":
+        if method == "cold":
             flush(flush_kind)
-        elif mode == "warm":
+        elif method == "warm":
             fn(data)
             if poison:
                 poison(data)
-        elif mode == "graph":
+        elif method == "graph":
             graph.load(data)
         b.synchronize()
         t0 = _now()
-        if mode == "queued":
+        if method == "queued":
             # NOTE: no synchronise between the flush and the start event: the call's host path
             # overlaps the flush on the device, as in GPU MODE's eval.
             b.record(befores[i])
             flush(flush_kind)
         b.record(start)
-        if mode == "graph":
+        if method == "graph":
             graph.replay()
             b.record(end)
             results.append(graph.output_copy())
@@ -288,12 +287,12 @@ def time_block(fn, pool: list, mode: str = "cold", *, flush_kind: str = "dirty",
         b.synchronize()  # device-wide: every stream's work is done before the wall clock stops
         walls.append((_now() - t0 - host_extra) * 1e6)
     event_us = [b.elapsed(s, e) * 1e3 for s, e in zip(starts, ends)]
-    times = [t - graph.flush_us for t in event_us] if mode == "graph" else event_us
+    times = [t - graph.flush_us for t in event_us] if method == "graph" else event_us
     # NOTE: the escape check compares like with like: wall time and raw event spans both hold the
     # flush (queued mode: from the event before it) and the capture's copy after the end event.
     span_events = [b.elapsed(s, e) * 1e3 for s, e in zip(befores or starts, captured)]
     wall_us, span_us = sum(walls), sum(span_events)
-    return Block(times, results, wall_us, span_us, escape_of(mode, len(pool), wall_us, span_us), sample)
+    return Block(times, results, wall_us, span_us, escape_of(method, len(pool), wall_us, span_us), sample)
 
 
 def _sample_telemetry(telemetry) -> tuple[dict | None, float]:
@@ -445,16 +444,16 @@ def kernel_times(activities: list[Activity], calls: int, range_name: str = CALL_
     return out, stray
 
 
-def escape_of(mode: str, calls: int, wall_us: float, span_us: float) -> str | None:
+def escape_of(method: str, calls: int, wall_us: float, span_us: float) -> str | None:
     """Why a block's wall time says work ran outside its events, or None.
 
-    Graph mode is exempt: no submission code runs while a block is timed (only the captured graph
+    The graph method is exempt: no submission code runs while a block is timed (only the captured graph
     is replayed, and a graph's work is done when its replay is done on the stream), so a gap there
     is the host's replay and synchronise latency. On an H100 host that gap was ~180 µs a replay,
     enough to fail 8-call blocks of ~130 µs spans at random (group_gemm v25 and v29, shapes C, D).
     Work a submission leaves outside the graph at capture time does not rerun at replays, and the
     output check after every block catches it."""
-    if mode == "graph":
+    if method == "graph":
         return None
     if wall_us - span_us > max(ESCAPE_REL * wall_us, ESCAPE_ABS_US):
         return (f"work escapes the timed stream: {calls} calls took {wall_us:.0f} µs of device-synchronised "
@@ -462,17 +461,17 @@ def escape_of(mode: str, calls: int, wall_us: float, span_us: float) -> str | No
     return None
 
 
-def _time_block_cpu(fn, pool, mode, poison, prelude, batch: int = 1, capture=None) -> Block:
+def _time_block_cpu(fn, pool, method, poison, prelude, batch: int = 1, capture=None) -> Block:
     """Without a GPU: host wall time per call (``gpumode``: per batch, over its calls). The figures
     are CPU times, comparable with nothing measured on a GPU; the runner says so."""
     times, results, timed = [], [], 0.0
     if prelude:
         prelude()
     wall0 = _now()
-    size = max(1, int(batch)) if mode == "gpumode" else 1
+    size = max(1, int(batch)) if method == "gpumode" else 1
     for i in range(0, len(pool), size):
         group = pool[i:i + size]
-        if mode == "warm":
+        if method == "warm":
             fn(group[0])
             if poison:
                 poison(group[0])
