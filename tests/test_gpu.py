@@ -13,7 +13,7 @@ import torch
 from click.testing import CliRunner
 
 from harness import cli, leaderboard
-from adversarial.expected import GPU_TIMING_ADVERSARIES as TIMING_ADVERSARIES
+from adversarial.expected import CHECK_ADVERSARIES, GPU_TIMING_ADVERSARIES as TIMING_ADVERSARIES
 from reference import checking, codec, problem_module
 
 pytestmark = pytest.mark.gpu
@@ -87,6 +87,7 @@ def test_run_benchmark_zero_reports_percent_of_floor(isolated_env):
     ("mutates_input", "FAIL", "modified input tensor #0"),
     ("caches_result", "FAIL", "seed 1112"),
     ("raises", "FAIL", "custom_kernel raised ValueError"),
+    *[(name, status, detail) for name, (status, detail) in CHECK_ADVERSARIES.items()],
 ])
 def test_adversarial_on_gpu(name, status, detail):
     r = invoke("test", "gemm", ADVERSARIAL / f"{name}.py", "--shape", "m=128,n=256,k=256", "--seeds", "2")

@@ -214,7 +214,8 @@ def test_a_strangers_compare_prepares_one_process_per_side(tmp_path, monkeypatch
     real = isolation.Child.launch
 
     def counted(self):
-        launched.append(self.label)
+        if not self.is_judge:  # each process has its judge beside it (harness.judge)
+            launched.append(self.label)
         return real(self)
 
     monkeypatch.setattr(isolation.Child, "launch", counted)
