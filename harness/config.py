@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -60,6 +61,18 @@ class Writeup:
         for v in self.versions:
             if v["name"].lower() == name.lower():
                 return v
+        return None
+
+    def analogue(self, text: str | None) -> dict | None:
+        """The writeup version a docstring's Analogue line names: its first ``V<n>`` token that is a
+        version of this writeup ("the writeup's V1 fusion ...; its V2" -> V1). A lab version
+        (``group_gemm v11``, lower case) or a line starting "none" names none."""
+        if not text or text.strip().lower().startswith("none"):
+            return None
+        for token in re.findall(r"\bV\d+\b", text):
+            found = self.version(token)
+            if found:
+                return found
         return None
 
 
@@ -122,7 +135,9 @@ def validate_shape(problem: str, params: dict, where: str) -> dict:
     missing = [k for k in mod.SHAPE_KEYS if k not in params]
     unknown = [k for k in params if k not in mod.SHAPE_KEYS and k != "seed"]
     if missing or unknown:
-        raise UserError(f"{where}: {problem} shape needs keys {', '.join(mod.SHAPE_KEYS)}, seed"
+        optional = ["seed"] + (["l"] if problem != "group_gemm" else [])
+        raise UserError(f"{where}: {problem} shape needs keys "
+                        f"{', '.join(k for k in mod.SHAPE_KEYS if k not in optional)} ({', '.join(optional)} optional)"
                         + (f"; missing {', '.join(missing)}" if missing else "")
                         + (f"; unknown {', '.join(unknown)}" if unknown else ""))
     if problem == "group_gemm":

@@ -144,8 +144,8 @@ def resolve(problem: str, version: str) -> Submission:
     dequantised operands, harness/probes/peer.py), or a path to any file defining ``custom_kernel``."""
     check_problem(problem)
     v = version.strip()
-    if re.fullmatch(r"v?\d+", v):
-        label = "v" + v.lstrip("v")
+    if re.fullmatch(r"[vV]?\d+", v):  # v3, V3 and 3 name one version
+        label = "v" + v.lstrip("vV")
         files = _lineage_files(problem, include_attic=True)
         if label not in files:
             known = ", ".join(sorted(files, key=lambda name: int(name[1:]))) or "none"

@@ -42,3 +42,185 @@ def test_cpu_rows_reach_the_leaderboard_only_with_allow_cpu(monkeypatch, isolate
                "--pool", "2", "--min-repeats", "3")
     assert r.exit_code == 0, r.output
     assert [row["gpu"] for row in leaderboard.read()] == ["cpu"]
+
+
+# --------------------------------------------------------------------------- docs against --help
+def _command(path: list[str]):
+    import click
+    cmd = cli.main
+    for name in path:
+        if not isinstance(cmd, click.Group) or name not in cmd.commands:
+            return None
+        cmd = cmd.commands[name]
+    return cmd
+
+
+def _options(cmd) -> dict:
+    """A command's options by every name; a group's include its default subcommand's (``leaderboard``
+    is ``leaderboard show``)."""
+    import click
+    params = list(cmd.params) + (list(cmd.commands["show"].params) if isinstance(cmd, click.Group) and "show" in cmd.commands else [])
+    return {opt: p for p in params if isinstance(p, click.Option) for opt in p.opts + p.secondary_opts}
+
+
+def test_every_option_the_docs_name_exists_on_its_command():
+    """docs/commands.md's table names each command with its options: every one must be an option of
+    that command (the docs had a --mode that is --method)."""
+    import re
+    rows = re.findall(r"^\| `nvfp4 ([a-z ]+?)((?: [A-Z|\[].*?)?)` ?(\(`[^)]*`\))? \|", (Path(cli.__file__).parents[2]
+                      / "docs" / "commands.md").read_text(), re.MULTILINE)
+    assert len(rows) >= 15
+    for words, usage, extra in rows:
+        path = [w for w in words.split() if w]
+        path = [w for w in path if _command(path[:path.index(w) + 1]) is not None]
+        cmd = _command(path)
+        assert cmd is not None, words
+        for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])\b", usage + extra):
+            assert opt in _options(cmd) or (opt == "--version" and not path), f"nvfp4 {' '.join(path)}: no option {opt}"
+
+
+def test_every_default_the_docs_state_is_the_default():
+    """"`--timeout S` (per shape, default 300 s)": the default named in docs/ is each command's."""
+    import re
+    docs = Path(cli.__file__).parents[2] / "docs"
+    text = " ".join(p.read_text() for p in docs.glob("*.md"))
+    stated = re.findall(r"`(--[a-z-]+)[^`]*`[^`(]*?\(([^()`]*?)default ([\w.]+)", text)
+    assert len(stated) >= 4, stated
+    for opt, said, default in stated:
+        holders = [cmd for name, cmd in _all_commands() if opt in _options(cmd)]
+        named = [cmd for name, cmd in _all_commands() if name and re.search(rf"\b{name}\b", said)]
+        holders = [cmd for cmd in holders if cmd in named] if named else holders
+        assert holders, f"docs name {opt}, which no command has"
+        for cmd in holders:
+            actual = _options(cmd)[opt].default
+            same = str(actual) == default or (isinstance(actual, (int, float)) and float(actual) == float(default))
+            assert same, f"{cmd.name} {opt}: docs say default {default}, --help says {actual}"
+
+
+def _all_commands():
+    import click
+    todo = [("", cli.main)]
+    while todo:
+        name, cmd = todo.pop()
+        yield name, cmd
+        if isinstance(cmd, click.Group):
+            todo += [(f"{name} {n}".strip(), c) for n, c in cmd.commands.items()]
+
+
+def test_every_option_named_anywhere_in_the_docs_exists():
+    import re
+    docs = Path(cli.__file__).parents[2] / "docs"
+    every = {opt for _, cmd in _all_commands() for opt in _options(cmd)}
+    for page in [*docs.glob("*.md"), docs.parent / "README.md"]:
+        spans = [span for span in re.findall(r"`([^`\n]+)`", page.read_text()) if span.startswith(("--", "nvfp4 "))]
+        for opt in {opt for span in spans for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", span)}:
+            assert opt in every or opt in ("--version", "--help"), f"{page.name} names {opt}, which no command has"
+
+
+# ------------------------------------------------------------ the Quickstart in an 80-column terminal
+REPO = Path(cli.__file__).parents[2]
+QUICK = ["--shapes", "tests:0", "--budget", "0.2", "--pool", "1", "--min-repeats", "3"]  # one tests shape: < 30 s
+
+
+def _in_a_terminal(args: list[str], env: dict, columns: int = 80) -> list[str]:
+    """``python -m harness ARGS`` in a pseudo-terminal of ``columns`` columns: the screen's lines as
+    a person reads them (colours stripped; a spinner's \\r-overwritten text dropped)."""
+    import fcntl
+    import os
+    import pty
+    import re
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *args], stdin=slave, stdout=slave, stderr=slave, cwd=REPO,
+                            env={**os.environ, **env, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm"})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", b"".join(chunks).decode("utf-8", "replace"))
+    return [line.split("\r")[-1] if line.rstrip("\r") else "" for line in text.replace("\r\n", "\n").split("\n")]
+
+
+def _recorded_board(isolated_env) -> list[dict]:
+    """The repo's leaderboard.csv as this test's: the recorded H200 rows a CPU table shows."""
+    import shutil
+
+    from harness import leaderboard
+    shutil.copy(REPO / "leaderboard.csv", isolated_env["leaderboard"])
+    return leaderboard.best(leaderboard.read(), "group_gemm", "gpumode", "dirty")
+
+
+def _assert_readable(lines: list[str], columns: int = 80) -> str:
+    import re
+    for line in lines:
+        assert len(line) <= columns, f"{len(line)} columns: {line!r}"
+        assert not re.search(r"(?<!\w)\d[\d,.]*…", line), f"a number cut: {line!r}"
+    return "\n".join(lines)
+
+
+def test_quickstart_table_reads_whole_at_80_columns(isolated_env):
+    """nvfp4 table group_gemm on a CPU at 80 columns: the first lines say what a CPU can show, v0's
+    CPU time is whole, and the recorded H200 figures and the writeup's B200 ones are all there."""
+    import re
+
+    from harness import config
+    from harness.cli.render import fmt_us
+    best = _recorded_board(isolated_env)
+    screen = _assert_readable(_in_a_terminal(["table", "group_gemm", *QUICK], {"NVFP4_LEADERBOARD": str(isolated_env["leaderboard"])}))
+    first = [line for line in screen.splitlines() if line.strip()][:3]
+    assert any(line.startswith("no GPU here: CPU times of v0") for line in first), screen
+    assert re.search(r"^v0\s.*\d\.\d+", screen, re.MULTILINE), screen  # v0's CPU time, whole
+    pc = config.load()["group_gemm"]
+    shown = [r for r in best if r["dist"] == "competition" and r["shape"] in {s.key for s in pc.benchmarks}]
+    assert shown, "the repo records group_gemm results"
+    for r in shown:
+        assert fmt_us(float(r["mean_us"])) in screen, r
+    analogue = pc.writeup.analogue("V7")  # v38's Analogue line names the writeup's V7
+    if any(r["version"] == "v38" for r in shown):
+        assert all(f"({fmt_us(us)})" in screen for us in analogue["us"]), screen
+
+
+def test_published_reads_whole_at_80_columns(isolated_env):
+    from harness import config
+    from harness.cli.render import fmt_us
+    published = _assert_readable(_in_a_terminal(["table", "group_gemm", "--published"], {}))
+    for v in config.load()["group_gemm"].writeup.versions:
+        assert all(fmt_us(us) in published for us in v["us"] if us is not None), v["name"]
+
+
+def test_leaderboard_reads_whole_at_80_columns(isolated_env):
+    import re
+    from harness.cli.render import fmt_us
+    best = _recorded_board(isolated_env)
+    board = _assert_readable(_in_a_terminal(["leaderboard", "group_gemm"],
+                                            {"NVFP4_LEADERBOARD": str(isolated_env["leaderboard"])}))
+    assert all(fmt_us(float(r["mean_us"])) in board for r in best)
+    assert '{"m"' not in board and re.search(r" v42 +A ", board)  # shapes by their short names (A..D), not JSON
+
+
+def test_list_is_a_line_per_version_at_80_columns():
+    from harness import submissions
+    listing = _assert_readable(_in_a_terminal(["list", "group_gemm"], {}))
+    versions = submissions.versions("group_gemm")
+    assert all(any(line.startswith(f"{s.label} ") for line in listing.splitlines()) for s in versions)
+    assert len(listing.splitlines()) < len(versions) + 20  # a line per version, not a paragraphdef test_published_and_recorded_honour_format_and_output(tmp_path, isolated_env):
+    """table --published and --recorded ignored --format and -o (exit 0, no file): --recorded writes
+    them, --published refuses them."""
+    import csv
+    _recorded_board(isolated_env)
+    r = invoke("table", "group_gemm", "--published", "--format", "json")
+    assert r.exit_code == 2 and r.stderr.startswith("error:") and "--published" in r.stderr
+

@@ -447,9 +447,15 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         _markdown_table(problem, plan, include_attic, update_readme)
         return
     if recorded:
-        _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path, versions)
+        _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path, versions, fmt, output_path)
         return
     cap = runner.local_capability()
+    if plot_path and cap is None:
+        # NOTE: a ladder point is a time over its floor; a CPU time has no floor, so a CPU table
+        # measured for minutes and then said "no points to plot"
+        raise UserError(f"--plot draws each version's time over this GPU's floor, and a CPU has no floor: "
+                        f"nothing measured here can be plotted (nvfp4 table {problem} --recorded --plot FILE "
+                        "draws the recorded rows)")
     check_record_here(record, allow_cpu, cap)
     if record:
         leaderboard.check_writable()  # NOTE: before minutes of measuring, not after them
@@ -465,6 +471,9 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         if note and name == problems[0]:
             err_console.print(f"[yellow]note:[/yellow] {note}")
     quiet = fmt != "table" and not output_path
+    if cap is None and not quiet and len(problems) == 1:
+        shapes = shapes_of_problem[problem]
+        render.print_cpu_preamble(problem, subs, f"the {shapes[0].set_name} shapes" if shapes else None)
     title = f"table {problem}"
     record_failures: list[str] = []
     outcomes = _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet,
@@ -506,6 +515,11 @@ def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcom
         skipped = [o for o in first if o.refused]
         if skipped:
             render.print_not_run(skipped)
+        if runner.local_capability() is None and len(problems) == 1:
+            # NOTE: the Quickstart's promise: on a CPU the versions that need a GPU are shown from the
+            # records, beside the writeup's figures (the published table where nothing is recorded)
+            console.print()
+            _print_recorded(name, cfg[name], plan.mode, plan.flush, False, None, or_published=True)
     _exit(ok, record_failures)
 
 
@@ -654,11 +668,13 @@ def _markdown_table(problem: str, plan, include_attic: bool, update_readme: bool
     click.echo(f"wrote the generated table into {readme}")
 
 
-def _print_recorded(problem, pc, method, flush, include_attic, plot_path, versions: str | None = None) -> None:
+def _print_recorded(problem, pc, method, flush, include_attic, plot_path, versions: str | None = None,
+                    fmt: str = "table", output_path: str | None = None, or_published: bool = False) -> None:
     """table --recorded: the best recorded rows of this method and flush, of each version's current
     code, the attic's versions only with --all (rows of a version no longer in the lineage are still
-    shown), and the plot; ``versions`` (comma-separated): those versions' rows only, each of which
-    must have some."""
+    shown), beside the writeup's figures, and the plot; ``versions`` (comma-separated): those
+    versions' rows only, each of which must have some. ``fmt`` json/csv/md: those rows with their
+    writeup analogue's figure. ``or_published``: with no GPU's rows, the writeup's own table."""
     rows = leaderboard.best(leaderboard.read(), problem, method, flush, hashes=leaderboard.current_hashes([problem]))
     if versions:
         wanted = [v.strip() for v in versions.split(",") if v.strip()]
@@ -669,8 +685,15 @@ def _print_recorded(problem, pc, method, flush, include_attic, plot_path, versio
     elif not include_attic:
         attic = {s.label for s in submissions.versions(problem, include_attic=True) if s.in_attic}
         rows = [r for r in rows if r["version"] not in attic]
-    if not rows:
-        console.print(f"no recorded {method} results ({flush} flush) for {problem} (use --record)")
+    if fmt != "table":
+        emit(report.document("table", problem, _recorded_rows(problem, pc, rows), recorded=True, method=method,
+                             flush=flush), fmt, output_path)
+        if not output_path:
+            return
+    if not any(r["gpu"] != "cpu" for r in rows):  # NOTE: CPU rows (run --allow-cpu) compare with no GPU's
+        console.print(f"no recorded {method} results ({flush} flush) of a GPU for {problem} (use --record on one)")
+        if or_published:
+            render.print_published(pc)
         return
     here = None
     if runner.local_capability() is not None:
@@ -680,6 +703,22 @@ def _print_recorded(problem, pc, method, flush, include_attic, plot_path, versio
     if plot_path:
         render.plot_recorded(problem, pc, rows, plot_path, method)
         console.print(f"plot written to {plot_path}")
+
+
+def _recorded_rows(problem, pc, rows: list[dict]) -> list[dict]:
+    """table --recorded in a machine format: the best recorded rows (leaderboard.csv's columns), each
+    with its version's writeup analogue, that analogue's figure on the shape and the B200 floor."""
+    subs = {s.label: s for s in submissions.versions(problem, include_attic=True)}
+    shapes = {s.key: i for i, s in enumerate(pc.benchmarks)}
+    out = []
+    for r in map(leaderboard.backfill, rows):
+        i = shapes.get(r["shape"])
+        analogue = pc.writeup.analogue(subs[r["version"]].analogue) if pc.writeup and r["version"] in subs else None
+        out.append({**r, "shape_label": pc.benchmark_labels[i] if i is not None else "",
+                    "writeup_version": analogue["name"] if analogue else "",
+                    "writeup_us": analogue["us"][i] if analogue and i is not None else None,
+                    "b200_floor_us": pc.speed_of_light_b200_us[i] if i is not None and pc.speed_of_light_b200_us else None})
+    return out
 
 
 def _note_recorded_gpus(problem, outcomes) -> None:

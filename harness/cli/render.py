@@ -9,18 +9,25 @@ formats (json, csv, md) are harness/report.py's.
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 
+from dataclasses import dataclass
+
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from harness import plots, roofline, stats, submissions, timing
 
 # NOTE: piped or captured (a log, CI, a remote call), rich assumes 80 columns and squeezes every
 # number column to "…"; there is no terminal to fit, so the tables get the width they need.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
+# Piped, a note is one line however long (grep finds it whole), as the tables' piped form is (show).
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 240, soft_wrap=not sys.stdout.isatty())
 err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 240)
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "TAMPERED": "bold red",
@@ -92,6 +99,85 @@ def version_ranges(labels: list[str]) -> str:
             parts.append(f"v{start}" if start == n else f"v{start}-v{n}")
             start = None
     return ", ".join(parts + others)
+
+
+# ------------------------------------------------------------------------------ fitted tables
+@dataclass(frozen=True)
+class Col:
+    """A column of a fitted table (:func:`show`). ``drop``: 0 always shown, else left out of a
+    terminal too narrow for it, the highest first; ``under``: on a narrow terminal this column's
+    figure is shown under that column's, dimmed in brackets, instead of beside it."""
+    name: str
+    justify: str = "right"
+    drop: int = 0
+    under: str | None = None
+    max_width: int | None = None
+
+
+ELASTIC_MIN = 12  # a text column with a max_width (a change line) is cut to fit, never below this
+
+
+def _rich_table(title: str, cols: list[Col], rows: list[dict], merged: bool, caps: dict | None = None) -> Table:
+    # NOTE: no vertical rules, one space between columns and none at the edges: 80 columns hold a version, four shapes,
+    # the geomean and two ratios (rich's default box spends 3 characters a column). Every column is
+    # no_wrap at a width the caller chose: rich's own squeezing cut the numbers first ("2,0…").
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False)
+    shown = [c for c in cols if not (merged and c.under)]
+    for c in shown:
+        cap = (caps or {}).get(c.name, c.max_width)
+        table.add_column(c.name, justify=c.justify, no_wrap=True, max_width=cap, overflow="ellipsis")
+    for row in rows:
+        cells = []
+        for c in shown:
+            cell = row.get(c.name, "")
+            below = [row.get(u.name) for u in cols if merged and u.under == c.name and row.get(u.name)]
+            cells.append("\n".join([cell, *(f"[dim]({b})[/dim]" for b in below)]))
+        table.add_row(*cells)
+    return table
+
+
+def _width(table: Table) -> int:
+    return Measurement.get(console, console.options.update_width(10**4), table).maximum
+
+
+def fitted(cols: list[Col], rows: list[dict], width: int, title: str = "") -> tuple[list[Col], bool, dict] | None:
+    """The widest form of the table that fits ``width`` without cutting a number: every column,
+    then the ``under`` figures merged, then the ``drop`` columns left out, highest first; text columns
+    with a max_width take what is left, cut with an ellipsis. (columns, merged, widths of the text
+    columns), or None when even the narrowest form does not fit."""
+    levels = sorted({c.drop for c in cols if c.drop}, reverse=True)
+    for level in [None, *levels]:
+        kept = [c for c in cols if level is None or not c.drop or c.drop < level]
+        elastic = [c for c in kept if c.max_width]
+        for merged in (False, True):
+            caps = {c.name: min(c.max_width, ELASTIC_MIN) for c in elastic}
+            least = _width(_rich_table("", kept, rows, merged, caps))
+            if least <= width:
+                for c in elastic:
+                    caps[c.name] = min(c.max_width, ELASTIC_MIN + (width - least) // len(elastic))
+                return kept, merged, caps
+    return None
+
+
+def plain(cell) -> str:
+    """A cell's text without markup, on one line, a number without thousands separators (the piped
+    form: awk and a spreadsheet read 11472.0, not "11,472.0")."""
+    text = " ".join(Text.from_markup(str(cell or "")).plain.split())
+    return text.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", text) else text
+
+
+def show(title: str, cols: list[Col], rows: list[dict], out: Console | None = None) -> None:
+    """Prints a table in the form its reader needs. Piped (a file, grep, a spreadsheet): a ``# title``
+    line, then tab-separated lines, a header and one per row, every column, no markup. On a
+    terminal: the widest form that fits (:func:`fitted`), so every number is whole at 80 columns."""
+    out = out or console
+    if not out.is_terminal:
+        lines = [f"# {plain(title)}", "\t".join(c.name for c in cols)]
+        lines += ["\t".join(plain(row.get(c.name, "")) or "-" for c in cols) for row in rows]
+        out.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+        return
+    kept, merged, caps = fitted(cols, rows, out.width, title) or ([c for c in cols if not c.drop], True, {})
+    out.print(_rich_table(title, kept, rows, merged, caps))
 
 
 # ---------------------------------------------------------------------------------- progress
@@ -227,15 +313,13 @@ def _print_context(outcome) -> None:
 # -------------------------------------------------------------------------------------- list
 def print_list(name: str, pc, subs: list, attic_count: int) -> None:
     """One problem's versions (with their ✗ / ≈ marks) and shapes; ``attic_count``: attic versions
-    left out of ``subs`` (said in one line)."""
-    table = Table(title=f"{name}", title_justify="left")
-    table.add_column("version")
-    table.add_column("arch")
-    table.add_column("analogue")
-    table.add_column("change (first sentence)")
-    for sub in subs:
-        table.add_row(fmt_version(sub), sub.arch, fmt_text(sub.analogue) or "-", fmt_text(sub.summary))
-    console.print(table)
+    left out of ``subs`` (said in one line). A change's first sentence is cut to the terminal's
+    width (piped, it is whole)."""
+    cols = [Col("version", "left"), Col("arch", "left"), Col("parent", "left", drop=1),
+            Col("analogue", "left", drop=2, max_width=40), Col("change (first sentence)", "left", max_width=200)]
+    rows = [{"version": fmt_version(sub), "arch": sub.arch, "parent": sub.parent or "-",
+             "analogue": fmt_text(sub.analogue) or "-", "change (first sentence)": fmt_text(sub.summary)} for sub in subs]
+    show(name, cols, rows)
     if attic_count:
         console.print(f"  attic: {attic_count} more version(s) kept for the lesson (nvfp4 list {name} --all shows them)")
     console.print("  benchmarks: " + "; ".join(s.label for s in pc.benchmarks))
@@ -377,48 +461,62 @@ def _mean(outcome, i):
     return r.stats[0]["mean_us"] if r.ok and r.stats else None
 
 
+def short_gpu(name: str) -> str:
+    """'NVIDIA H200' -> 'H200': the vendor repeats on every row of a narrow table."""
+    return name.removeprefix("NVIDIA ").strip() if name else name
+
+
 def print_table(problem: str, pc, shapes, outcomes, on_benchmarks: bool) -> None:
-    """table's ladder: a row per version, a column per shape (the writeup analogue's figure in
-    brackets), geomean and ratios to v0 and to the row above; then why each failed shape failed."""
+    """table's ladder: a row per version measured, a column per shape (short names: A, 7168x16384,
+    or t0.. for the tests shapes), the writeup analogue's figure beside (under, on a narrow terminal),
+    geomean and ratios to v0 and to the row above; then why each failed shape failed. With fewer
+    versions than shapes and no room for a column per shape (a CPU: v0 on the ten tests shapes) the
+    table turns: a row per shape."""
     wu = pc.writeup if on_benchmarks else None
     labels = pc.benchmark_labels if on_benchmarks else [f"{s.set_name[0]}{s.index}" for s in shapes]
     dev = next((o.device for o in outcomes if o.device), None)
     on_cpu = (dev or {}).get("gpu") == "cpu"
     plan = next((o.plan for o in outcomes if o.plan), None)
     title = f"{problem}: measured here (µs, mean, {'CPU time' if on_cpu else MODE_TITLES[plan.mode if plan else 'cold']})"
+    wu_gpu = short_gpu(wu.gpu) if wu else ""
     if wu:
-        title += f"; in brackets the writeup analogue on {wu.gpu}"
-    table = Table(title=title, title_justify="left")
-    table.add_column("version")
-    table.add_column("change", max_width=36, overflow="ellipsis", no_wrap=True)
+        title += f"; beside each, the writeup analogue on {wu.gpu}"
+    measured = [o for o in outcomes if not o.refused]
+    cols = [Col("version", "left"), Col("change", "left", drop=2, max_width=36)]
     for lab in labels:
-        table.add_column(lab, justify="right")
-    for col in ("geomean", "vs v0", "vs prev"):
-        table.add_column(col, justify="right")
-    base_gm, prev_gm = None, None
-    failures = []
-    for outcome in outcomes:
+        cols.append(Col(lab))
+        if wu:
+            cols.append(Col(f"{lab} {wu_gpu}", under=lab))
+    cols += [Col("geomean"), Col("vs v0", drop=1), Col("vs prev", drop=1)]
+    rows, base_gm, prev_gm, failures, means_of = [], None, None, [], {}
+    for outcome in measured:
         sub = outcome.submissions[0]
-        if outcome.refused:
-            table.add_row(fmt_version(sub), fmt_text(sub.change), *(["skip"] * len(shapes)), "-", "-", "-")
-            continue
         means = [_mean(outcome, i) for i in range(len(shapes))]
-        analogue = wu.version(sub.analogue) if wu and sub.analogue else None
-        cells = []
-        for i, m in enumerate(means):
-            txt = fmt_us(m) if m is not None else f"[red]{outcome.results[i].status}[/red]"
+        means_of[sub.label] = means
+        analogue = wu.analogue(sub.analogue) if wu else None
+        row = {"version": fmt_version(sub), "change": fmt_text(sub.change)}
+        for i, (lab, m) in enumerate(zip(labels, means)):
+            row[lab] = fmt_us(m) if m is not None else f"[red]{outcome.results[i].status}[/red]"
             if analogue and analogue["us"][i] is not None:
-                txt += f" [dim]({fmt_us(analogue['us'][i])})[/dim]"
-            cells.append(txt)
+                row[f"{lab} {wu_gpu}"] = fmt_us(analogue["us"][i])
         gm = stats.geomean(means)
         if base_gm is None and sub.label == "v0":
             base_gm = gm
-        vs0 = f"{base_gm / gm:.2f}x" if base_gm and gm else "-"
-        vsp = f"{prev_gm / gm:.2f}x" if prev_gm and gm else "-"
-        table.add_row(fmt_version(sub), fmt_text(sub.change), *cells, fmt_us(gm), vs0, vsp)
+        row.update({"geomean": fmt_us(gm), "vs v0": f"{base_gm / gm:.2f}x" if base_gm and gm else "-",
+                    "vs prev": f"{prev_gm / gm:.2f}x" if prev_gm and gm else "-"})
+        rows.append(row)
         prev_gm = gm or prev_gm
         failures += [(sub.label, lab, r) for lab, r in zip(labels, outcome.results) if not r.ok and r.message]
-    console.print(table)
+    turn = measured and console.is_terminal and len(measured) < len(shapes) and not fitted(cols, rows, console.width)
+    if turn:
+        turned = [Col("shape", "left"), Col("what", "left", drop=1, max_width=60),
+                  *[Col(o.submissions[0].label) for o in measured]]
+        turned_rows = [{"shape": lab, "what": s.label, **{v: fmt_us(m[i]) for v, m in means_of.items()}}
+                       for i, (lab, s) in enumerate(zip(labels, shapes))]
+        turned_rows.append({"shape": "geomean", **{v: fmt_us(stats.geomean(m)) for v, m in means_of.items()}})
+        show(title, turned, turned_rows)
+    elif measured:
+        show(title, cols, rows)
     # NOTE: a cell says only the status; why (an IMPLAUSIBLE time's floor, a mismatch) is here, once
     # per version for a reason every shape shares (a build failure, a GPU-only file on a CPU)
     reasons: dict[tuple, list[str]] = {}
@@ -428,7 +526,7 @@ def print_table(problem: str, pc, shapes, outcomes, on_benchmarks: bool) -> None
         why = message if message.startswith(status) else f"{status}: {message}"
         where = "every shape" if len(labs) == len(labels) > 1 else ", ".join(labs)
         console.print(f"{label} {where}: [{STATUS_STYLE.get(status, 'red')}]{fmt_text(why)}[/]", soft_wrap=True)
-    if not on_benchmarks:
+    if not on_benchmarks and not turn:  # NOTE: a turned table names each shape in its rows
         console.print("shapes: " + "; ".join(f"{lab} = {s.label}" for lab, s in zip(labels, shapes)))
     floors = [roofline.floor_us(problem, s.params, (dev or {}).get("ceilings")) for s in shapes]
     if any(floors):
@@ -437,6 +535,20 @@ def print_table(problem: str, pc, shapes, outcomes, on_benchmarks: bool) -> None
         console.print("GPU MODE speed of light (B200, fp4 tensor cores): "
                       + ", ".join(f"{lab} {fmt_us(v)}" for lab, v in zip(labels, pc.speed_of_light_b200_us)))
     console.print(f"[dim]{device_line(dev)}[/dim]")
+
+
+def print_cpu_preamble(problem: str, subs: list, shapes_note: str | None) -> None:
+    """table's first lines on a machine without a GPU: what it can show here and what it cannot."""
+    from harness import machine
+    runnable = [s.label for s in subs if machine.arch_refusal(s.arch, None) is None]
+    gpu_only = [s.label for s in subs if s.label not in runnable]
+    console.print(f"[bold]no GPU here:[/bold] CPU times of {version_ranges(runnable) or 'no version'} "
+                  f"({'the versions that need' if len(runnable) > 1 else 'the one version that needs'} no GPU)"
+                  + (f" on {shapes_note}" if shapes_note else "") + ", comparable with nothing.")
+    if gpu_only:
+        console.print(f"{len(gpu_only)} versions need an NVIDIA GPU ({version_ranges(gpu_only)}): after the CPU "
+                      f"times, their best recorded results (leaderboard.csv) beside the writeup's figures, as "
+                      f"nvfp4 table {problem} --recorded prints them.")
 
 
 def print_not_run(outcomes) -> None:
@@ -452,28 +564,65 @@ def print_not_run(outcomes) -> None:
 
 def print_recorded(problem: str, pc, rows: list[dict], mode: str, flush: str, here: str | None) -> None:
     """table --recorded: the best recorded mean per version and benchmark shape (``rows``:
-    ``leaderboard.best``'s), the GPU after each figure where several appear; ``here``: this
-    machine's GPU, or None."""
+    ``leaderboard.best``'s), the GPU after each figure where several appear; beside each figure the
+    writeup analogue's (the version's Analogue line names it), and the two ladders' distance from
+    their floors: our time over this GPU's floor beside the writeup's B200 time over GPU MODE's B200
+    speed of light (geomeans over the shapes; 1.0 = at the floor). ``here``: this machine's GPU."""
+    cpu = [r for r in rows if r["gpu"] == "cpu"]
+    rows = [r for r in rows if r["gpu"] != "cpu"]  # NOTE: CPU times compare with no GPU's (run --allow-cpu)
     gpus = sorted({r["gpu"] for r in rows})
+    wu = pc.writeup
+    wu_gpu = short_gpu(wu.gpu) if wu else ""
     keys = {s.key: lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
-    table = Table(title=f"{problem}: best recorded results (µs, mean, {mode}: {MODE_TITLES.get(mode, mode)}, {flush} flush; "
-                        "GPU after each figure where they differ)", title_justify="left")
-    table.add_column("version")
+    sol = pc.speed_of_light_b200_us
+    title = (f"{problem}: best recorded results (µs, mean, {mode}: {MODE_TITLES.get(mode, mode)}, {flush} flush"
+             + ("; GPU after each figure where they differ" if len(gpus) > 1 else f"; {', '.join(gpus)}")
+             + (f"; beside each, the writeup analogue on {wu.gpu}" if wu else "") + ")")
+    cols = [Col("version", "left")] + ([Col("analogue", "left", drop=1)] if wu else [])
     for lab in pc.benchmark_labels:
-        table.add_column(lab, justify="right")
+        cols.append(Col(lab))
+        if wu:
+            cols.append(Col(f"{lab} {wu_gpu}", under=lab))
+    cols.append(Col("geomean"))
+    cols.append(Col("/floor"))
+    if wu and sol:
+        cols.append(Col(f"{wu_gpu}/floor", under="/floor"))
     by_version: dict = {}
     for r in rows:
         if r["dist"] == "competition" and r["shape"] in keys:
             by_version.setdefault(r["version"], {}).setdefault(keys[r["shape"]], []).append(r)
+    subs = {s.label: s for s in submissions.versions(problem, include_attic=True)}
+    table_rows = []
     for v in sorted(by_version, key=lambda v: int(v[1:]) if v[1:].isdigit() else 10**6):
-        cells = []
+        row = {"version": fmt_version(subs[v]) if v in subs else v}
+        fastest, ratios = [], []
         for lab in pc.benchmark_labels:
             found = sorted(by_version[v].get(lab, []), key=lambda r: float(r["mean_us"]))
-            cells.append("; ".join(fmt_us(float(r["mean_us"])) + (f" [dim]({r['gpu']})[/dim]" if len(gpus) > 1 else "")
-                                   for r in found) or "-")
-        table.add_row(v, *cells)
-    console.print(table)
+            row[lab] = "; ".join(fmt_us(float(r["mean_us"])) + (f" [dim]({short_gpu(r['gpu'])})[/dim]" if len(gpus) > 1 else "")
+                                 for r in found) or "-"
+            fastest.append(float(found[0]["mean_us"]) if found else None)
+            ratios.append(float(found[0]["mean_us"]) / float(found[0]["floor_us"]) if found and found[0].get("floor_us")
+                          else None)
+        analogue = wu.analogue(subs[v].analogue) if wu and v in subs else None
+        if analogue:
+            for i, lab in enumerate(pc.benchmark_labels):
+                if analogue["us"][i] is not None:
+                    row[f"{lab} {wu_gpu}"] = fmt_us(analogue["us"][i])
+            row["analogue"] = fmt_text(analogue["name"])
+            wu_ratios = [u / f for u, f in zip(analogue["us"], sol or []) if u is not None and f]
+            if wu_ratios and len(wu_ratios) == len(pc.benchmark_labels):
+                row[f"{wu_gpu}/floor"] = f"{stats.geomean(wu_ratios):.2f}"
+        row["geomean"] = fmt_us(stats.geomean(fastest))
+        gm_ratio = stats.geomean(ratios)
+        row["/floor"] = f"{gm_ratio:.2f}" if gm_ratio else "-"
+        table_rows.append(row)
+    show(title, cols, table_rows)
+    console.print("/floor: the geomean over the shapes of our time over the floor of the GPU it ran on"
+                  + (f"; {wu_gpu}/floor: the writeup analogue's {wu.gpu} time over GPU MODE's B200 speed of light "
+                     "(1.0 = at the floor)" if wu and sol else " (1.0 = at the floor)"))
     console.print(f"recorded on: {', '.join(gpus)}" + (f"; this machine: {here}" if here else ""))
+    if cpu:
+        console.print(f"[dim]{len(cpu)} CPU rows left out (CPU times compare with no GPU's)[/dim]")
     if here and any(g != here for g in gpus):
         console.print(f"[yellow]note:[/yellow] results from a GPU other than this {here} are not comparable with a run here")
 
@@ -486,41 +635,61 @@ def print_published(pc) -> None:
                           + ", ".join(f"{lab} {fmt_us(v)}" for lab, v in zip(pc.benchmark_labels, pc.speed_of_light_b200_us)))
         return
     wu = pc.writeup
-    table = Table(title=f"{pc.name}: the writeup's table as published ({wu.gpu}, µs) — {wu.source}", title_justify="left")
-    table.add_column("version")
-    table.add_column("change", max_width=60)
-    for lab in pc.benchmark_labels:
-        table.add_column(lab, justify="right")
-    table.add_column("geomean", justify="right")
-    table.add_column("note")
-    for v in wu.versions:
-        table.add_row(v["name"], fmt_text(v.get("change", "")), *[fmt_us(x) for x in v["us"]],
-                      fmt_us(stats.geomean(v["us"])), fmt_text(v.get("note", "")))
-    console.print(table)
+    cols = [Col("version", "left"), Col("change", "left", drop=2, max_width=60),
+            *[Col(lab) for lab in pc.benchmark_labels], Col("geomean"), Col("note", "left", drop=1, max_width=40)]
+    rows = [{"version": fmt_text(v["name"]), "change": fmt_text(v.get("change", "")),
+             **{lab: fmt_us(x) for lab, x in zip(pc.benchmark_labels, v["us"])},
+             "geomean": fmt_us(stats.geomean(v["us"])), "note": fmt_text(v.get("note", ""))} for v in wu.versions]
+    show(f"{pc.name}: the writeup's table as published ({wu.gpu}, µs) — {wu.source}", cols, rows)
+
+
+def short_shape(problem: str, key: str, shape_set: str = "", index: str = "", cfg=None) -> str:
+    """A recorded shape's short name: a benchmark's label (``A``, ``7168x16384``), ``t3`` for a tests
+    shape of group_gemm (its full label is a paragraph), else the shape's label."""
+    import json
+
+    from harness import config
+    cfg = cfg or config.load()
+    pc = cfg.get(problem)
+    if pc:
+        for shape, label in zip(pc.benchmarks, pc.benchmark_labels):
+            if shape.key == key:
+                return label
+    if problem == "group_gemm" and shape_set and str(index).isdigit():
+        return f"{shape_set[0]}{index}"
+    try:
+        return config.shape_label(problem, json.loads(key))
+    except (ValueError, KeyError, TypeError):
+        return key
 
 
 def print_leaderboard(rows: list[dict], mode: str, flush: str, show_hash: bool = False) -> None:
     """leaderboard show: the best recorded rows (backfilled), by problem, version number, shape, dist;
-    ``show_hash``: each version's code hash beside it (rows of older code are shown too)."""
-    from harness import leaderboard
+    shapes by their short names, the GPU without its vendor; ``show_hash``: each version's code hash
+    beside it (rows of older code are shown too)."""
+    from harness import config, leaderboard
 
-    table = Table(title=f"best recorded results ({mode}: {MODE_TITLES[mode]}, {flush} flush)", title_justify="left")
-    for col in ("problem", "version", "shape", "dist", "mean µs", "TFLOP/s", "TB/s", "% of floor", "gpu", "commit",
-                "when"):
-        table.add_column(col)
+    cfg = config.load()
+    cols = [Col("problem", "left", drop=1), Col("version", "left"), Col("shape", "left"), Col("dist", "left", drop=3),
+            Col("mean µs"), Col("TFLOP/s", drop=2), Col("TB/s", drop=2), Col("% of floor"), Col("gpu", "left"),
+            Col("commit", "left", drop=4), Col("when", "left", drop=5)]
 
     def order(r):
         m = r["version"].lstrip("v")
         return (r["problem"], int(m) if m.isdigit() else 10**6, r["shape"], r["dist"])
 
+    table_rows = []
     for r in sorted(map(leaderboard.backfill, rows), key=order):  # backfill: a file not yet normalised
         # The file keeps the full commit; 12 digits name it here without widening the table.
         commit = r["git_commit"][:12] + ("+dirty" if r.get("git_dirty") == "true" else "")
-        pct = f"{float(r['pct_of_floor']):.1f}%" if r.get("pct_of_floor") else "-"
         version = r["version"] + (f" ({r.get('code_hash', '')[:8] or '?'})" if show_hash else "")
-        table.add_row(r["problem"], version, r["shape"], r["dist"], fmt_us(float(r["mean_us"])),
-                      r.get("tflops") or "-", r.get("tbps") or "-", pct, r["gpu"], commit, r["timestamp"])
-    console.print(table)
+        table_rows.append({"problem": r["problem"], "version": version,
+                           "shape": short_shape(r["problem"], r["shape"], r.get("shape_set", ""), r.get("shape_index", ""), cfg),
+                           "dist": r["dist"], "mean µs": fmt_us(float(r["mean_us"])), "TFLOP/s": r.get("tflops") or "-",
+                           "TB/s": r.get("tbps") or "-",
+                           "% of floor": f"{float(r['pct_of_floor']):.1f}%" if r.get("pct_of_floor") else "-",
+                           "gpu": short_gpu(r["gpu"]), "commit": commit, "when": r["timestamp"]})
+    show(f"best recorded results ({mode}: {MODE_TITLES[mode]}, {flush} flush)", cols, table_rows)
 
 
 # -------------------------------------------------------------------------------------- plots
