@@ -216,11 +216,139 @@ def test_list_is_a_line_per_version_at_80_columns():
     listing = _assert_readable(_in_a_terminal(["list", "group_gemm"], {}))
     versions = submissions.versions("group_gemm")
     assert all(any(line.startswith(f"{s.label} ") for line in listing.splitlines()) for s in versions)
-    assert len(listing.splitlines()) < len(versions) + 20  # a line per version, not a paragraphdef test_published_and_recorded_honour_format_and_output(tmp_path, isolated_env):
+    assert len(listing.splitlines()) < len(versions) + 20  # a line per version, not a paragraph
+
+
+# ---------------------------------------------------------------------- the screenshot in docs/
+SCREENSHOT = REPO / "docs" / "table_group_gemm_80_columns.png"
+
+
+def _png(ansi: str, path: Path, columns: int = 80) -> tuple[int, int]:
+    """A terminal's text (ANSI colours, as rich's recording exports it) drawn as a PNG, one
+    DejaVu Sans Mono cell per column (matplotlib ships the font); returns the image's size."""
+    from matplotlib import font_manager
+    from PIL import Image, ImageDraw, ImageFont
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.text import Text
+
+    regular = ImageFont.truetype(font_manager.findfont(font_manager.FontProperties(family="DejaVu Sans Mono")), 15)
+    bold = ImageFont.truetype(font_manager.findfont(font_manager.FontProperties(family="DejaVu Sans Mono",
+                                                                                weight="bold")), 15)
+    cell, height, pad = regular.getlength("M"), 19, 12
+    background, foreground = (30, 30, 30), (220, 220, 220)
+    lines = ansi.rstrip("\n").split("\n")
+    size = (int(columns * cell) + 2 * pad, len(lines) * height + 2 * pad)
+    image = Image.new("RGB", size, background)
+    draw = ImageDraw.Draw(image)
+    painter = Console(color_system="truecolor", force_terminal=True, width=10**4)
+    for row, line in enumerate(lines):
+        x = pad
+        for seg in Text.from_ansi(line).render(painter):
+            style = seg.style
+            color = style.color.get_truecolor().hex if style and style.color and not style.color.is_default else None
+            rgb = tuple(int(color[i:i + 2], 16) for i in (1, 3, 5)) if color else foreground
+            if style and style.dim:
+                rgb = tuple((c + b) // 2 for c, b in zip(rgb, background))
+            draw.text((x, pad + row * height), seg.text, font=bold if style and style.bold else regular, fill=rgb)
+            x += cell * cell_len(seg.text)
+    image.save(path)
+    return size
+
+
+def test_screenshot_of_the_quickstart_table_at_80_columns(tmp_path, isolated_env, monkeypatch):
+    """docs/table_group_gemm_80_columns.png is this test's picture of `nvfp4 table group_gemm` (one
+    tests shape, to stay quick) on a CPU in an 80-column terminal; NVFP4_WRITE_SCREENSHOT=1 writes it
+    there, else it goes to a temporary folder."""
+    import io
+    import os
+
+    from rich.console import Console
+
+    from harness.cli import measure, render
+    _recorded_board(isolated_env)
+    screen = Console(record=True, width=80, force_terminal=True, color_system="256", file=io.StringIO(),
+                     highlight=False)
+    monkeypatch.setattr(render, "console", screen)
+    monkeypatch.setattr(measure, "console", screen)
+    monkeypatch.setattr("harness.runner.local_capability", lambda: None)
+    r = invoke("table", "group_gemm", *QUICK)
+    assert r.exit_code == 0, r.output
+    text = screen.export_text(clear=False)
+    _assert_readable(text.splitlines())
+    assert text.startswith("no GPU here: CPU times of v0") and "best recorded results" in text
+    path = SCREENSHOT if os.environ.get("NVFP4_WRITE_SCREENSHOT") else tmp_path / SCREENSHOT.name
+    width, height = _png(screen.export_text(styles=True), path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and height > 200
+    assert SCREENSHOT.exists(), "docs/ keeps the picture: NVFP4_WRITE_SCREENSHOT=1 pytest -k screenshot makes it"
+
+
+# ------------------------------------------------------------------ the tables' options and forms
+def test_published_and_recorded_honour_format_and_output(tmp_path, isolated_env):
     """table --published and --recorded ignored --format and -o (exit 0, no file): --recorded writes
     them, --published refuses them."""
     import csv
     _recorded_board(isolated_env)
     r = invoke("table", "group_gemm", "--published", "--format", "json")
     assert r.exit_code == 2 and r.stderr.startswith("error:") and "--published" in r.stderr
+    out = tmp_path / "recorded.csv"
+    r = invoke("table", "group_gemm", "--recorded", "-o", out)
+    assert r.exit_code == 0 and f"wrote csv to {out}" in r.stderr
+    rows = list(csv.DictReader(out.open()))
+    v38 = [row for row in rows if row["version"] == "v38" and row["dist"] == "competition"]
+    assert {row["writeup_version"] for row in v38} == {"V7"} and {row["shape_label"] for row in v38} == set("ABCD")
+    assert "best recorded results" in r.stdout  # -o writes the file and still prints the table
 
+
+def test_recorded_puts_the_writeups_figure_and_floor_ratio_beside_ours(isolated_env):
+    """Issue 49 item 4: for a version whose Analogue names a writeup version, the B200 figure in the
+    next column, and our time over the H200 floor beside the writeup's over the B200 speed of light."""
+    from harness import config, roofline
+    best = _recorded_board(isolated_env)
+    r = invoke("table", "group_gemm", "--recorded")  # piped: tab-separated, every column
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    header = next(line.split("\t") for line in lines if line.startswith("version\t"))
+    assert header[:4] == ["version", "analogue", "A", "A B200"] and header[-3:] == ["geomean", "/floor", "B200/floor"]
+    v38 = dict(zip(header, next(line.split("\t") for line in lines if line.startswith("v38"))))
+    pc = config.load()["group_gemm"]
+    assert v38["analogue"] == "V7" and [v38[f"{s} B200"] for s in "ABCD"] == ["58.00", "51.60", "24.70", "20.90"]
+    assert float(v38["B200/floor"]) == round(roofline.geomean([u / f for u, f in zip([58.0, 51.6, 24.7, 20.9],
+                                                                                        pc.speed_of_light_b200_us)]), 2)
+    ours = [r for r in best if r["version"] == "v38" and r["dist"] == "competition"]
+    assert float(v38["/floor"]) == round(roofline.geomean([float(r["mean_us"]) / float(r["floor_us"]) for r in ours]), 2)
+
+
+def test_the_writeup_analogue_is_the_first_writeup_version_the_line_names():
+    from harness import config
+    wu = config.load()["group_gemm"].writeup
+    assert wu.analogue("V7")["name"] == "V7"
+    assert wu.analogue("the writeup's V1 fusion (one A tile); its V2 (TMA)")["name"] == "V1"
+    assert wu.analogue("none (the writeup's V6 patches tensormaps)") is None
+    assert wu.analogue("group_gemm v11") is None and wu.analogue(None) is None
+
+
+def test_plot_on_a_cpu_is_refused_before_measuring(tmp_path, monkeypatch):
+    """table --plot on a CPU measured for minutes, then said "no points to plot"."""
+    monkeypatch.setattr("harness.runner.local_capability", lambda: None)
+    monkeypatch.setattr("harness.runner.run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
+    r = invoke("table", "gemv", "--plot", tmp_path / "x.png")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --plot draws each version's time over this GPU's floor")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_piped_tables_are_tab_separated_with_plain_numbers(isolated_env):
+    _recorded_board(isolated_env)
+    r = invoke("leaderboard", "group_gemm")
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# best recorded results") and lines[1].split("\t")[:3] == ["problem", "version", "shape"]
+    cells = [line.split("\t") for line in lines[2:] if line.startswith("group_gemm\t")]
+    assert cells and all(len(c) == len(lines[1].split("\t")) for c in cells)
+    assert all(float(c[4]) > 0 for c in cells)  # mean µs: a number awk and a spreadsheet read ("1,234.5" is not)
+
+
+def test_version_names_take_any_case_and_shape_options_name_the_optional_keys():
+    r = invoke("diff", "gemv", "V3")
+    assert r.exit_code == 0 and "gemv: v1 -> v3" in r.stdout
+    r = invoke("test", "gemm", "v0", "--shape", "m=128")
+    assert r.exit_code == 2 and "needs keys m, n, k (seed, l optional); missing n, k" in r.stderr

@@ -174,7 +174,9 @@ def show(title: str, cols: list[Col], rows: list[dict], out: Console | None = No
     if not out.is_terminal:
         lines = [f"# {plain(title)}", "\t".join(c.name for c in cols)]
         lines += ["\t".join(plain(row.get(c.name, "")) or "-" for c in cols) for row in rows]
-        out.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+        # NOTE: written past rich, which would expand the tabs to spaces
+        out.file.write("\n".join(lines) + "\n")
+        out.file.flush()
         return
     kept, merged, caps = fitted(cols, rows, out.width, title) or ([c for c in cols if not c.drop], True, {})
     out.print(_rich_table(title, kept, rows, merged, caps))
@@ -549,6 +551,7 @@ def print_cpu_preamble(problem: str, subs: list, shapes_note: str | None) -> Non
         console.print(f"{len(gpu_only)} versions need an NVIDIA GPU ({version_ranges(gpu_only)}): after the CPU "
                       f"times, their best recorded results (leaderboard.csv) beside the writeup's figures, as "
                       f"nvfp4 table {problem} --recorded prints them.")
+    console.print()
 
 
 def print_not_run(outcomes) -> None:
