@@ -235,7 +235,10 @@ def test_table_tiny_benchmarks_with_writeup(tiny_shapes, isolated_env):
     assert r.exit_code == 0, r.output
     flat = " ".join(r.output.split())  # the title may wrap
     assert "writeup analogue on NVIDIA B200" in flat
-    assert "(10.0)" in r.output or "(10.00)" in r.output  # the analogue V0's published figure
+    lines = r.output.splitlines()  # piped: tab-separated, the analogue's figure in the column after ours
+    header = next(line.split("\t") for line in lines if line.startswith("version\t"))
+    v0 = dict(zip(header, next(line.split("\t") for line in lines if line.startswith("v0\t"))))
+    assert v0["A B200"] == "10.00"  # the analogue V0's published figure
     rows = leaderboard.read()
     assert len(rows) == 1 and rows[0]["shape_set"] == "benchmarks" and rows[0]["status"] == "PASS"
 
