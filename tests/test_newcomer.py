@@ -303,7 +303,7 @@ def test_published_and_recorded_honour_format_and_output(tmp_path, isolated_env)
 def test_recorded_puts_the_writeups_figure_and_floor_ratio_beside_ours(isolated_env):
     """Issue 49 item 4: for a version whose Analogue names a writeup version, the B200 figure in the
     next column, and our time over the H200 floor beside the writeup's over the B200 speed of light."""
-    from harness import config, roofline
+    from harness import config, stats
     best = _recorded_board(isolated_env)
     r = invoke("table", "group_gemm", "--recorded")  # piped: tab-separated, every column
     assert r.exit_code == 0, r.output
@@ -313,10 +313,10 @@ def test_recorded_puts_the_writeups_figure_and_floor_ratio_beside_ours(isolated_
     v38 = dict(zip(header, next(line.split("\t") for line in lines if line.startswith("v38"))))
     pc = config.load()["group_gemm"]
     assert v38["analogue"] == "V7" and [v38[f"{s} B200"] for s in "ABCD"] == ["58.00", "51.60", "24.70", "20.90"]
-    assert float(v38["B200/floor"]) == round(roofline.geomean([u / f for u, f in zip([58.0, 51.6, 24.7, 20.9],
+    assert float(v38["B200/floor"]) == round(stats.geomean([u / f for u, f in zip([58.0, 51.6, 24.7, 20.9],
                                                                                         pc.speed_of_light_b200_us)]), 2)
     ours = [r for r in best if r["version"] == "v38" and r["dist"] == "competition"]
-    assert float(v38["/floor"]) == round(roofline.geomean([float(r["mean_us"]) / float(r["floor_us"]) for r in ours]), 2)
+    assert float(v38["/floor"]) == round(stats.geomean([float(r["mean_us"]) / float(r["floor_us"]) for r in ours]), 2)
 
 
 def test_the_writeup_analogue_is_the_first_writeup_version_the_line_names():
