@@ -209,7 +209,8 @@ def test_a_sandbox_that_cannot_start_is_a_harness_error(tmp_path, monkeypatch):
 
 def test_a_strangers_compare_prepares_one_process_per_side(tmp_path, monkeypatch):
     """A file from outside the lab against a lab version: two processes for the whole compare (not
-    a fresh pair per sample generation), paired blocks in both orders, on two shapes."""
+    a fresh pair per sample generation), both sandboxed alike, paired blocks in both orders, on
+    two shapes."""
     launched = []
     real = isolation.Child.launch
 
@@ -226,6 +227,8 @@ def test_a_strangers_compare_prepares_one_process_per_side(tmp_path, monkeypatch
     plan = runner.TimingPlan.from_options(budget_s=1.0, pool=1)
     outcome = runner.run(subs, shapes, ["competition"], "compare", plan=plan)
     assert sorted(launched) == ["v0", "v0_copy.py"], launched
+    if sandbox.available() is not None:  # like for like: both sides confined alike
+        assert set(outcome.sandboxes) == {"v0", "v0_copy.py"}, outcome.sandboxes
     for result in outcome.results:
         assert result.status == "PASS" and result.ratio["processes"] == 2, (result.status, result.message)
         assert result.ratio["pairs"] >= 2 and all(result.ratio["by_order"].values()), result.ratio  # A B, then B A

@@ -283,7 +283,10 @@ class BuildProgress:
 # ------------------------------------------------------------------------------ common lines
 def sandbox_lines(outcome) -> list[str]:
     """Where each untrusted submission ran: the sandbox, or plainly that none was available."""
-    lines = [f"{label} ran sandboxed: {how}" for label, how in (outcome.sandboxes or {}).items()]
+    by_sandbox: dict[str, list[str]] = {}  # a compare with a stranger confines both sides alike: said once
+    for label, how in (outcome.sandboxes or {}).items():
+        by_sandbox.setdefault(how, []).append(label)
+    lines = [f"{', '.join(labels)} ran sandboxed: {how}" for how, labels in by_sandbox.items()]
     untrusted = [s.label for s in outcome.submissions if not submissions.in_lab(s)]
     bare = [label for label in untrusted if label not in (outcome.sandboxes or {})]
     if bare:
