@@ -30,7 +30,34 @@ byte). gpumode: one launch fewer a call (~2-4 us of host time on the short shape
 v44 23.64 us gpumode against 16.45 kernel) plus a capture test and a map lookup (<0.5 us). Refuted if
 128x7168x2048 reads under 1.03x: then `nvfp4 probe marks gemm v46` (marks 0-4, below) says whether the
 chain (mark 2 - mark 0) or the loop (mark 4 - mark 3) took it.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit 9e784c6 (device round 3, one GPU of a 4-GPU machine): `compare gemm v44
+v46` (kernel method, one process) 1.004x [0.996, 1.014] SAME / 0.959x [0.955, 0.962] SLOWER / 0.974x [0.966, 0.983]
+SLOWER, geomean 0.979x [0.976, 0.983] SLOWER. Tests and edges shapes (both distributions), racecheck and synccheck
+pass; `test gemm v46 --dist all --seeds 3 --shapes benchmarks` 12 passed (mixed 128x7168x2048 at 0.962 of the
+tolerance, cuBLAS fp16 0.968). gpumode (recorded): 62.64 / 25.60 / 25.88 us (v44 62.48 / 25.60 / 23.64, another
+machine, commit 16b8ef1): no host gain shows. Against the fair peer (cuBLAS, fp16 operands, fp16 out written by
+the GEMM; kernel method, one process): peer 73.24 / 26.34 / 12.81 us, v46 60.66 / 24.47 / 16.73 us: 1.207x
+[1.198, 1.216] / 1.076x [1.068, 1.085] / 0.766x [0.759, 0.772] (v46 over the peer; v44 had 1.196 / 1.108 / 0.778x).
+Refuted on both short shapes (128x7168x2048 0.974x against 1.07-1.13x; 128x4096x7168 0.959x against 1.02-1.10x).
+`probe marks gemm v46` (20 calls, L2 flushed before each; medians over CTAs, max in brackets, us):
+| phase | 128x7168x2048 (112 CTAs) | 128x4096x7168 (128 CTAs) |
+|---|---|---|
+| mark 0 -> 1: this CTA's share of A decoded and stored | 1.25 (3.14) | 3.55 (4.86) |
+| mark 1 -> 2: the grid barrier | 3.07 (3.52) | 2.18 (5.09) |
+| mark 2 -> 3: A's copy, the first full stage | 0.64 (0.83) | 0.70 (0.99) |
+| mark 3 -> 4: the K loop | 10.08 (10.98) | 11.65 (12.58) |
+| start to the first full stage (mark 3) | 5.02 (5.50) | 6.50 (7.42) |
+What missed, on 128x7168x2048: not the loop (10.08 us, v44's ~10.1 as the prediction assumed) and not the chain's
+total (5.0 us to the first stage against the 4.7-5.5 priced: v44's 2.2 plus 2.5-3.3), though its parts differ: the
+decode is cheap (1.25 us median) but the barrier takes 3.07, against the ~1 priced, because every CTA waits for the
+slowest decoder (mark 1 median 1.31 us, max 3.30) and the release lands ~1.1 us after the last arrival (mark 2
+median 4.38). The miss is the saving: the prediction subtracted 4.4 us (the H100's 2.4 us prepass and 2.0 us
+queued gap); with v46's path at ~16.7 us and 0.974x of v44, v44's prepass, gap and first stage on the H200 come to
+~4.6 us in all (inferred from these marks and the compare, not measured on v44), not the 6.6 (2.4 + 2.0 + 2.2) of
+H100 parts, so one launch fewer saves less than the chain adds. On 128x4096x7168 the chain itself is longer: 0.58
+units a thread decode in 3.55 us and the barrier waits 2.18 more (max 5.09), 6.5 us to the first stage against
+~4.7-5.5. The one-wave fusion costs a grid-wide wait on the slowest decoder; v44 stays the lineage's best.
 
 Bad inputs (each refused before anything is read on the device; the message starts "gemm: "):
 | input | message |
