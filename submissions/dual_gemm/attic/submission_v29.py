@@ -38,7 +38,23 @@ limits 256x3072x4096": ~22.4 µs of unavoidable parts).
 Compile-only (nvcc 13.0, sm_90a): every kernel 168 registers, no spills, no stack frame, including
 the two kStreamed instantiations (1 and 7 batches, 256 rows).
 Bad inputs: none new (the host rule only chooses among launches; v25's checks and messages stand).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit 9e784c6 (device round 3, one GPU of a 4-GPU machine), against v25 (v28's
+launches on the benchmarks are v25's), `compare dual_gemm v25 v29` (kernel method, one process): 0.998x [0.990,
+1.005] SAME / 0.997x [0.988, 1.006] SAME / 0.700x [0.699, 0.702] SLOWER on 256x3072x4096, the one shape it changes /
+0.996x [0.990, 1.002] SAME; geomean 0.913x [0.911, 0.914] SLOWER. Tests and edges (both distributions), racecheck
+and synccheck pass; memcheck and racecheck on 256x768x2048 clean. gpumode (recorded): 48.22 / 80.83 / 46.91 / 69.81
+us (v28, i.e. v25's launches, 48.28 / 81.13 / 32.60 / 70.06 the round before, another machine). Against the fair
+peer (kernel method, one process): peer 63.22 / 98.42 / 42.06 / 76.23 us, v29 47.11 / 80.09 / 45.57 / 68.67 us:
+1.342x / 1.229x / 0.924x [0.855, 0.987] / 1.110x (v29 over the peer; v25 1.371 / 1.215 / 1.297 / 1.116x).
+Refuted, far outside its range: 256x3072x4096 went from ~32 to 45.6 us (kernel) against ~28-30 predicted. gpumode
+(46.9) agrees with the kernel method (45.6), so the loss is device time, not the cooperative launch's host path. At
++14 us it is larger than every part the prediction priced put together (stores and release 1.5-3.3, the merge's
+reads 1.5-2.1, gemm v35's busy-SM and scattered-K penalties ~1 us) and about one whole run (24 blocks x 0.60 us =
+14.4 us): the size of one CTA waiting for another's whole run rather than for its last stores (a hypothesis: a
+rank's flag raised only after a run it waits on ends, a chain the cost model has no term for). Not measured: this file carries the marks header but
+no NVFP4_MARK points, so `nvfp4 probe marks dual_gemm v29` needs marks at the run's start, the last segment's
+store, the flag's release and each acquire before it can say which. v25 stays the lineage's best.
 
 Exactness as v25: fp16 x fp16 products exact in fp32, fp32 accumulation in the permuted K order,
 a tile's pieces added in K order ((0 + first piece) + ... + last piece, fixed for a shape and device),
