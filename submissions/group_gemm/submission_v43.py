@@ -92,6 +92,9 @@ cudaLaunchKernel 15.65 us for the two), so D is still host-bound. gpumode (recor
 / 37.05 / 21.22 us (v42's baseline call 131.4 / 81.5 / 39.0 / 33.8: D 33.8 -> 21.2 us; D swings 19-38 us run
 to run while the host path ~ device time). Against the peer (kernel method, one process): 125.7 / 80.6 / 38.0 /
 18.3 us vs 279.7 / 228.8 / 36.29 / 26.05: 2.20 / 2.84 / 0.955 / 1.41x (C loses to cuBLAS).
+Bad inputs (.lead/badinputs_group.py, device round 3, commit 9e784c6, H200): an fp32 c, the permuted sfb made
+contiguous and the plain sfa on the CPU raise the table's ValueError; the permuted sfa made contiguous runs (v43
+reads the plain sfa, not it); the process stays alive.
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.

@@ -39,7 +39,9 @@ A 1.005x, B 0.993x, C 1.001x SAME, D 0.984x [0.975, 0.993] (SLOWER at its interv
 A 47.0 (126.5), B 33.8 (79.8), C 19.2 (35.8), D 19.4 (18.4) us (v43's 35.4 / 46.8 / 26.1 / 25.8: no host
 change in v44, so the spread is the host's noise, ~+-10 us). gpumode (recorded, 15 a batch): 129.1 / 81.50 /
 37.45 / 32.88 us; D's 32.9 against v43's 21.2 is the host-bound swing (host path ~ device time), not the kernel.
-Bad inputs (.lead/badinputs_group.py): not yet run for v43/v44 (the script ended with v42's SIGSEGV).
+Bad inputs (.lead/badinputs_group.py, device round 3, commit 9e784c6, H200): an fp32 c and either permuted scale
+made contiguous (`.contiguous()`) raise the table's ValueError; the plain sfa and sfb on the CPU run (not read); the
+process stays alive. Host path in that round (the same host as v45's): A 51.87, B 57.28, C 27.95, D 29.43 us.
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.

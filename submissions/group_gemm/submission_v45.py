@@ -60,7 +60,27 @@ Bad inputs: v44's table, unchanged (the checks and their order are v44's), plus 
 | the graph not built, re-pointed or launched (e.g. the current stream is the legacy one while another stream captures) | RuntimeError: group_gemm: launch failed: <cudaGetErrorString> |
 The rest of v43's table (sequences, non-tensors, dense storage, strides, shapes, alignment, the driver's
 tensor maps) holds unchanged.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28, commit 9e784c6 (device round 3, one GPU of a 4-GPU machine): tests, edges (both
+distributions), racecheck and synccheck pass; `run group_gemm v45 --graph` passes (the graph method's capture gets
+v44's plain launches). `compare group_gemm v44 v45` (kernel method, one process): A 1.016x [1.007, 1.025] FASTER, B
+0.996x [0.986, 1.006] SAME, C 1.034x [1.024, 1.044] FASTER, D 1.062x [1.055, 1.070] FASTER; geomean 1.027x [1.023,
+1.030] FASTER: more than the 1.00x predicted, on D ~1.1 us of 18 (the graph's second node starts sooner than a
+second stream launch, by more than the ~0.5-1 us priced). Host path (`probe host`, CPU time of a call, device
+idle, 100 calls; device time by the kernel method in brackets), v44 -> v45 in the same round: A 51.87 -> 28.06
+(124.4), B 57.28 -> 48.84 (80.5), C 27.95 -> 23.65 (34.9), D 29.43 -> 19.30 (17.3) us; launch CPU (under the
+profiler) two cudaLaunchKernel 10.96 / 14.18 / 13.33 / 13.69 us -> one cudaGraphLaunch 11.50 / 5.90 / 5.62 / 4.93
+us. The launch went as priced on B, C, D (~5-8 us saved; A's host path fell by 24 us); but the rest of a call (the
+key, the lookup, the Python call: ~14-19 us at g = 2) stays, so the host path misses the prediction's ~10-12 us on
+C and D and the issue's <= 10 (g = 2) and <= 20 (g = 8): D is still host-bound (19.3 against 17.3). gpumode
+(recorded, 15 a batch): 129.94 / 83.36 / 37.15 / 20.15 us; in the ladder call on the same machine (four GPUs
+timing at once) gpumode 128.87 / 81.83 / 36.84 / 20.21 and kernel 125.21 / 78.78 / 36.62 / 17.27: D's gpumode
+20.2 us against v44's 24.2-32.9 (the host-bound swing gone; within 17% of its kernel time, not the issue's 10%),
+A, B, C within 3-4%. Against the fair peer (cuBLAS per group on fp16 operands, fp16 out written by the GEMM; kernel
+method, one process): peer 367.78 / 236.81 / 40.58 / 28.09 us, v45 125.07 / 79.92 / 36.66 / 17.67: 2.941x [2.763,
+3.117] / 2.941x [2.459, 3.386] / 1.109x [1.056, 1.156] / 1.590x [1.380, 1.761], geomean 1.979x (the peer's
+intervals wide: a launch per group, host-bound). Bad inputs (.lead/badinputs_group.py, the same round): an fp32 c
+and either permuted scale made contiguous (`.contiguous()`) raise the table's ValueError; the plain sfa and sfb
+on the CPU run (not read); the process stays alive.
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
