@@ -65,6 +65,14 @@ def fmt_us(x) -> str:
     return f"{x:,.1f}" if x >= 100 else f"{x:.2f}"
 
 
+def fmt_ratio(x) -> str:
+    """A time over its floor: two decimals near 1, whole numbers with separators far from it
+    (v0's 2,214 over the B200 floor, not 2214.19)."""
+    if x is None:
+        return "-"
+    return f"{x:.2f}" if x < 100 else f"{x:,.0f}"
+
+
 def fmt_interval(lo, hi) -> str:
     return f"[{fmt_us(lo)}, {fmt_us(hi)}]" if lo is not None and math.isfinite(lo) else "-"
 
@@ -617,10 +625,10 @@ def print_recorded(problem: str, pc, rows: list[dict], mode: str, flush: str, he
             row["analogue"] = fmt_text(analogue["name"])
             wu_ratios = [u / f for u, f in zip(analogue["us"], sol or []) if u is not None and f]
             if wu_ratios and len(wu_ratios) == len(pc.benchmark_labels):
-                row[f"{wu_gpu}/floor"] = f"{stats.geomean(wu_ratios):.2f}"
+                row[f"{wu_gpu}/floor"] = fmt_ratio(stats.geomean(wu_ratios))
         row["geomean"] = fmt_us(stats.geomean(fastest))
         gm_ratio = stats.geomean(ratios)
-        row["/floor"] = f"{gm_ratio:.2f}" if gm_ratio else "-"
+        row["/floor"] = fmt_ratio(gm_ratio)
         table_rows.append(row)
     show(title, cols, table_rows)
     console.print("/floor: the geomean over the shapes of our time over the floor of the GPU it ran on"
