@@ -49,7 +49,8 @@ def checkout_conflict() -> str | None:
     if os.environ.get("NVFP4_ROOT") or not _is_lab(CODE_ROOT) or REPO_ROOT == CODE_ROOT:
         return None
     return (f"this folder is in the checkout {REPO_ROOT}, but this nvfp4 runs the code of {CODE_ROOT}: "
-            f"run `python -m harness` here, `pip install -e .` here, or set NVFP4_ROOT to the lab you mean")
+            f"run `python -m harness` from {REPO_ROOT}, `pip install -e {REPO_ROOT}`, or set NVFP4_ROOT to the "
+            "lab you mean")
 
 
 def missing_root_hint() -> str:

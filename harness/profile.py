@@ -247,8 +247,8 @@ def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float
         kernels = parse_ncu_csv(imported.stdout)
     except ValueError as exc:
         raise UserError(f"{exc} (report: {report}, log: {log})") from None
-    ceilings = ceilings.of_gpu(None, result["device"]["gpu"], allow_measure=False)  # as runs use them; never measures here
-    return {"kernels": kernels, "summary": ncu_summary(kernels, calls, flops, ceilings), "report": str(report),
+    figures = ceilings.of_gpu(None, result["device"]["gpu"], allow_measure=False)  # as runs use them; never measures here
+    return {"kernels": kernels, "summary": ncu_summary(kernels, calls, flops, figures), "report": str(report),
             "check": result["check"], "device": result["device"], "log": log}
 
 

@@ -193,8 +193,8 @@ def test_a_second_checkout_is_refused_when_the_code_comes_from_another(tmp_path)
                           timeout=60)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (f"error: this folder is in the checkout {lab.resolve()}, but this nvfp4 runs the "
-                                   f"code of {REPO_ROOT}: run `python -m harness` here, `pip install -e .` here, or "
-                                   "set NVFP4_ROOT to the lab you mean")
+                                   f"code of {REPO_ROOT}: run `python -m harness` from {lab.resolve()}, `pip install -e "
+                                   f"{lab.resolve()}`, or set NVFP4_ROOT to the lab you mean")
     assert done.stdout == ""
 
 
