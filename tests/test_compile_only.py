@@ -193,6 +193,7 @@ def test_fast_check_retries_with_the_prelude(tmp_path, monkeypatch):
 
 
 @needs_nvcc
+@pytest.mark.slow
 def test_cpp_side_uses_the_torch_pch_and_still_reports_errors(tmp_path):
     """main.cpp's <torch/extension.h> comes from a precompiled header built once per build cache
     (~60 s here, then ~10 s per version instead of ~36); errors in the C++ side are still found."""
