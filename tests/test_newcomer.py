@@ -137,7 +137,8 @@ def _in_a_terminal(args: list[str], env: dict, columns: int = 80) -> list[str]:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "harness", *args], stdin=slave, stdout=slave, stderr=slave, cwd=REPO,
-                            env={**os.environ, **env, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm"})
+                            env={**os.environ, **env, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm",
+                                 "CUDA_VISIBLE_DEVICES": ""})  # NOTE: a newcomer's CPU machine, on a GPU one too
     os.close(slave)
     chunks = []
     while True:
@@ -272,6 +273,7 @@ def test_screenshot_of_the_quickstart_table_at_80_columns(tmp_path, isolated_env
     monkeypatch.setattr(render, "console", screen)
     monkeypatch.setattr(measure, "console", screen)
     monkeypatch.setattr("harness.runner.local_capability", lambda: None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the children too: a CPU machine's screen on a GPU one
     r = invoke("table", "group_gemm", *QUICK)
     assert r.exit_code == 0, r.output
     text = screen.export_text(clear=False)
