@@ -86,7 +86,7 @@ def device(monkeypatch):
             dev.prof.acts.append(timing.Activity(False, name, int(start * 1e3), int(dev.host * 1e3), 0, 0))
         dev.host += LAUNCH_US / 2  # closing the range takes host time too: the next launch starts after it
 
-    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True))
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True), int64="int64")
     flush_buffer = SimpleNamespace(zero_=lambda: dev.work(FLUSH_US, "flush"))
     bound = timing.Bound(fake_torch, Event, Event.record, Event.elapsed_time, dev.synchronize,
                          profile=lambda activities: Profile(dev), record_function=record_function,
@@ -191,3 +191,92 @@ def test_the_telemetry_query_is_left_out_of_the_wall_time(device, method):
 def test_the_prelude_runs_before_the_flush_of_the_first_call(device):
     block = timing.time_block(kernel(device, 5.0, 30.0), [1], "cold", prelude=lambda: device.log.append(("prelude", 0, 0)))
     assert [n for n, *_ in device.log][:2] == ["prelude", "flush"] and len(block.times_us) == 1
+
+
+def test_graph_subtracts_the_flushs_replay_and_copies_each_output_after_its_end_event(device):
+    """A replay is the captured flush and call; the flush's own replay time is taken off."""
+    loaded = []
+
+    class Graph:
+        flush_us = FLUSH_US
+
+        def load(self, data):
+            loaded.append(data)
+
+        def replay(self):
+            device.work(FLUSH_US, "flush")
+            device.work(30.0)
+
+        def output_copy(self):
+            device.work(2.0, "copy")
+            return ("copy", loaded[-1])
+
+    captured = []
+    block = timing.time_block(None, [1, 2], "graph", graph=Graph(), capture=captured.append)
+    assert block.times_us == pytest.approx([30.0, 30.0]) and loaded == [1, 2]
+    assert block.results == [("copy", 1), ("copy", 2)] == captured
+    names = [n for n, *_ in device.log]
+    assert names[names.index("kernel") + 1:names.index("kernel") + 3] == ["event", "copy"]
+
+
+def test_graph_is_exempt_from_the_escape_check():
+    assert timing.escape_of("graph", 8, 10_000.0, 100.0) is None
+    assert timing.escape_of("cold", 8, 10_000.0, 100.0)
+
+
+def test_the_clean_flush_reads_the_buffer_and_an_unknown_one_is_refused(device):
+    reads = []
+    timing.bound().flush_buffer.sum = lambda dtype: reads.append(dtype) or "sink"
+    timing.flush("clean")
+    assert reads and timing.bound().flush_sink == "sink"
+    with pytest.raises(ValueError, match="unknown flush 'tepid'"):
+        timing.flush("tepid")
+
+
+def test_idle_event_pairs_and_host_call_times_follow_the_device(device):
+    assert timing.idle_event_pair_us(3) == pytest.approx([0.0] * 3)  # nothing between the two events
+    times = timing.host_call_times(kernel(device, 12.0, 30.0), [1, 2], 3)
+    assert times == pytest.approx([12.0 + LAUNCH_US] * 3)  # the host path alone: the device's 30 µs not waited for
+    assert device.host >= device.stream  # synchronised at the end
+
+
+def test_the_profiler_is_started_once_before_any_block(device):
+    timing.start_profiler()
+    assert device.prof is None and ("sync", device.host, device.stream) in device.log
+
+
+def test_kineto_records_are_read_with_their_ids():
+    class Event:
+        def __init__(self, dev, name, start, end, ident, linked):
+            self.args = (dev, name, start, end, ident, linked)
+
+        def device_type(self):
+            return self.args[0]
+
+        def name(self):
+            return self.args[1]
+
+        def start_ns(self):
+            return self.args[2]
+
+        def end_ns(self):
+            return self.args[3]
+
+        def correlation_id(self):
+            return self.args[4]
+
+        def linked_correlation_id(self):
+            return self.args[5]
+
+    cpu, cuda = "CPU", "CUDA"
+    fake_torch = SimpleNamespace(autograd=SimpleNamespace(DeviceType=SimpleNamespace(CPU=cpu)))
+    prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: [
+        Event(cpu, "cudaLaunchKernel", 10, 20, 7, 0), Event(cuda, "gemm", 30, 90, 7, 7)])))
+    assert timing.kineto_activities(fake_torch, prof) == [timing.Activity(False, "cudaLaunchKernel", 10, 20, 7, 0),
+                                                          timing.Activity(True, "gemm", 30, 90, 7, 7)]
+
+
+def test_timing_before_bind_says_so(monkeypatch):
+    monkeypatch.setattr(timing, "_bound", None)
+    with pytest.raises(RuntimeError, match="bind"):
+        timing.bound()
