@@ -280,3 +280,66 @@ def test_timing_before_bind_says_so(monkeypatch):
     monkeypatch.setattr(timing, "_bound", None)
     with pytest.raises(RuntimeError, match="bind"):
         timing.bound()
+
+
+def test_graph_call_captures_the_flush_and_the_call_and_measures_the_flush_alone(device):
+    """GraphCall on the fake device: work queued while a graph captures is recorded into it, and a
+    replay queues it again."""
+    import torch
+    capturing = []
+
+    class Graph:
+        def __init__(self):
+            self.work = []
+
+        def replay(self):
+            for name, us in self.work:
+                device.work(us, name)
+
+    @contextlib.contextmanager
+    def graph(g):
+        capturing.append(g)
+        yield
+        capturing.pop()
+
+    real_work = device.work
+
+    def work(us, name="kernel", side=False):
+        if capturing:
+            capturing[-1].work.append((name, us))
+        else:
+            real_work(us, name, side)
+
+    device.work = work
+    stream = SimpleNamespace(wait_stream=lambda other: None)
+    cuda = timing.bound().torch.cuda
+    cuda.Stream = lambda: stream
+    cuda.current_stream = lambda: stream
+    cuda.stream = lambda s: contextlib.nullcontext()
+    cuda.CUDAGraph = Graph
+    cuda.graph = graph
+    calls = []
+
+    def fn(data):
+        calls.append(data)
+        device.work(30.0)
+        return data[1]
+
+    static = (torch.ones(2), torch.zeros(2))
+    call = timing.GraphCall(fn, static, lambda d: list(d), lambda d: d[1].fill_(float("nan")),
+                            lambda out: out.clone())
+    assert call.flush_us == pytest.approx(FLUSH_US) and len(calls) == 3  # two warm-ups and the capture
+    block = timing.time_block(fn, [(torch.full((2,), 3.0), torch.zeros(2))], "graph", graph=call)
+    assert block.times_us == pytest.approx([30.0]) and len(calls) == 3  # replayed, never called again
+    assert torch.equal(static[0], torch.full((2,), 3.0))  # the input copied into the captured buffers
+    assert bool(block.results[0].isnan().all())  # the output poisoned by load; the fake kernel writes nothing
+
+
+def test_the_persisting_l2_reset_says_why_it_could_not_run():
+    status = timing.reset_persisting_l2()
+    assert status == "ok" or status.startswith(("unavailable", "cuCtxSetLimit="))
+
+
+def test_a_call_that_launches_nothing_has_an_empty_span(device):
+    block = timing.time_block(lambda data: data, [1], "kernel")
+    assert block.kernel["activities"] == [0] and block.times_us == [0.0]
