@@ -6,9 +6,9 @@ its code object, defaults and closure, since those can be swapped in place), eve
 name of the modules that time (``harness.timing``: its clock, its bound references, its
 constants), and the interpreter's trace, profile and monitoring hooks. ``changes`` lists what
 differs. The harness also times and checks through references taken at snapshot time, so a patch
-is both caught and ineffective. Threads: the operating system's list of this process's threads
-(``/proc/self/task``: ``threading``, ``_thread`` and native threads alike); a call that leaves a
-new one running is TAMPERED (work deferred to a thread escapes every timer).
+is both caught and ineffective. Threads: the interpreter's list of threads that run Python
+(``threading`` and ``_thread`` alike, not the runtime's native ones: see ``thread_ids``); a call
+that leaves a new one running is TAMPERED (work deferred to a thread escapes every timer).
 
 What it cannot see (docs/methodology.md): code that patches memory through ctypes, or a hook that
 removes itself before the harness looks. Verdicts on outputs do not rest on it (``harness.judge``).
@@ -17,10 +17,11 @@ removes itself before the harness looks. Verdicts on outputs do not rest on it (
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import threading
 import types
+
+_current_frames = sys._current_frames  # NOTE: bound at import, before any submission can replace it
 
 # Attributes the timing and checking rely on: (module or class path, attribute names).
 _WATCHED_ATTRS = {
@@ -187,20 +188,19 @@ def hooks() -> dict[str, int]:
 
 
 def thread_ids() -> set[int]:
-    """The kernel's ids of this process's threads (``/proc/self/task``; Python's own list where
-    there is no /proc): a thread started with ``threading``, ``_thread`` or natively is there."""
-    try:
-        return {int(tid) for tid in os.listdir("/proc/self/task")}
-    except OSError:
-        return {t.native_id for t in threading.enumerate()}
+    """The identities of this process's threads that run Python (``sys._current_frames``: one
+    started with ``threading`` or ``_thread`` is there, whether it holds the GIL or waits in C).
+    NOTE: native threads without a Python thread state are not counted: CUDA's event handler,
+    CUPTI's and kineto's buffers, OpenMP's pool and the driver's own start lazily, on a first
+    profiler session, a first parallel CPU op or a first graph, inside an honest call, so counting
+    them would call honest runs TAMPERED on a GPU. Work a native thread defers past a call's return
+    is caught where the verdict is made: each output is copied at the end of its timed region
+    (harness.judge), and device work outside the region is the escape check's (harness.timing)."""
+    return set(_current_frames())
 
 
-def _thread_name(tid: int) -> str:
+def _thread_name(ident: int) -> str:
     for t in threading.enumerate():
-        if t.native_id == tid:
+        if t.ident == ident:
             return t.name
-    try:
-        with open(f"/proc/self/task/{tid}/comm") as f:
-            return f"native thread {tid} ({f.read().strip()})"
-    except OSError:
-        return f"thread {tid}"
+    return f"a Python thread started with _thread ({ident})"
