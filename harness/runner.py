@@ -444,52 +444,33 @@ def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, pl
         if failure:
             return _failed(result, labels, failure)
         read_floor = prepared.get("read_floor")
-    blocks: list[list] = [[], []]
-    kept: list[list[dict]] = [[], []]
+    rounds = _Rounds(2)
     a_first: list[bool] = []  # per kept round: whether A's block ran first
-    tele_log: list = []
-    dropped, rounds, timed_s = 0, 0, 0.0
     decision = None
     while True:
-        rounds += 1
-        order = [0, 1] if rounds % 2 else [1, 0]  # A B, B A, ...: neither version always goes first
-        replies = {}
-        t0 = time.monotonic()
-        for sub in order:
-            child, index = sides[sub]
-            try:
-                reply = child.request({"cmd": "block", "round": rounds, "mode": plan.mode, "warm": False,
-                                       "sub": index}, timeout_s)
-            except isolation.ChildFailure as exc:
-                return fail(exc.status, exc.message, sub)
-            if reply["status"] != "PASS":
-                return fail(reply["status"], reply.get("message", ""), sub)
-            replies[sub] = reply
-        timed_s += time.monotonic() - t0
-        samples = [replies[i].get("telemetry") for i in (0, 1)]
-        throttled = any(telemetry.is_throttled(x) for x in samples)
-        if throttled and dropped < MAX_THROTTLE_DROPS:
-            dropped += 1
+        replies, failure = rounds.run_one([child for child, _ in sides], plan, timeout_s,
+                                          subs=[index for _, index in sides], warm=False)
+        if failure:
+            return fail(failure[1], failure[2], failure[0])
+        if not rounds.keep(replies, 0):
             continue
-        tele_log.append({"round": rounds, "throttled": throttled, "samples": samples})
-        for i in (0, 1):
-            blocks[i].append(replies[i]["times_us"])
-            kept[i].append(replies[i])
-        a_first.append(order[0] == 0)
+        a_first.append(rounds.count % 2 == 1)  # run_one's order: A first in odd rounds
+        blocks = rounds.blocks
         n = len(blocks[0])
         if progress and n % 5 == 0:
             progress({"event": "progress", "item": item["id"], "stage": f"timing: {n} block pairs"})
-        if n >= min_rounds and timed_s >= plan.rule.min_time_s:
+        if n >= min_rounds and rounds.timed_s >= plan.rule.min_time_s:
             point, lo, hi = stats.paired_ratio_interval(*stats.order_balanced(blocks[0], blocks[1], a_first))
             verdict = stats.verdict(lo, hi, plan.margin)
             precise = max(point - lo, hi - point) <= plan.precision * point
             if verdict != "AMBIGUOUS" and precise:
-                decision = (True, f"decided after {n} block pairs ({timed_s:.1f} s)")
+                decision = (True, f"decided after {n} block pairs ({rounds.timed_s:.1f} s)")
                 break
         # NOTE: never before a pair in each order: one pair has no interval (the ratio read NaN)
-        if (timed_s >= plan.rule.budget_s and n >= 2) or rounds >= plan.rule.max_samples:
+        if (rounds.timed_s >= plan.rule.budget_s and n >= 2) or rounds.count >= plan.rule.max_samples:
             decision = (False, f"time budget of {plan.rule.budget_s:g} s spent after {n} block pairs")
             break
+    blocks, kept, tele_log = rounds.blocks, rounds.replies, rounds.telemetry
     _finish_children(children, timeout_s)
     converged, reason = decision
     result.stats = []
@@ -502,7 +483,7 @@ def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, pl
         result.stats.append(summary)
     result.samples = blocks
     result.telemetry = tele_log
-    result.extra = {"rounds": rounds, "throttle_drops": dropped, "together": len(children) == 1, "read_floor": read_floor,
+    result.extra = {"rounds": rounds.count, "throttle_drops": rounds.dropped, "together": len(children) == 1, "read_floor": read_floor,
                     "seeds": {"base": item["params"]["seed"], "rule": "round 0: base+slot; round r: worker.round_seed"}}
     point, lo, hi = stats.paired_ratio_interval(*stats.order_balanced(blocks[0], blocks[1], a_first))
     # NOTE: kept so that an order effect shows: the rounds' ratios by which version went first, averaged
@@ -518,8 +499,8 @@ def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, pl
 
 @dataclass
 class _Rounds:
-    """The timing rounds of one shape in separate processes (run; isolated compare): per child, in
-    the children's order, the kept blocks and their replies; the generation of every kept round."""
+    """The timing rounds of one shape, the one round loop of run, compare and isolated compare: per
+    side, in the sides' order, the kept blocks and their replies; the generation of every kept round."""
     children: int
     blocks: list = field(init=False)  # per child: the kept blocks of per-call µs
     replies: list = field(init=False)  # per child: the kept blocks' replies (kernel by-products)
@@ -535,10 +516,12 @@ class _Rounds:
         self.replies = [[] for _ in range(self.children)]
         self.warm_blocks = [[] for _ in range(self.children)]
 
-    def run_one(self, children, plan: TimingPlan, timeout_s) -> tuple[dict[int, dict] | None, tuple | None]:
+    def run_one(self, children, plan: TimingPlan, timeout_s, subs: list[int] | None = None,
+                warm: bool | None = None) -> tuple[dict[int, dict] | None, tuple | None]:
         """One block from every child, the first child first in odd rounds and last in even ones (A B,
         B A, ...: neither version always goes first). (replies by child, None), or (None, (index,
-        status, message)) for the first child that failed."""
+        status, message)) for the first child that failed. ``subs``: the kernel each child times
+        (a one-process compare asks one child for both; default 0); ``warm``: default ``plan.warm``."""
         self.count += 1
         order = list(range(len(children)))
         if self.count % 2 == 0:
@@ -548,7 +531,8 @@ class _Rounds:
         for i in order:
             try:
                 reply = children[i].request({"cmd": "block", "round": self.count, "mode": plan.mode,
-                                             "warm": plan.warm, "sub": 0}, timeout_s)
+                                             "warm": plan.warm if warm is None else warm,
+                                             "sub": 0 if subs is None else subs[i]}, timeout_s)
             except isolation.ChildFailure as exc:
                 return None, (i, exc.status, exc.message)
             if reply["status"] != "PASS":
