@@ -195,7 +195,7 @@ def expected_calls(command: dict, item: dict, pool: int, kernels: int, reply: di
         round_index = command["round"]
         if reply.get("escape_retried"):
             round_index = retry_round(round_index)
-        methods = [command["mode"]] + (["warm"] if command.get("warm") and command["mode"] == "cold" else [])
+        methods = [command["method"]] + (["warm"] if command.get("warm") and command["method"] == "cold" else [])
         return [{"seed": round_seed(base, round_index, slot), "sub": command.get("sub", 0),
                  "label": f"timed call {slot + 1} of round {round_index} ({method}, seed {round_seed(base, round_index, slot)})"}
                 for method in methods for slot in range(pool)]

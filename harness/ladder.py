@@ -36,7 +36,7 @@ from harness.submissions import Submission
 @dataclass(frozen=True)
 class Job:
     version: int  # index into the ladder's versions
-    method: str  # the timing method (a TimingPlan's mode)
+    method: str  # the timing method (a TimingPlan's)
     shape: int  # index into that version's shapes
 
 
@@ -73,7 +73,7 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
     results naming the harness error (the other GPUs go on); an ``on_piece`` that raises stops every
     GPU after its current piece, and the error is raised here."""
     shapes = [list(shapes_of(sub)) for sub in subs]
-    by_method = {plan.mode: plan for plan in plans}
+    by_method = {plan.method: plan for plan in plans}
     pending = job_list([len(s) for s in shapes], list(by_method))
     total = len(pending)
     parts: dict[tuple[int, str], list[runner.JobOutcome]] = {}

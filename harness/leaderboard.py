@@ -220,7 +220,7 @@ def outcome_rows(outcome: "JobOutcome", sub_index: int = 0) -> tuple[list[dict],
                "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
                "gpu_uuid": tele.get("uuid", ""), "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""),
                "cuda": dev.get("cuda", ""), "torch": dev.get("torch", ""),
-               "timing_mode": plan.mode if plan else "", "flush": plan.flush if plan else "",
+               "timing_mode": plan.method if plan else "", "flush": plan.flush if plan else "",
                "batch": plan.batch(sub.problem) if plan else "", **git, **shape_columns(r.shape.params)}
         if st:
             measured = figures(r, st)

@@ -32,7 +32,7 @@ def document(command: str, problem: str | None, rows: list[dict], *, device: dic
     git = machine.git_state()
     doc = {"schema_version": SCHEMA_VERSION, "command": command, "problem": problem,
            "commit": git.get("git_commit", ""), "dirty": git.get("git_dirty", ""),
-           "gpu": (device or {}).get("gpu", ""), "method": getattr(plan, "mode", "") if plan else "",
+           "gpu": (device or {}).get("gpu", ""), "method": getattr(plan, "method", "") if plan else "",
            "flush": getattr(plan, "flush", "") if plan else "",
            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "rows": rows}
     doc.update(extra)

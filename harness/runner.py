@@ -34,7 +34,7 @@ class TimingPlan:
     rule: stats.StopRule = field(default_factory=stats.StopRule)
     pool: int = 8
     warmup: int = 2
-    mode: str = timing.DEFAULT_METHOD  # the timing method
+    method: str = timing.DEFAULT_METHOD  # the timing method (timing.METHODS)
     flush: str = "dirty"  # timing.FLUSHES
     warm: bool = False  # also time warm-cache calls (reported beside the cold ones)
     margin: float = 0.02  # SAME: the interval within ±margin of 1
@@ -45,17 +45,17 @@ class TimingPlan:
     run_processes: int = 1  # run/table: fresh processes per shape, the budget split over them
 
     @classmethod
-    def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, mode=timing.DEFAULT_METHOD, warm=False,
+    def from_options(cls, budget_s=3.0, min_samples=10, target=1e-3, pool=8, method=timing.DEFAULT_METHOD, warm=False,
                      margin=0.02, min_time_s=0.1, max_samples=100_000, processes=2, max_processes=8,
                      flush="dirty", isolated=False, precision=0.01) -> "TimingPlan":
         return cls(stats.StopRule(min_samples=min_samples, min_time_s=min_time_s, target_rel_err=target,
                                   budget_s=budget_s, max_samples=max_samples),
-                   pool=pool, mode=mode, flush=flush, warm=warm, margin=margin, precision=precision,
+                   pool=pool, method=method, flush=flush, warm=warm, margin=margin, precision=precision,
                    isolated=isolated, processes=processes, max_processes=max_processes)
 
     def batch(self, problem: str) -> int:
         """Calls per pair of events: GPU MODE's batch for ``gpumode``, else one."""
-        return timing.gpumode_batch(problem) if self.mode == "gpumode" else 1
+        return timing.gpumode_batch(problem) if self.method == "gpumode" else 1
 
     def pool_size(self, problem: str) -> int:
         """Input sets per block: one batch for ``gpumode`` where a batch holds several calls (the
@@ -65,7 +65,8 @@ class TimingPlan:
 
     def describe(self, problem: str | None = None) -> dict:
         r = self.rule
-        out = {"mode": self.mode, "method": self.mode, "flush": self.flush, "warm": self.warm, "pool": self.pool,
+        out = {"mode": self.method, "method": self.method,  # NOTE: "mode" kept: the recorded sidecars' schema
+               "flush": self.flush, "warm": self.warm, "pool": self.pool,
                "warmup": self.warmup, "min_samples": r.min_samples, "min_time_s": r.min_time_s,
                "target_rel_err": r.target_rel_err, "budget_s": r.budget_s, "max_samples": r.max_samples,
                "margin": self.margin, "precision": self.precision, "isolated": self.isolated,
@@ -387,7 +388,7 @@ def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[i
 
 def _prepare_command(item: dict, plan: TimingPlan) -> dict:
     problem = item["problem"]
-    return {"cmd": "prepare", "item": item, "pool": plan.pool_size(problem), "mode": plan.mode, "warmup": plan.warmup,
+    return {"cmd": "prepare", "item": item, "pool": plan.pool_size(problem), "method": plan.method, "warmup": plan.warmup,
             "flush": plan.flush, "batch": plan.batch(problem)}
 
 
@@ -530,7 +531,7 @@ class _Rounds:
         t0 = time.monotonic()
         for i in order:
             try:
-                reply = children[i].request({"cmd": "block", "round": self.count, "mode": plan.mode,
+                reply = children[i].request({"cmd": "block", "round": self.count, "method": plan.method,
                                              "warm": plan.warm if warm is None else warm,
                                              "sub": 0 if subs is None else subs[i]}, timeout_s)
             except isolation.ChildFailure as exc:

@@ -226,7 +226,7 @@ class Worker:
         return params, params.pop("seed")
 
     # -- timing -----------------------------------------------------------------------------
-    def prepare(self, item: dict, pool_size: int, mode: str, warmup: int, flush_kind: str = "dirty",
+    def prepare(self, item: dict, pool_size: int, method: str, warmup: int, flush_kind: str = "dirty",
                 batch: int = 1) -> dict:
         """The pool, checked for every kernel of this process (``sub`` names the failing one)."""
         from harness import timing
@@ -244,7 +244,7 @@ class Worker:
         self.scratch = self._inputs(params, round_seed(base, 0, pool_size), item["dist"])
         for sub in range(len(self.kernels)):
             self.use(sub)
-            failure = self._prepare_one(sub, mode, warmup, base)
+            failure = self._prepare_one(sub, method, warmup, base)
             if failure:
                 return dict(failure, sub=sub)
         self.use(0)
@@ -253,7 +253,7 @@ class Worker:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
             read_floor = self._read_floor(params)
-            if mode == "kernel":
+            if method == "kernel":
                 timing.start_profiler()
         # NOTE: threads the harness's own floor measurement and profiler started (Triton, CUPTI) are
         # accepted; one a submission's warm-up call left is not (it was running before them)
@@ -275,7 +275,7 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - a floor that cannot be measured is reported, not fatal
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
-    def _prepare_one(self, sub: int, mode: str, warmup: int, base: int) -> dict | None:
+    def _prepare_one(self, sub: int, method: str, warmup: int, base: int) -> dict | None:
         from harness import timing
         torch = self.torch
         earlier: list = []
@@ -292,7 +292,7 @@ class Worker:
         for w in range(warmup):
             for data in self.pool:
                 self.kernel(data)
-        if mode == "graph":
+        if method == "graph":
             if not torch.cuda.is_available():
                 return {"status": "FAIL", "message": "--graph needs a CUDA GPU"}
             try:
@@ -307,7 +307,7 @@ class Worker:
                         "restart": True}
         return None
 
-    def block(self, round_index: int, mode: str, warm: bool, sub: int = 0) -> dict:
+    def block(self, round_index: int, method: str, warm: bool, sub: int = 0) -> dict:
         """One timed block of kernel ``sub`` on round ``round_index``'s inputs (regenerated here, so
         every kernel of a compare times identical inputs)."""
         self.use(sub)
@@ -317,8 +317,8 @@ class Worker:
             # while copies into it are queued
             self.sink.reserve(2 * len(self.pool) * self.output_room)
         self.pool_round = round_index
-        reply = self._timed_pass(mode)
-        if reply["status"] == "PASS" and warm and mode == "cold":
+        reply = self._timed_pass(method)
+        if reply["status"] == "PASS" and warm and method == "cold":
             warm_pass = self._timed_pass("warm", refill=False)
             reply = warm_pass if warm_pass["status"] != "PASS" else dict(reply, warm_times_us=warm_pass["times_us"])
         if reply["status"] == "PASS":
@@ -336,7 +336,7 @@ class Worker:
             del fresh
             self._poison(data)
 
-    def _prelude(self, mode: str, refill: bool):
+    def _prelude(self, method: str, refill: bool):
         """The untimed work right before a block: a call on the scratch set (the submission's host
         path warm again after the harness's own work), then the pool's inputs of ``pool_round``.
         NOTE: the pool is refilled after that call, not before: a call that finds the pool through
@@ -346,7 +346,7 @@ class Worker:
 
         def prelude():
             self._refill([self.scratch], self.pool_round, first_slot=len(self.pool))
-            if mode == "graph":
+            if method == "graph":
                 self.graph.load(self.scratch)
                 self.graph.replay()
             else:
@@ -363,14 +363,14 @@ class Worker:
         else:
             self.results.append({"listed": isinstance(result, (list, tuple)), "parts": None})
 
-    def _timed_pass(self, mode: str, refill: bool = True) -> dict:
+    def _timed_pass(self, method: str, refill: bool = True) -> dict:
         from harness import timing
         options = dict(flush_kind=self.flush_kind, batch=self.batch, poison=self._poison, graph=self.graph,
-                       telemetry=self.telemetry, prelude=self._prelude(mode, refill), capture=self._capture)
+                       telemetry=self.telemetry, prelude=self._prelude(method, refill), capture=self._capture)
         first, used = len(self.results), self.sink.used if self.sink is not None else 0
         shapes_before = [structure_of(data) for data in self.pool]
         threads = self.guard.thread_ids()
-        block = timing.time_block(self.kernel, self.pool, mode, **options)
+        block = timing.time_block(self.kernel, self.pool, method, **options)
         first_escape = None
         if block.escape and not self.guard.verdict(since=threads):
             # NOTE: work a submission leaves outside its events does so on every call, so it escapes
@@ -383,8 +383,8 @@ class Worker:
             del self.results[first:]
             if self.sink is not None:
                 self.sink.used = used
-            options["prelude"] = self._prelude(mode, True)
-            block = timing.time_block(self.kernel, self.pool, mode, **options)
+            options["prelude"] = self._prelude(method, True)
+            block = timing.time_block(self.kernel, self.pool, method, **options)
         reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
                  "span_us": block.span_us, "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
         if block.kernel:
@@ -410,7 +410,7 @@ class Worker:
             problem = form_problem(self.mod, data, result)
             if problem:
                 seed = round_seed(base, self.pool_round, slot)
-                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {self.pool_round} ({mode}, seed {seed}): {problem}")
+                return dict(reply, status="FAIL", message=f"timed call {slot + 1} of round {self.pool_round} ({method}, seed {seed}): {problem}")
         # NOTE: the inputs as the block left them, for the judge to compare with what it generated
         prints = [fingerprint(self.torch, input_tensors(self.mod, data)) for data in self.pool]
         for entry, print_ in zip(self.results[first:], prints):
@@ -533,10 +533,10 @@ def main(argv: list[str]) -> int:
             if cmd["cmd"] == "test":
                 reply = worker.test(cmd["item"], cmd["seeds"])
             elif cmd["cmd"] == "prepare":
-                reply = worker.prepare(cmd["item"], cmd["pool"], cmd["mode"], cmd["warmup"],
+                reply = worker.prepare(cmd["item"], cmd["pool"], cmd["method"], cmd["warmup"],
                                        cmd.get("flush", "dirty"), cmd.get("batch", 1))
             elif cmd["cmd"] == "block":
-                reply = worker.block(cmd["round"], cmd["mode"], cmd["warm"], cmd.get("sub", 0))
+                reply = worker.block(cmd["round"], cmd["method"], cmd["warm"], cmd.get("sub", 0))
             elif cmd["cmd"] == "finish":
                 reply = worker.finish()
             else:

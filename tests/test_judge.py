@@ -113,10 +113,10 @@ def test_expected_calls_come_from_the_command():
     prepare = judge.expected_calls({"cmd": "prepare"}, ITEM, 3, 2, {})
     assert [c["seed"] for c in prepare] == [base, base + 1, base + 2, base] * 2 and prepare[-1]["sub"] == 1
     assert "repeat of seed" in prepare[3]["label"]
-    block = judge.expected_calls({"cmd": "block", "round": 4, "mode": "cold", "warm": True, "sub": 1}, ITEM, 2, 2, {})
+    block = judge.expected_calls({"cmd": "block", "round": 4, "method": "cold", "warm": True, "sub": 1}, ITEM, 2, 2, {})
     assert [c["seed"] for c in block] == [worker.round_seed(base, 4, s) for s in (0, 1)] * 2
     assert "(warm," in block[-1]["label"] and all(c["sub"] == 1 for c in block)
-    retried = judge.expected_calls({"cmd": "block", "round": 4, "mode": "kernel"}, ITEM, 1, 1, {"escape_retried": "x"})
+    retried = judge.expected_calls({"cmd": "block", "round": 4, "method": "kernel"}, ITEM, 1, 1, {"escape_retried": "x"})
     assert retried[0]["seed"] == worker.round_seed(base, worker.retry_round(4), 0)
 
 

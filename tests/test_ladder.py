@@ -14,7 +14,7 @@ import pytest
 from harness import config, ladder, runner, stats, submissions
 
 SUBS = [submissions.resolve("gemm", "v0"), submissions.resolve("gemm", "peer"), submissions.resolve("gemm", "peer-fp32")]
-PLANS = {method: runner.TimingPlan(mode=method) for method in ("gpumode", "kernel")}
+PLANS = {method: runner.TimingPlan(method=method) for method in ("gpumode", "kernel")}
 SHAPES = [config.parse_shape_option("gemm", f"m=128,n={n},k=256", i) for i, n in enumerate((128, 256, 384))]
 
 
@@ -50,7 +50,7 @@ def _fake_piece(log, busy, lock, seconds=0.05):
         time.sleep(seconds)
         with lock:
             busy.discard(gpu)
-            log.append((sub.label, plan.mode, tuple(s.index for s in shapes), gpu))
+            log.append((sub.label, plan.method, tuple(s.index for s in shapes), gpu))
         outcome = runner.JobOutcome([sub], {"gpu": "cpu"}, plan=plan)
         for s in shapes:
             blocks = [[10.0 + s.index, 10.5 + s.index], [10.2 + s.index, 10.1 + s.index]]
@@ -71,7 +71,7 @@ def test_every_job_runs_once_on_some_gpu_and_every_gpu_works():
     assert heard[-1] == (18, 18) and [d for d, _ in heard] == sorted(d for d, _ in heard)
     assert set(out) == {(v, m) for v in range(3) for m in ("gpumode", "kernel")}
     for (v, method), outcome in out.items():
-        assert outcome.submissions == [SUBS[v]] and outcome.plan.mode == method
+        assert outcome.submissions == [SUBS[v]] and outcome.plan.method == method
         assert [r.shape.index for r in outcome.results] == [0, 1, 2]  # back in shape order
         ran_on = {(r.shape.index, r.extra["gpu_index"]) for r in outcome.results}
         assert ran_on == {(shape, gpu) for label, m, shapes, gpu in log if label == SUBS[v].label and m == method

@@ -170,7 +170,7 @@ def test_peer_passes_the_harness_test_and_its_timed_blocks_on_the_cpu():
     shapes = [_shape("gemm")]
     tested = runner.run([sub], shapes, ["competition", "general"], "test", seeds=2)
     assert [r.status for r in tested.results] == ["PASS", "PASS"], [r.message for r in tested.results]
-    plan = runner.TimingPlan.from_options(budget_s=1.0, min_samples=3, min_time_s=0.0, mode="cold")
+    plan = runner.TimingPlan.from_options(budget_s=1.0, min_samples=3, min_time_s=0.0, method="cold")
     timed = runner.run([sub], shapes, ["competition"], "run", plan=plan)
     assert timed.results[0].status == "PASS", timed.results[0].message
 

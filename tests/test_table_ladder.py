@@ -45,7 +45,7 @@ def _fake_machine(monkeypatch, names=NAMES, broken=("v2",)):
         gpu = gpus[0]
         device = {"gpu": names[gpu], "torch": torch.__version__, "telemetry": {"uuid": f"GPU-{gpu}"}}
         with lock:
-            calls["timed"] += [(subs[0].label, plan.mode, s.index, gpu) for s in shapes]
+            calls["timed"] += [(subs[0].label, plan.method, s.index, gpu) for s in shapes]
         outcome = runner.JobOutcome(list(subs), device, plan=plan)
         for s in shapes:
             blocks = [[100.0, 100.4], [100.2, 100.1]]

@@ -156,10 +156,10 @@ def test_gpumode_batches_the_pool_and_divides_by_the_batch():
 def test_method_defaults_and_batch_sizes():
     from harness import runner
     plan = runner.TimingPlan()
-    assert plan.mode == "gpumode" == timing.DEFAULT_METHOD
+    assert plan.method == "gpumode" == timing.DEFAULT_METHOD
     assert [plan.batch(p) for p in ("gemv", "gemm", "dual_gemm", "group_gemm")] == [1, 50, 50, 15]
     assert plan.pool_size("gemm") == 50 and plan.pool_size("gemv") == plan.pool  # gemv: batches of one
-    kernel = runner.TimingPlan(mode="kernel")
+    kernel = runner.TimingPlan(method="kernel")
     assert kernel.batch("gemm") == 1 and kernel.pool_size("gemm") == kernel.pool
     assert runner.TimingPlan(flush="clean").describe("gemm")["flush"] == "clean"
 

@@ -76,7 +76,7 @@ def test_the_retried_blocks_outputs_are_judged_against_the_retry_inputs_seeds(mo
     from harness import judge
     reply, _ = _timed_pass(monkeypatch, [FLAGGED, None])
     assert len(reply["results"]) == 1  # the flagged block's outputs were dropped
-    calls = judge.expected_calls({"cmd": "block", "round": 1, "mode": "cold"}, {"params": {"seed": 1}}, 1, 1, reply)
+    calls = judge.expected_calls({"cmd": "block", "round": 1, "method": "cold"}, {"params": {"seed": 1}}, 1, 1, reply)
     seed = worker.round_seed(1, worker.retry_round(1), 0)
     assert [c["seed"] for c in calls] == [seed] and f"seed {seed}" in calls[0]["label"]
 

@@ -195,7 +195,7 @@ def timing_plan(budget, min_samples, min_time, target, pool, graph, warm, margin
     if warm and method != "cold":
         raise UserError(f"--warm times warm calls beside cold-method ones; it does not combine with --method {method}")
     rule = {k: v for k, v in (("min_samples", min_samples), ("target", target)) if v is not None}
-    return runner.TimingPlan.from_options(budget_s=budget, min_time_s=min_time, pool=pool, mode=method,
+    return runner.TimingPlan.from_options(budget_s=budget, min_time_s=min_time, pool=pool, method=method,
                                           flush=flush_kind, warm=warm, margin=margin, **rule)
 
 

@@ -324,7 +324,7 @@ def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_re
     pc = config.load()[problem]
     current = leaderboard.current_hashes([problem])  # NOTE: an edited version's old runs are not its runs
     rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS" and r.get("run_id")
-            and leaderboard.method_of(r) == plan.mode and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist
+            and leaderboard.method_of(r) == plan.method and leaderboard.flush_kind(r) == plan.flush and r["dist"] == dist
             and leaderboard.of_code(r, current.get((problem, r["version"])))]
 
     def latest(version, shape, gpu=None):
@@ -338,7 +338,7 @@ def _compare_recorded(problem, version_a, version_b, plan, dist, fail_on, max_re
         if not (row_a and row_b):
             missing.append(label)
             out.append({"shape": label, "status": "MISSING",
-                        "message": f"no recorded {plan.mode}/{plan.flush} pair of the versions' current code"})
+                        "message": f"no recorded {plan.method}/{plan.flush} pair of the versions' current code"})
             continue
         blocks = [leaderboard.read_sidecar(r["run_id"]).get("samples_us") or [] for r in (row_a, row_b)]
         point, lo, hi = stats.independent_ratio_interval(*blocks)
@@ -417,7 +417,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     with several methods (e.g. --method gpumode --method kernel)."""
     _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
     fmt = output_format(fmt, output_path)
-    plans = list({p.mode: p for p in (timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued,
+    plans = list({p.method: p for p in (timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued,
                                                   method=m, flush_kind=flush_kind) for m in method)}.values())
     for p in plans:
         p.run_processes = run_processes
@@ -447,7 +447,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         _markdown_table(problem, plan, include_attic, update_readme)
         return
     if recorded:
-        _print_recorded(problem, pc, plan.mode, plan.flush, include_attic, plot_path, versions, fmt, output_path)
+        _print_recorded(problem, pc, plan.method, plan.flush, include_attic, plot_path, versions, fmt, output_path)
         return
     cap = runner.local_capability()
     if plot_path and cap is None:
@@ -492,10 +492,10 @@ def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcom
     # version failed, or when every version was refused (nothing measured: as run's refusal, exit 1)
     ok = (any(not o.refused for o in outcomes.values())
           and all(o.ok for o in outcomes.values() if not o.refused))
-    rows = [{"problem": sub.problem, "method": p.mode, **row} for sub in subs for p in plans
-            for o in [outcomes[(sub.label, sub.problem, p.mode)]] if not o.refused for row in _table_rows(o)]
+    rows = [{"problem": sub.problem, "method": p.method, **row} for sub in subs for p in plans
+            for o in [outcomes[(sub.label, sub.problem, p.method)]] if not o.refused for row in _table_rows(o)]
     emit(report.document("table", problem, rows, device=next((o.device for o in outcomes.values() if o.device), None),
-                         plan=plan, methods=[p.mode for p in plans],
+                         plan=plan, methods=[p.method for p in plans],
                          not_run={o.submissions[0].label: o.refused for o in outcomes.values() if o.refused}),
          fmt, output_path)
     if quiet:
@@ -504,13 +504,13 @@ def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcom
         shapes = shapes_of_problem[name]
         on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(cfg[name].benchmarks)
         for p in plans:
-            ladder_outcomes = [outcomes[(s.label, s.problem, p.mode)] for s in subs if s.problem == name]
+            ladder_outcomes = [outcomes[(s.label, s.problem, p.method)] for s in subs if s.problem == name]
             render.print_table(name, cfg[name], shapes, ladder_outcomes, on_benchmarks)
             _print_gpus(ladder_outcomes)
             if plot_path:
                 render.plot_measured(name, cfg[name], shapes, ladder_outcomes, on_benchmarks, plot_path)
                 console.print(f"plot written to {plot_path}")
-        first = [outcomes[(s.label, s.problem, plan.mode)] for s in subs if s.problem == name]
+        first = [outcomes[(s.label, s.problem, plan.method)] for s in subs if s.problem == name]
         _note_recorded_gpus(name, first)
         skipped = [o for o in first if o.refused]
         if skipped:
@@ -519,7 +519,7 @@ def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcom
             # NOTE: the Quickstart's promise: on a CPU the versions that need a GPU are shown from the
             # records, beside the writeup's figures (the published table where nothing is recorded)
             console.print()
-            _print_recorded(name, cfg[name], plan.mode, plan.flush, False, None, or_published=True)
+            _print_recorded(name, cfg[name], plan.method, plan.flush, False, None, or_published=True)
     _exit(ok, record_failures)
 
 
@@ -579,7 +579,7 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
     for sub in subs:
         if sub.source_hash in failures:
             for p in plans:
-                outcomes[(sub.label, sub.problem, p.mode)] = _not_built(sub, shapes_of_problem[sub.problem], p,
+                outcomes[(sub.label, sub.problem, p.method)] = _not_built(sub, shapes_of_problem[sub.problem], p,
                                                                         failures[sub.source_hash])
     to_time = [s for s in subs if s.source_hash not in failures]
     recorded_rows = [0]
@@ -588,7 +588,7 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
     with render.Progress(title, quiet=quiet) as prog:
         def run_piece(sub, shapes, plan, gpu):
             def relay(event):
-                tag = " ".join([sub.problem] * several_problems + [sub.label] + [plan.mode] * (len(plans) > 1))
+                tag = " ".join([sub.problem] * several_problems + [sub.label] + [plan.method] * (len(plans) > 1))
                 if event.get("event") in ("start", "done"):
                     event = {**event, "item": f"{tag} {event['item']}"}
                     if "line" in event:
@@ -611,7 +611,7 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
         for sub in subs:  # NOTE: never timed, so no piece recorded them: a build failure is a row too
             if sub.source_hash in failures:
                 for p in plans:
-                    recorded_rows[0] += _record(outcomes[(sub.label, sub.problem, p.mode)], record_failures)
+                    recorded_rows[0] += _record(outcomes[(sub.label, sub.problem, p.method)], record_failures)
         if not quiet:
             console.print(_recorded_line(recorded_rows[0]))
     return outcomes
@@ -655,7 +655,7 @@ def _refuse_table_combinations(published, recorded, markdown, update_readme, fmt
 def _markdown_table(problem: str, plan, include_attic: bool, update_readme: bool) -> None:
     """table --recorded --markdown: the lineage README's table on stdout, or (--update-readme) in
     place of the README's generated block."""
-    table = lineage.markdown_table(problem, plan.mode, include_attic, flush=plan.flush)
+    table = lineage.markdown_table(problem, plan.method, include_attic, flush=plan.flush)
     if not update_readme:
         click.echo(table, nl=False)
         return

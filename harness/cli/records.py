@@ -51,7 +51,7 @@ def leaderboard_cmd(problem, method, flush_kind, every_hash, fmt, output_path):
     rows = leaderboard.best(leaderboard.read(), problem, method, flush_kind,
                             hashes=leaderboard.current_hashes([problem] if problem else PROBLEMS), every_hash=every_hash)
     if fmt != "table":
-        plan = runner.TimingPlan(mode=method, flush=flush_kind)
+        plan = runner.TimingPlan(method=method, flush=flush_kind)
         emit(report.document("leaderboard", problem, [leaderboard.backfill(r) for r in rows], plan=plan), fmt,
              output_path)
         if not output_path:

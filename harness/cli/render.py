@@ -35,7 +35,7 @@ STATUS_STYLE = {"PASS": "green", "FAIL": "red", "CRASH": "bold red", "TIMEOUT": 
 VERDICT_STYLE = {"FASTER": "green", "SLOWER": "red", "SAME": "cyan", "AMBIGUOUS": "yellow"}
 
 # What each timing method's figures are, for table titles and notes.
-MODE_TITLES = {"gpumode": "GPU MODE's eval: calls queued in batches after one flush",
+METHOD_TITLES = {"gpumode": "GPU MODE's eval: calls queued in batches after one flush",
                "kernel": "device time of the call's kernels (span), queued behind a sleep",
                "cold": "cold L2, each call from an idle device",
                "queued": "cold L2, one call queued behind the flush",
@@ -92,7 +92,7 @@ def _sig(x: float) -> str:
 
 
 def method_title(plan) -> str:
-    return f"{plan.mode}: {MODE_TITLES.get(plan.mode, plan.mode)}, {plan.flush} flush"
+    return f"{plan.method}: {METHOD_TITLES.get(plan.method, plan.method)}, {plan.flush} flush"
 
 
 def version_ranges(labels: list[str]) -> str:
@@ -362,7 +362,7 @@ def print_run(problem: str, sub, outcome) -> None:
     cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
     if plan and plan.warm:
         cols.append("warm mean µs")
-    if plan and plan.mode == "kernel":
+    if plan and plan.method == "kernel":
         cols += ["sum µs", "host µs"]
     cols += ["floor µs", "% of floor", "read µs", "% of read"]
     if console.width < WIDE_COLUMNS:
@@ -452,7 +452,7 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
 
 def print_compare_recorded(problem: str, version_a: str, version_b: str, plan, rows: list[dict], geomean) -> None:
     """compare --recorded's table: one row per benchmark shape (``measure.compare_recorded``'s rows)."""
-    table = Table(title=f"{problem}: {version_a} vs {version_b} from recorded runs ({plan.mode}, {plan.flush} flush; "
+    table = Table(title=f"{problem}: {version_a} vs {version_b} from recorded runs ({plan.method}, {plan.flush} flush; "
                         "speedup = time A / time B; interval from each run's blocks alone: runs of other processes "
                         "and days can differ by more)", title_justify="left")
     for col in ("shape", "gpu", f"{version_a} µs", f"{version_b} µs", "speedup", "95% CI", "verdict"):
@@ -490,7 +490,7 @@ def print_table(problem: str, pc, shapes, outcomes, on_benchmarks: bool) -> None
     dev = next((o.device for o in outcomes if o.device), None)
     on_cpu = (dev or {}).get("gpu") == "cpu"
     plan = next((o.plan for o in outcomes if o.plan), None)
-    title = f"{problem}: measured here (µs, mean, {'CPU time' if on_cpu else MODE_TITLES[plan.mode if plan else 'cold']})"
+    title = f"{problem}: measured here (µs, mean, {'CPU time' if on_cpu else METHOD_TITLES[plan.method if plan else 'cold']})"
     wu_gpu = short_gpu(wu.gpu) if wu else ""
     if wu:
         title += f"; beside each, the writeup analogue on {wu.gpu}"
@@ -589,7 +589,7 @@ def print_recorded(problem: str, pc, rows: list[dict], mode: str, flush: str, he
     wu_gpu = short_gpu(wu.gpu) if wu else ""
     keys = {s.key: lab for s, lab in zip(pc.benchmarks, pc.benchmark_labels)}
     sol = pc.speed_of_light_b200_us
-    title = (f"{problem}: best recorded results (µs, mean, {mode}: {MODE_TITLES.get(mode, mode)}, {flush} flush"
+    title = (f"{problem}: best recorded results (µs, mean, {mode}: {METHOD_TITLES.get(mode, mode)}, {flush} flush"
              + ("; GPU after each figure where they differ" if len(gpus) > 1 else f"; {', '.join(gpus)}")
              + (f"; beside each, the writeup analogue on {wu.gpu}" if wu else "") + ")")
     cols = [Col("version", "left")] + ([Col("analogue", "left", drop=1)] if wu else [])
@@ -703,7 +703,7 @@ def print_leaderboard(rows: list[dict], mode: str, flush: str, show_hash: bool =
                            "TB/s": r.get("tbps") or "-",
                            "% of floor": f"{float(r['pct_of_floor']):.1f}%" if r.get("pct_of_floor") else "-",
                            "gpu": short_gpu(r["gpu"]), "commit": commit, "when": r["timestamp"]})
-    show(f"best recorded results ({mode}: {MODE_TITLES[mode]}, {flush} flush)", cols, table_rows)
+    show(f"best recorded results ({mode}: {METHOD_TITLES[mode]}, {flush} flush)", cols, table_rows)
 
 
 # -------------------------------------------------------------------------------------- plots
@@ -757,7 +757,7 @@ def plot_recorded(problem: str, pc, rows: list[dict], path, mode: str = timing.D
     lineage = [s.label for s in submissions.versions(problem, include_attic=True)]
     shown = [r for r in rows if r["version"] in lineage]  # NOTE: rows of a deleted version have no place on it
     _draw(lambda: plots.ladder(path, problem, plots.points_from_rows(shown, keys, failed_versions=failed), _published(pc),
-                               title=f"{problem}: best recorded, {MODE_TITLES.get(mode, mode)}: % of floor",
+                               title=f"{problem}: best recorded, {METHOD_TITLES.get(mode, mode)}: % of floor",
                                failed_versions=failed, lineage=lineage, shapes=pc.benchmark_labels))
 
 
