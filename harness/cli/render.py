@@ -42,9 +42,6 @@ METHOD_TITLES = {"gpumode": "GPU MODE's eval: calls queued in batches after one 
                "graph": "CUDA graph replays",
                "warm": "warm L2"}
 
-# run's columns kept in a terminal narrower than WIDE_COLUMNS (80 columns must read, not show "…").
-NARROW_RUN_COLUMNS = ("shape", "status", "mean µs", "95% CI", "n", "sum µs", "host µs", "% of floor", "% of read")
-WIDE_COLUMNS = 130
 PROCESS_SPREAD_NOTE = 0.05  # run --processes: process means further apart than this are pointed out
 
 
@@ -75,6 +72,11 @@ def fmt_ratio(x) -> str:
 
 def fmt_interval(lo, hi) -> str:
     return f"[{fmt_us(lo)}, {fmt_us(hi)}]" if lo is not None and math.isfinite(lo) else "-"
+
+
+def fmt_ratio_interval(lo, hi) -> str:
+    """A speedup's interval; none (a single block: nan) is "-", not "[nan, nan]", which rich reads as markup."""
+    return f"[{lo:.3f}, {hi:.3f}]" if lo is not None and math.isfinite(lo) and math.isfinite(hi) else "-"
 
 
 def fmt_verdict(v: str) -> str:
@@ -114,12 +116,15 @@ def version_ranges(labels: list[str]) -> str:
 class Col:
     """A column of a fitted table (:func:`show`). ``drop``: 0 always shown, else left out of a
     terminal too narrow for it, the highest first; ``under``: on a narrow terminal this column's
-    figure is shown under that column's, dimmed in brackets, instead of beside it."""
+    figure is shown under that column's, dimmed in brackets, instead of beside it; ``wrap``: a text
+    column with a max_width that wraps at the width it is given instead of being cut (a failure's
+    message is read whole, a change line's first words are enough)."""
     name: str
     justify: str = "right"
     drop: int = 0
     under: str | None = None
     max_width: int | None = None
+    wrap: bool = False
 
 
 ELASTIC_MIN = 12  # a text column with a max_width (a change line) is cut to fit, never below this
@@ -128,12 +133,13 @@ ELASTIC_MIN = 12  # a text column with a max_width (a change line) is cut to fit
 def _rich_table(title: str, cols: list[Col], rows: list[dict], merged: bool, caps: dict | None = None) -> Table:
     # NOTE: no vertical rules, one space between columns and none at the edges: 80 columns hold a version, four shapes,
     # the geomean and two ratios (rich's default box spends 3 characters a column). Every column is
-    # no_wrap at a width the caller chose: rich's own squeezing cut the numbers first ("2,0…").
+    # no_wrap (a wrap column aside) at a width the caller chose: rich's own squeezing cut the numbers first ("2,0…").
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False)
     shown = [c for c in cols if not (merged and c.under)]
     for c in shown:
         cap = (caps or {}).get(c.name, c.max_width)
-        table.add_column(c.name, justify=c.justify, no_wrap=True, max_width=cap, overflow="ellipsis")
+        table.add_column(c.name, justify=c.justify, no_wrap=not c.wrap, max_width=cap,
+                         overflow="fold" if c.wrap else "ellipsis")
     for row in rows:
         cells = []
         for c in shown:
@@ -167,11 +173,17 @@ def fitted(cols: list[Col], rows: list[dict], width: int, title: str = "") -> tu
     return None
 
 
+NUMBER = r"-?\d{1,3}(?:,\d{3})*(?:\.\d+)?"
+
+
 def plain(cell) -> str:
-    """A cell's text without markup, on one line, a number without thousands separators (the piped
-    form: awk and a spreadsheet read 11472.0, not "11,472.0")."""
+    """A cell's text without markup, on one line, a number or an interval without thousands
+    separators (the piped form: awk and a spreadsheet read 11472.0, not "11,472.0"; a shape's
+    "m[96,128]" is left alone)."""
     text = " ".join(Text.from_markup(str(cell or "")).plain.split())
-    return text.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", text) else text
+    if re.fullmatch(rf"{NUMBER}|\[{NUMBER}, {NUMBER}\]", text):
+        return re.sub(r"(?<=\d),(?=\d{3})", "", text)
+    return text
 
 
 def show(title: str, cols: list[Col], rows: list[dict], out: Console | None = None) -> None:
@@ -342,13 +354,35 @@ def print_list(name: str, pc, subs: list, attic_count: int) -> None:
 
 
 # ---------------------------------------------------------------------------------- test, run
+def shape_name(shape) -> str:
+    """A measured shape's name in a table: its short name (:func:`short_shape`: ``A``, ``7168x16384``,
+    ``t3`` for a group_gemm tests shape, whose label is a paragraph)."""
+    return short_shape(shape.problem, shape.key, shape.set_name, str(shape.index))
+
+
+def print_shape_names(shapes) -> None:
+    """The shapes a table names by a short name other than their label, spelled out once under it."""
+    named = {shape_name(s): s.label for s in shapes if shape_name(s) != s.label}
+    if named:
+        console.print("shapes: " + "; ".join(f"{name} = {label}" for name, label in named.items()), soft_wrap=True)
+
+
+def print_failures(results) -> None:
+    """Why each failed shape failed, a line each under the table: in a cell the message would widen
+    the table past 80 columns or be cut."""
+    for r in results:
+        if r.message and not r.ok:
+            why = r.message if r.message.startswith(r.status) else f"{r.status}: {r.message}"
+            console.print(f"{shape_name(r.shape)}: [{STATUS_STYLE.get(r.status, 'red')}]{fmt_text(why)}[/]", soft_wrap=True)
+
+
 def print_test(problem: str, sub, seeds: int, outcome) -> None:
-    table = Table(title=f"{problem} {sub.label}: correctness ({seeds} seeds per shape)", title_justify="left")
-    for col in ("shape", "dist", "status", "detail"):
-        table.add_column(col)
-    for r in outcome.results:
-        table.add_row(r.shape.label, r.dist, fmt_status(r.status), fmt_text(r.message))
-    console.print(table)
+    cols = [Col("shape", "left"), Col("dist", "left"), Col("status", "left"),
+            Col("detail", "left", max_width=200, wrap=True)]
+    rows = [{"shape": shape_name(r.shape), "dist": r.dist, "status": fmt_status(r.status), "detail": fmt_text(r.message)}
+            for r in outcome.results]
+    show(f"{problem} {sub.label}: correctness ({seeds} seeds per shape)", cols, rows)
+    print_shape_names(r.shape for r in outcome.results)
     for line in sandbox_lines(outcome):
         console.print(f"[dim]{fmt_text(line)}[/dim]")
     n_ok = sum(r.ok for r in outcome.results)
@@ -358,24 +392,22 @@ def print_test(problem: str, sub, seeds: int, outcome) -> None:
 def print_run(problem: str, sub, outcome) -> None:
     plan = outcome.plan
     mode = method_title(plan) if plan else "cold"
-    table = Table(title=f"{problem} {sub.label}: {fmt_text(sub.summary or '')} ({mode})", title_justify="left")
-    cols = ["shape", "status", "mean µs", "95% CI", "median µs", "IQR", "best µs", "n"]
+    # NOTE: the drop levels leave, on a narrow terminal, the mean, its interval, n and the floor ratios
+    # (what a change is judged by); the median, IQR and best go first
+    cols = [Col("shape", "left"), Col("status", "left"), Col("mean µs"), Col("95% CI"), Col("median µs", drop=3),
+            Col("IQR", drop=3), Col("best µs", drop=3), Col("n")]
     if plan and plan.warm:
-        cols.append("warm mean µs")
+        cols.append(Col("warm mean µs", drop=2))
     if plan and plan.method == "kernel":
-        cols += ["sum µs", "host µs"]
-    cols += ["floor µs", "% of floor", "read µs", "% of read"]
-    if console.width < WIDE_COLUMNS:
-        cols = [c for c in cols if c in NARROW_RUN_COLUMNS]
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("shape", "status") else "right")
-    not_converged = []
+        cols += [Col("sum µs"), Col("host µs")]
+    cols += [Col("floor µs", drop=1), Col("% of floor"), Col("read µs", drop=1), Col("% of read")]
+    rows, not_converged = [], []
     for r in outcome.results:
         st = r.stats[0] if r.stats else None
-        cells = {"shape": r.shape.label, "status": fmt_status(r.status), "floor µs": fmt_us(r.floor_us)}
+        cells = {"shape": shape_name(r.shape), "status": fmt_status(r.status), "floor µs": fmt_us(r.floor_us)}
         if st:
             if not st["converged"]:
-                not_converged.append(f"{r.shape.label}: {st['stop_reason']}")
+                not_converged.append(f"{shape_name(r.shape)}: {st['stop_reason']}")
             k = st.get("kernel") or {}
             read_us = r.read_floor_us
             cells.update({"mean µs": fmt_us(st["mean_us"]), "95% CI": fmt_interval(st["ci95_lo_us"], st["ci95_hi_us"]),
@@ -386,10 +418,10 @@ def print_run(problem: str, sub, outcome) -> None:
                           "% of floor": f"{100 * r.floor_us / st['mean_us']:.1f}%" if r.floor_us else "-",
                           "read µs": fmt_us(read_us),
                           "% of read": f"{100 * read_us / st['mean_us']:.1f}%" if read_us else "-"})
-        table.add_row(*[cells.get(c, "-") for c in cols])
-        if r.message and not r.ok:  # failed, or timed but failed (escape, implausible): say why
-            table.add_row("", f"[dim]{fmt_text(r.message)}[/dim]", *[""] * (len(cols) - 2))
-    console.print(table)
+        rows.append({c.name: cells.get(c.name, "-") for c in cols})
+    show(f"{problem} {sub.label}: {fmt_text(sub.summary or '')} ({mode})", cols, rows)
+    print_failures(outcome.results)  # failed, or timed but failed (escape, implausible): why
+    print_shape_names(r.shape for r in outcome.results)
     gm = (outcome.geomean or {}).get(sub.label)
     floors = stats.geomean([r.floor_us for r in outcome.results])
     if gm:
@@ -403,42 +435,52 @@ def print_run(problem: str, sub, outcome) -> None:
         st = r.stats[0] if r.stats else {}
         if st.get("process_spread", 0) > PROCESS_SPREAD_NOTE:
             means = ", ".join(fmt_us(m) for m in st["process_means_us"])
-            console.print(f"[yellow]processes disagree on {r.shape.label}: {means} µs "
+            console.print(f"[yellow]processes disagree on {shape_name(r.shape)}: {means} µs "
                           f"({st['process_spread']:.0%} apart); the interval covers it[/yellow]")
     _print_context(outcome)
 
 
 # ------------------------------------------------------------------------------------ compare
+def time_columns(label_a: str, label_b: str) -> tuple[str, str]:
+    """The two sides' time columns; a version against itself (v0 vs v0, the null check) gets A and B
+    in them, or the two columns would be one."""
+    if label_a == label_b:
+        return f"{label_a} (A) µs", f"{label_b} (B) µs"
+    return f"{label_a} µs", f"{label_b} µs"
+
+
 def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_gpu: bool) -> None:
     gm = (outcome.geomean or {}).get("ratio")
     processes = {(r.ratio or {}).get("processes") for r in outcome.results}
     over = ("blocks and process generations" if plan.isolated else
             "paired blocks in one process" if processes <= {1, None} else "paired blocks, one process per version")
-    table = Table(title=f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
-                        f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})",
-                  title_justify="left")
-    for col in ("shape", "status", f"{sub_a.label} µs", f"{sub_b.label} µs", "speedup", "95% CI",
-                "procs" if plan.isolated else "pairs", "verdict"):
-        table.add_column(col)
+    count = "procs" if plan.isolated else "pairs"
+    time_a, time_b = time_columns(sub_a.label, sub_b.label)
+    cols = [Col("shape", "left"), Col("status", "left"), Col(time_a), Col(time_b),
+            Col("speedup"), Col("95% CI"), Col(count, drop=1), Col("verdict", "left")]
+    rows, notes = [], []  # notes: each shape's speedup by order and by process pair, a line each under the table
     for r in outcome.results:
+        name = shape_name(r.shape)
+        row = {"shape": name, "status": fmt_status(r.status)}
         if r.stats and r.ratio:
-            v = r.ratio["verdict"]
-            table.add_row(r.shape.label, fmt_status(r.status), fmt_us(r.stats[0]["mean_us"]), fmt_us(r.stats[1]["mean_us"]),
-                          f"{r.ratio['speedup']:.3f}x", f"[{r.ratio['lo']:.3f}, {r.ratio['hi']:.3f}]",
-                          str(r.ratio.get("processes", "") if plan.isolated else r.ratio.get("pairs", "")),
-                          fmt_verdict(v) if r.ok else fmt_text(r.message))
+            row.update({time_a: fmt_us(r.stats[0]["mean_us"]), time_b: fmt_us(r.stats[1]["mean_us"]),
+                        "speedup": f"{r.ratio['speedup']:.3f}x", "95% CI": fmt_ratio_interval(r.ratio["lo"], r.ratio["hi"]),
+                        count: str(r.ratio.get("processes" if plan.isolated else "pairs", "")),
+                        "verdict": fmt_verdict(r.ratio["verdict"]) if r.ok else "-"})
             orders = r.ratio.get("by_order") or {}
             if all(orders.get(k) for k in ("A", "B")):
-                table.add_row("", "[dim]by order[/dim]", "", "", "", "", "",
-                              f"[dim]{orders['A']:.3f}x A first, {orders['B']:.3f}x B first[/dim]")
+                notes.append(f"{name} by order: {orders['A']:.3f}x A first, {orders['B']:.3f}x B first")
             gens = r.ratio.get("by_generation") or []
             if len(gens) > 1:
-                table.add_row("", "[dim]by process pair[/dim]", "", "", "", "", "",
-                              "[dim]" + ", ".join(f"{g['speedup']:.3f}x ({g['first_prepared']} prepared first)"
-                                                  for g in gens) + "[/dim]")
-        else:
-            table.add_row(r.shape.label, fmt_status(r.status), "-", "-", "-", "-", "-", fmt_text(r.message))
-    console.print(table)
+                notes.append(f"{name} by process pair: " + ", ".join(
+                    f"{g['speedup']:.3f}x ({g['first_prepared']} prepared first)" for g in gens))
+        rows.append({c.name: row.get(c.name, "-") for c in cols})
+    show(f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
+         f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})", cols, rows)
+    print_failures(outcome.results)
+    for note in notes:
+        console.print(f"[dim]{fmt_text(note)}[/dim]", soft_wrap=True)
+    print_shape_names(r.shape for r in outcome.results)
     name = f"geomean speedup of {sub_b.label} over {sub_a.label}"
     if gm and not on_gpu:
         console.print(f"{name}: {gm[0]:.3f}x (CPU times: no verdict)")
@@ -452,18 +494,23 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
 
 def print_compare_recorded(problem: str, version_a: str, version_b: str, plan, rows: list[dict], geomean) -> None:
     """compare --recorded's table: one row per benchmark shape (``measure.compare_recorded``'s rows)."""
-    table = Table(title=f"{problem}: {version_a} vs {version_b} from recorded runs ({plan.method}, {plan.flush} flush; "
-                        "speedup = time A / time B; interval from each run's blocks alone: runs of other processes "
-                        "and days can differ by more)", title_justify="left")
-    for col in ("shape", "gpu", f"{version_a} µs", f"{version_b} µs", "speedup", "95% CI", "verdict"):
-        table.add_column(col)
+    time_a, time_b = time_columns(version_a, version_b)
+    cols = [Col("shape", "left"), Col("gpu", "left"), Col(time_a), Col(time_b), Col("speedup"),
+            Col("95% CI"), Col("verdict", "left")]
+    table_rows, failed = [], []
     for r in rows:
         if r["status"] != "PASS":
-            table.add_row(r["shape"], "-", "-", "-", "-", "-", fmt_text(r["message"]))
+            failed.append(f"{r['shape']}: {r['message']}")
+            table_rows.append({"shape": r["shape"], "verdict": fmt_status(r["status"])})
             continue
-        table.add_row(r["shape"], fmt_text(r["gpu"]), fmt_us(r["mean_a_us"]), fmt_us(r["mean_b_us"]),
-                      f"{r['speedup']:.3f}x", f"[{r['lo']:.3f}, {r['hi']:.3f}]", fmt_verdict(r["verdict"]))
-    console.print(table)
+        table_rows.append({"shape": r["shape"], "gpu": fmt_text(short_gpu(r["gpu"])), time_a: fmt_us(r["mean_a_us"]),
+                           time_b: fmt_us(r["mean_b_us"]), "speedup": f"{r['speedup']:.3f}x",
+                           "95% CI": fmt_ratio_interval(r["lo"], r["hi"]), "verdict": fmt_verdict(r["verdict"])})
+    show(f"{problem}: {version_a} vs {version_b} from recorded runs ({plan.method}, {plan.flush} flush; "
+         "speedup = time A / time B; interval from each run's blocks alone: runs of other processes "
+         "and days can differ by more)", cols, [{c.name: row.get(c.name, "-") for c in cols} for row in table_rows])
+    for line in failed:
+        console.print(fmt_text(line), soft_wrap=True)
     if geomean:
         console.print(f"geomean speedup of {version_b} over {version_a}: {geomean[0]:.3f}x")
 
