@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from click.testing import CliRunner
 
 from harness import cli
@@ -354,3 +356,64 @@ def test_version_names_take_any_case_and_shape_options_name_the_optional_keys():
     assert r.exit_code == 0 and "gemv: v1 -> v3" in r.stdout
     r = invoke("test", "gemm", "v0", "--shape", "m=128")
     assert r.exit_code == 2 and "needs keys m, n, k (seed, l optional); missing n, k" in r.stderr
+
+
+# --------------------------------------------------------- test, run and compare: 80 columns, piped
+MEASURED = {"test": ["test", "gemv", "v0", "--shapes", "tests:0"],
+            "run": ["run", "gemv", "v0", *QUICK],
+            "compare": ["compare", "gemv", "v0", "v0", "--shapes", "tests:0", "--budget", "0.3", "--pool", "1"]}
+
+
+@pytest.mark.parametrize("command", list(MEASURED))
+def test_measured_tables_read_whole_at_80_columns(command):
+    """`test` printed a 96-column table at 80 (rich did not hold its detail column to the width);
+    now every line fits, every figure is whole, and test's detail wraps rather than being cut."""
+    import re
+    screen = _assert_readable(_in_a_terminal(MEASURED[command], {}))
+    flat = " ".join(screen.split())
+    row = {"test": r"^128x256 +competition +PASS +3 seeds pass",
+           "run": r"^128x256 +PASS +\d[\d,]*\.\d+ +\[\d[\d,]*\.\d+, \d[\d,]*\.\d+\] +\d+\*? ",
+           "compare": r"^128x256 +PASS +\d[\d,]*\.\d+ +\d[\d,]*\.\d+ +\d+\.\d{3}x "}[command]
+    assert re.search(row, screen, re.MULTILINE), screen
+    if command == "test":  # the detail, wrapped over lines, is all there
+        assert flat.count("3 seeds pass; max error 0 of the tolerance (cuBLAS fp16: 0)") == 2, screen
+    if command == "compare":  # the diagnostics under the table, whole
+        assert re.search(r"128x256 by order: \d+\.\d{3}x A first, \d+\.\d{3}x B first", flat), screen
+
+
+def test_measured_tables_piped_are_a_title_and_tab_separated_rows():
+    """Piped, test, run and compare print a `# title` line and tab-separated rows with every column
+    and plain numbers (run and compare had no piped form: a boxed table 240 columns wide)."""
+    def table(args):
+        r = invoke(*args)
+        assert r.exit_code == 0, r.output
+        lines = r.stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("# "))
+        header = lines[start + 1].split("\t")
+        rows = [dict(zip(header, line.split("\t"))) for line in lines[start + 2:] if line.count("\t") == len(header) - 1]
+        return lines[start], header, rows, lines
+
+    title, header, rows, _ = table(MEASURED["test"])
+    assert title == "# gemv v0: correctness (3 seeds per shape)" and header == ["shape", "dist", "status", "detail"]
+    assert [(r["shape"], r["dist"], r["status"]) for r in rows] == [("128x256", "competition", "PASS"),
+                                                                     ("128x256", "general", "PASS")]
+    title, header, rows, _ = table(MEASURED["run"])
+    assert title.startswith("# gemv v0: ") and {"median µs", "IQR", "best µs", "floor µs", "read µs"} <= set(header)
+    (row,) = rows
+    lo, hi = (float(x) for x in row["95% CI"].strip("[]").split(", "))  # no thousands separators
+    assert lo <= float(row["mean µs"]) <= hi
+    title, header, rows, lines = table(MEASURED["compare"])
+    assert header == ["shape", "status", "v0 (A) µs", "v0 (B) µs", "speedup", "95% CI", "pairs", "verdict"]
+    (row,) = rows  # v0 against itself: both sides' times, not one column written twice
+    assert float(row["v0 (A) µs"]) > 0 and float(row["v0 (B) µs"]) > 0 and row["verdict"] == "none (CPU)"
+    assert any(line.startswith("128x256 by order: ") for line in lines)
+
+
+def test_a_long_shape_is_named_short_and_spelled_out_under_the_table():
+    """group_gemm's tests shapes are a paragraph each (`g2 m[96,128] n128/256 k256/512`): the table
+    names them t0.., and a line under it says which is which."""
+    from harness import config
+    r = invoke("test", "group_gemm", "v0", "--shapes", "tests:0", "--dist", "competition")
+    assert r.exit_code == 0, r.output
+    assert "t0\tcompetition\tPASS\t" in r.stdout
+    assert f"shapes: t0 = {config.load()['group_gemm'].tests[0].label}" in r.stdout
