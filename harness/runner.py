@@ -171,16 +171,12 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     so two timings never share a GPU. Results come back in the order of the request."""
     plan = plan or TimingPlan()
     outcome = JobOutcome(list(subs), None, plan=plan)
-    for sub in subs:
-        why = machine.arch_refusal(sub.arch, capability)
-        if not why and capability is None and "arch" not in sub.header and sub.compiles_cuda:
-            # NOTE: a GPU MODE CUDA file has no Arch line; on a CPU it failed on load_inline's
-            # "CUDA_HOME environment variable is not set", once per shape
-            why = "compiles CUDA (load_inline) and names no Arch: needs an NVIDIA GPU; this machine has none"
-        if why:
-            outcome.refused = f"{sub.label}: {why}"
-            outcome.results = [ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists]
-            return outcome
+    refusal = _refusal(subs, capability)
+    if refusal:
+        label, why = refusal
+        outcome.refused = f"{label}: {why}"
+        outcome.results = [ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists]
+        return outcome
     job = {"mode": mode, "problem": subs[0].problem, "ceilings": mode != "test"}
     items = [(s, d) for s in shapes for d in dists]
     results: list[ShapeResult | None] = [None] * len(items)
@@ -199,13 +195,7 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
 
     def serve(indices: list[int], gpu: int | None) -> None:
         env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
-        if together:
-            children = [isolation.Child(job, described[0], compile_timeout_s=compile_timeout_s, on_event=progress,
-                                        extra_env=env, together=described[1:])]
-        else:
-            children = [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env,
-                                        untrusted=u)
-                        for d, u in zip(described, untrusted)]
+        children = _children(job, described, untrusted, together, env, compile_timeout_s, progress)
         try:
             timed_out: dict[str, str] = {}  # shape key -> the dist that timed out
             needs_gpu = None  # why the submission cannot run on this CPU machine, once seen
@@ -221,18 +211,8 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                         "problem": shape.problem}
                 if progress:
                     progress({"event": "start", "item": item["id"] + (f" (GPU {gpu})" if gpu is not None else "")})
-                if mode == "test":
-                    results[i] = _test_item(children[0], shape, dist, item, seeds, timeout_s)
-                elif together:
-                    results[i] = _measure_paired([(children[0], 0), (children[0], 1)], [s.label for s in subs],
-                                                 shape, dist, item, plan, timeout_s, progress)
-                elif mode == "compare" and plan.isolated:
-                    results[i] = _measure_isolated(children, shape, dist, item, plan, timeout_s, progress)
-                elif mode == "compare":
-                    results[i] = _measure_paired([(children[0], 0), (children[1], 0)], [s.label for s in subs],
-                                                 shape, dist, item, plan, timeout_s, progress)
-                else:
-                    results[i] = _measure_run(children[0], shape, dist, item, plan, timeout_s, progress)
+                results[i] = _one_item(children, [s.label for s in subs], mode, together, shape, dist, item, seeds,
+                                       plan, timeout_s, progress)
                 results[i].device = next((c.device for c in children if c.device), None)
                 if results[i].status == "TIMEOUT":
                     timed_out[shape.key] = dist
@@ -253,13 +233,7 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 if results[i] is None:
                     results[i] = ShapeResult(*items[i], "FAIL", f"harness error: {type(exc).__name__}: {exc}")
         finally:
-            for c in children:
-                c.stop()
-                outcome.logs.extend(c.logs)
-                if c.sandboxed:
-                    outcome.sandboxes[c.label] = c.sandboxed
-                elif c.unsandboxed_why:
-                    outcome.unsandboxed[c.label] = c.unsandboxed_why
+            _stop_children(children, outcome)
 
     broken: list[isolation.SandboxBroken] = []
     with isolation.reaped_on_signals():
@@ -280,6 +254,56 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     outcome.device = next((d for d in devices.values() if d), None)
     _finish(outcome)
     return outcome
+
+
+def _children(job: dict, described: list[dict], untrusted: list[bool], together: bool, env: dict,
+              compile_timeout_s: float, progress) -> list:
+    """The worker processes of one GPU's share: one importing both versions (``together``), or
+    one per version (sandboxed where ``untrusted``)."""
+    if together:
+        return [isolation.Child(job, described[0], compile_timeout_s=compile_timeout_s, on_event=progress,
+                                extra_env=env, together=described[1:])]
+    return [isolation.Child(job, d, compile_timeout_s=compile_timeout_s, on_event=progress, extra_env=env, untrusted=u)
+            for d, u in zip(described, untrusted)]
+
+
+def _stop_children(children: list, outcome: JobOutcome) -> None:
+    """Stops them; their logs and how each was confined go into ``outcome``."""
+    for c in children:
+        c.stop()
+        outcome.logs.extend(c.logs)
+        if c.sandboxed:
+            outcome.sandboxes[c.label] = c.sandboxed
+        elif c.unsandboxed_why:
+            outcome.unsandboxed[c.label] = c.unsandboxed_why
+
+
+def _refusal(subs: list[Submission], capability) -> tuple[str, str] | None:
+    """(label, why) of the first submission this machine cannot run, or None."""
+    for sub in subs:
+        why = machine.arch_refusal(sub.arch, capability)
+        if not why and capability is None and "arch" not in sub.header and sub.compiles_cuda:
+            # NOTE: a GPU MODE CUDA file has no Arch line; on a CPU it failed on load_inline's
+            # "CUDA_HOME environment variable is not set", once per shape
+            why = "compiles CUDA (load_inline) and names no Arch: needs an NVIDIA GPU; this machine has none"
+        if why:
+            return sub.label, why
+    return None
+
+
+def _one_item(children, labels: list[str], mode: str, together: bool, shape, dist, item, seeds: int,
+              plan: TimingPlan, timeout_s, progress) -> ShapeResult:
+    """One (shape, dist) by the command: checked (test), timed (run), or two versions timed against
+    each other (compare: in one process, paired between two, or over process generations)."""
+    if mode == "test":
+        return _test_item(children[0], shape, dist, item, seeds, timeout_s)
+    if together:
+        return _measure_paired([(children[0], 0), (children[0], 1)], labels, shape, dist, item, plan, timeout_s, progress)
+    if mode == "compare" and plan.isolated:
+        return _measure_isolated(children, shape, dist, item, plan, timeout_s, progress)
+    if mode == "compare":
+        return _measure_paired([(children[0], 0), (children[1], 0)], labels, shape, dist, item, plan, timeout_s, progress)
+    return _measure_run(children[0], shape, dist, item, plan, timeout_s, progress)
 
 
 # What a submission says when it needs CUDA that a CPU machine lacks (torch's and the driver's words).
