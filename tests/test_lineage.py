@@ -104,3 +104,28 @@ def test_an_edited_version_shows_its_current_codes_figures_only(gemv_lineage):
     rows = [dict(row, mean_us="5.0", code_hash="0123456789abcdef"), dict(row, mean_us="9.0", code_hash=v3.source_hash[:16])]
     assert _rows(lineage.markdown_table("gemv", rows=rows))["v3"][1] == "9.00"
     assert _rows(lineage.markdown_table("gemv", rows=rows[:1]))["v3"][1] == "-"
+
+
+def test_commit_picks_one_runs_rows(gemv_lineage, isolated_env):
+    """table --recorded --commit: only the rows recorded at that commit (one run's, like for like),
+    named in the generated-by line; a commit with no row, or --commit without --recorded, is refused."""
+    import csv
+    rows = leaderboard.read(BOARD)
+    for r in rows:
+        r["git_commit"] = "aaa1111"
+    faster = dict(rows[0], mean_us="10.0", git_commit="bbb2222")  # v0's first H200 gpumode row, another run
+    assert rows[0]["version"] == "v0" and rows[0]["mean_us"] == "1700.0"
+    with open(isolated_env["leaderboard"], "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows + [faster])
+    every = CliRunner().invoke(cli.main, ["table", "gemv", "--recorded", "--markdown"])
+    assert every.exit_code == 0, every.output
+    assert _rows(every.output)["v0"][1] == "10.0"
+    one = CliRunner().invoke(cli.main, ["table", "gemv", "--recorded", "--markdown", "--commit", "aaa"])
+    assert one.exit_code == 0, one.output
+    assert _rows(one.output)["v0"][1] == "1700.0" and "--recorded --markdown --commit aaa`" in one.output
+    for args, message in ((["--recorded", "--commit", "ccc"], "no row of leaderboard.csv"),
+                          (["--commit", "aaa"], "add --recorded")):
+        r = CliRunner().invoke(cli.main, ["table", "gemv", *args])
+        assert r.exit_code == 2 and message in r.stderr, r.output

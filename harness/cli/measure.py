@@ -400,13 +400,16 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 @click.option("--update-readme", is_flag=True,
               help="With --markdown: write the table into submissions/PROBLEM/README.md in place of its generated "
                    "block (or its `<!-- table: ... -->` placeholder line) instead of printing it.")
+@click.option("--commit", "commit", default=None,
+              help="With --recorded: only rows recorded at this commit (a prefix of leaderboard.csv's git_commit), "
+                   "so the table is one run's, like for like.")
 @output_options
 @timing_options(several_methods=True)
 @run_processes_option
 @gpus_option
 @common_options
 @clean_errors
-def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, allow_cpu, published, recorded, markdown, update_readme, fmt,
+def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, allow_cpu, published, recorded, markdown, update_readme, commit, fmt,
               output_path, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm,
               run_processes, gpus_spec, timeout, compile_timeout, untrusted):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures.
@@ -416,6 +419,10 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     GPU takes the next version's shapes as soon as it is free. Repeat --method to time each version
     with several methods (e.g. --method gpumode --method kernel)."""
     _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
+    if commit is not None and not recorded:
+        raise UserError("--commit picks recorded rows: add --recorded")
+    if commit is not None and not commit.strip():
+        raise UserError("--commit: give a commit (a prefix of leaderboard.csv's git_commit)")
     fmt = output_format(fmt, output_path)
     plans = list({p.method: p for p in (timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued,
                                                   method=m, flush_kind=flush_kind) for m in method)}.values())
@@ -444,10 +451,11 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         writable_file(plot_path, "--plot")
         render.require_matplotlib()  # NOTE: before minutes of measuring, not after
     if markdown:
-        _markdown_table(problem, plan, include_attic, update_readme)
+        _markdown_table(problem, plan, include_attic, update_readme, commit)
         return
     if recorded:
-        _print_recorded(problem, pc, plan.method, plan.flush, include_attic, plot_path, versions, fmt, output_path)
+        _print_recorded(problem, pc, plan.method, plan.flush, include_attic, plot_path, versions, fmt, output_path,
+                        commit=commit)
         return
     cap = runner.local_capability()
     if plot_path and cap is None:
@@ -652,10 +660,11 @@ def _refuse_table_combinations(published, recorded, markdown, update_readme, fmt
         raise UserError("--markdown writes Markdown to stdout: it does not combine with --format, -o or --plot")
 
 
-def _markdown_table(problem: str, plan, include_attic: bool, update_readme: bool) -> None:
+def _markdown_table(problem: str, plan, include_attic: bool, update_readme: bool, commit: str | None = None) -> None:
     """table --recorded --markdown: the lineage README's table on stdout, or (--update-readme) in
-    place of the README's generated block."""
-    table = lineage.markdown_table(problem, plan.method, include_attic, flush=plan.flush)
+    place of the README's generated block; ``commit``: that run's rows only."""
+    table = lineage.markdown_table(problem, plan.method, include_attic, flush=plan.flush,
+                                   rows=_at_commit(leaderboard.read(), commit), commit=commit)
     if not update_readme:
         click.echo(table, nl=False)
         return
@@ -668,14 +677,28 @@ def _markdown_table(problem: str, plan, include_attic: bool, update_readme: bool
     click.echo(f"wrote the generated table into {readme}")
 
 
+def _at_commit(rows: list[dict], commit: str | None) -> list[dict]:
+    """The rows recorded at ``commit`` (a prefix of their git_commit), all of them for None; a
+    commit with no row is a UserError (a table of nothing would read as 'not recorded')."""
+    if commit is None:
+        return rows
+    commit = commit.strip()
+    picked = [r for r in rows if (r.get("git_commit") or "").startswith(commit)]
+    if not picked:
+        raise UserError(f"--commit {commit}: no row of leaderboard.csv was recorded at that commit")
+    return picked
+
+
 def _print_recorded(problem, pc, method, flush, include_attic, plot_path, versions: str | None = None,
-                    fmt: str = "table", output_path: str | None = None, or_published: bool = False) -> None:
+                    fmt: str = "table", output_path: str | None = None, or_published: bool = False,
+                    commit: str | None = None) -> None:
     """table --recorded: the best recorded rows of this method and flush, of each version's current
     code, the attic's versions only with --all (rows of a version no longer in the lineage are still
     shown), beside the writeup's figures, and the plot; ``versions`` (comma-separated): those
     versions' rows only, each of which must have some. ``fmt`` json/csv/md: those rows with their
     writeup analogue's figure. ``or_published``: with no GPU's rows, the writeup's own table."""
-    rows = leaderboard.best(leaderboard.read(), problem, method, flush, hashes=leaderboard.current_hashes([problem]))
+    rows = leaderboard.best(_at_commit(leaderboard.read(), commit), problem, method, flush,
+                            hashes=leaderboard.current_hashes([problem]))
     if versions:
         wanted = [v.strip() for v in versions.split(",") if v.strip()]
         unknown = [v for v in wanted if v not in {r["version"] for r in rows}]
