@@ -123,18 +123,6 @@ def bind(torch) -> Bound:
     return _bound
 
 
-def start_profiler() -> None:
-    """One empty profiler session: the threads CUPTI and kineto start on first use exist before the
-    guard's thread baseline (``harness.guard``), so they never read as a thread a call left running."""
-    import warnings
-    from torch.profiler import ProfilerActivity
-    b = bound()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-            b.synchronize()
-
-
 def bound() -> Bound:
     if _bound is None:
         raise RuntimeError("harness.timing.bind(torch) must run before timing")

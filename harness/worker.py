@@ -253,10 +253,8 @@ class Worker:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
             read_floor = self._read_floor(params)
-            if method == "kernel":
-                timing.start_profiler()
-        # NOTE: threads the harness's own floor measurement and profiler started (Triton, CUPTI) are
-        # accepted; one a submission's warm-up call left is not (it was running before them)
+        # NOTE: threads the harness's own floor measurement started (Triton) are accepted; one a
+        # submission's warm-up call left is not (it was running before them)
         self.guard.accept_threads(self.guard.thread_ids() - before)
         problem = self.guard.verdict()
         if problem:
@@ -434,17 +432,6 @@ def _clone_structure(torch, obj):
     return obj
 
 
-def _start_pools(torch) -> None:
-    """Torch's worker threads started before the thread baseline is taken: its intra-op pool
-    starts at the first parallel CPU op, and a pool that a submission's first matmul started would
-    read as a thread the call left running."""
-    x = torch.ones(512, 512)
-    (x @ x).sum()
-    if torch.cuda.is_available():
-        y = torch.ones(512, 512, device="cuda")
-        (y @ y).sum().item()
-
-
 def _judge_loop(judge, commands, channel) -> int:
     """The judge process: no submission is imported here; one ``check`` per command."""
     channel.emit("ready", label="judge", seconds=0.0)
@@ -499,7 +486,6 @@ def main(argv: list[str]) -> int:
     else:
         timing.bind(torch)
     sink = judge_mod.ResultSink(torch, results_fd) if results_fd is not None else None
-    _start_pools(torch)
     guard = guard_mod.Guard.snapshot((mod.__name__,))
 
     # NOTE: ``together`` (compare of the team's own versions) imports every submission into this one

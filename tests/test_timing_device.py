@@ -240,11 +240,6 @@ def test_idle_event_pairs_and_host_call_times_follow_the_device(device):
     assert device.host >= device.stream  # synchronised at the end
 
 
-def test_the_profiler_is_started_once_before_any_block(device):
-    timing.start_profiler()
-    assert device.prof is None and ("sync", device.host, device.stream) in device.log
-
-
 def test_kineto_records_are_read_with_their_ids():
     class Event:
         def __init__(self, dev, name, start, end, ident, linked):
