@@ -3,6 +3,7 @@ table and the writeup's published per-version timings. Validated on load; errors
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 import os
@@ -160,6 +161,23 @@ def validate_shape(problem: str, params: dict, where: str) -> dict:
     if not isinstance(params["seed"], int) or not 0 <= params["seed"] <= MAX_SEED:
         raise UserError(f"{where}: seed must be an integer from 0 to 2**62, got {params['seed']!r}")
     return params
+
+
+def load_unchanged() -> dict[str, ProblemConfig]:
+    """``load()`` of the lab's shapes.yaml, parsed once per version of the file: for readers that
+    name many shapes one at a time (a table's rows), where a parse each (~90 ms on the 2-core CI
+    machine) cost seconds a table. Read-only: callers must not change what it returns."""
+    path = paths.shapes_path()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = None  # load() says why it cannot read it
+    return _parsed(str(path), stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(path: str, stamp: int | None) -> dict[str, ProblemConfig]:
+    return load(Path(path))
 
 
 def load(path: Path | None = None) -> dict[str, ProblemConfig]:

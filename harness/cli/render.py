@@ -710,7 +710,7 @@ def short_shape(problem: str, key: str, shape_set: str = "", index: str = "", cf
     import json
 
     from harness import config
-    cfg = cfg or config.load()
+    cfg = cfg or config.load_unchanged()
     pc = cfg.get(problem)
     if pc:
         for shape, label in zip(pc.benchmarks, pc.benchmark_labels):
