@@ -19,7 +19,8 @@ method, one process) 1.001x [0.992, 1.011] / 1.001x [0.994, 1.009] / 0.999x [0.9
 predicted); tests and edges shapes (both distributions), racecheck and synccheck pass. gpumode (recorded): 62.48 /
 25.60 / 23.64 us. Against the fair peer (cuBLAS, fp16 operands, fp16 out written by the GEMM; kernel method, one
 process): peer 72.52 / 26.13 / 12.80 us, v44 60.66 / 23.59 / 16.45 us: 1.196x / 1.108x / 0.778x (v44 over the peer).
-Bad inputs not yet run on the GPU (the round's script ended at v42's fp32 c).
+Bad inputs: the checks (C++, in the extension) compile, but no run has exercised them yet: the bad-input
+script that ran on the H200 this session was group_gemm's.
 
 Bad inputs (each refused before anything is read on the device; the message starts "gemm: "):
 | input | message |
