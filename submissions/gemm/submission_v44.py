@@ -19,8 +19,10 @@ method, one process) 1.001x [0.992, 1.011] / 1.001x [0.994, 1.009] / 0.999x [0.9
 predicted); tests and edges shapes (both distributions), racecheck and synccheck pass. gpumode (recorded): 62.48 /
 25.60 / 23.64 us. Against the fair peer (cuBLAS, fp16 operands, fp16 out written by the GEMM; kernel method, one
 process): peer 72.52 / 26.13 / 12.80 us, v44 60.66 / 23.59 / 16.45 us: 1.196x / 1.108x / 0.778x (v44 over the peer).
-Bad inputs: the checks (C++, in the extension) compile, but no run has exercised them yet: the bad-input
-script that ran on the H200 this session was group_gemm's.
+Bad inputs, exercised on an H200 (2026-11-28, commit 414d167, one process, 128x7168x2048, each bad call followed
+by a good one): fp32 c, bf16 c and a on the CPU each raise their one-line RuntimeError and the good call after
+passes; sfa_permuted made `.contiguous()` (the issue's own case) ENDS THE PROCESS (SIGSEGV), so the table below
+is this version's intent, not its behaviour, from that row on (the cases after it were not reached).
 
 Bad inputs (each refused before anything is read on the device; the message starts "gemm: "):
 | input | message |
