@@ -6,6 +6,11 @@
 - ``@pytest.mark.gpu`` tests are skipped where ``torch.cuda.is_available()`` is False.
 - ``@pytest.mark.slow`` tests (over 30 s on the 2-core CI machine) are skipped unless
   ``NVFP4_SLOW_TESTS=1``.
+- GPU tests share one extensions cache (``NVFP4_EXTENSIONS_DIR``, default the repo's
+  ``.build/torch_extensions``: content-keyed, so sharing is safe), so a version compiles once per
+  machine, not once per test.
+- Under pytest-xdist on a machine with several GPUs (``-n`` = the GPU count), each worker takes a
+  GPU of its own (``CUDA_VISIBLE_DEVICES``), so timing tests never share one.
 - ``tiny_shapes`` writes a small shapes.yaml (tiny tests and benchmarks for all four problems)
   and points ``NVFP4_SHAPES`` at it; ``write_shapes`` writes any text there (malformed files).
 """
@@ -23,6 +28,38 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 ADVERSARIAL_DIR = Path(__file__).resolve().parent / "adversarial"
+# NOTE: read before isolated_env points NVFP4_BUILD_DIR into each test's tmp folder. Each GPU test
+# compiled every version it ran into its own folder: 53 GPU tests took over 10 minutes on an H200
+# machine (2026-11-28), most of it nvcc rebuilding the same few versions.
+SHARED_EXTENSIONS_DIR = os.environ.get("NVFP4_EXTENSIONS_DIR") or str(
+    Path(os.environ.get("NVFP4_BUILD_DIR", REPO_ROOT / ".build")) / "torch_extensions")
+
+
+def gpu_for_worker(worker: str, visible: str | None, gpu_count: int) -> str | None:
+    """The CUDA_VISIBLE_DEVICES an xdist worker (``gw0``, ``gw1``, ...) takes, or None to leave it.
+    ``visible``: CUDA_VISIBLE_DEVICES as set (None: unset); ``gpu_count``: the machine's GPUs.
+    With one GPU or none, every worker keeps what it has (the README: GPU tests without -n there)."""
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        return None
+    gpus = [g.strip() for g in visible.split(",") if g.strip()] if visible is not None else [str(i) for i in range(gpu_count)]
+    if len(gpus) < 2:
+        return None
+    return gpus[int(worker[2:]) % len(gpus)]
+
+
+def _machine_gpu_count() -> int:
+    # NOTE: counted from the driver's /proc entries, not torch: asking CUDA would fix the device list
+    # before CUDA_VISIBLE_DEVICES is set for this worker.
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return 0
+
+
+_pinned = gpu_for_worker(os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("CUDA_VISIBLE_DEVICES"),
+                         _machine_gpu_count())
+if _pinned is not None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = _pinned
 
 
 def pytest_configure(config):
@@ -51,12 +88,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path, monkeypatch):
-    """Build cache and leaderboard in tmp folders; returns their paths."""
+def isolated_env(tmp_path, monkeypatch, request):
+    """Build cache and leaderboard in tmp folders (a GPU test's extensions in the shared cache);
+    returns their paths."""
     build = tmp_path / "build"
     board = tmp_path / "leaderboard.csv"
     monkeypatch.setenv("NVFP4_BUILD_DIR", str(build))
     monkeypatch.setenv("NVFP4_LEADERBOARD", str(board))
+    if request.node.get_closest_marker("gpu") is not None:
+        monkeypatch.setenv("NVFP4_EXTENSIONS_DIR", SHARED_EXTENSIONS_DIR)
     monkeypatch.delenv("NVFP4_SHAPES", raising=False)
     return {"build_dir": build, "leaderboard": board}
 
