@@ -290,6 +290,11 @@ class Child:
         self.device: dict | None = None
         self.logs: list[Path] = []
         self.import_failure: ChildFailure | None = None  # an import error is final: never retried
+        # NOTE: which of [submission, *together] the last start was importing when it failed (import
+        # error, crash, hang), by the parent's count of import events; None: failed before any import
+        # or started. A table's shared process (harness.runner.SharedChild) drops that one and goes on.
+        self.failed_import: int | None = None
+        self._imports_seen = 0
         self._device_seen = False  # per process: the worker reports its device once
 
     @property
@@ -351,6 +356,8 @@ class Child:
                 preexec_fn=_dies_with(os.getpid()))
         _LIVE.add(self)
         self._import_started = False
+        self._imports_seen = 0
+        self.failed_import = None
         os.close(cmd_read)
         os.close(event_write)
         # NOTE: a child that stops reading its commands must not block the parent in os.write once
@@ -375,6 +382,7 @@ class Child:
             event = self._await(("ready", "import_error"), self.compile_timeout_s, "while importing/compiling",
                                 since=self._launched_at, import_extensions=1 + len(self.together))
         except ChildFailure as exc:
+            self.failed_import = self._importing()
             if self.sandboxed and not self._import_started and exc.status in ("CRASH", "TIMEOUT"):
                 how = exc.message.removeprefix(f"{exc.status}: ")
                 raise SandboxBroken(f"the sandbox could not start the worker for {self.label} (no submission "
@@ -389,6 +397,7 @@ class Child:
                 self.stop()
                 raise ChildFailure("CRASH", f"harness error: the judge process did not start: {exc.message}") from None
         if event["event"] == "import_error":
+            self.failed_import = self._importing() or 0
             self.stop()
             status = event.get("status", "FAIL")
             status = status if status in IMPORT_STATUSES else "FAIL"
@@ -398,6 +407,10 @@ class Child:
                 message = f"{event['label']}: {message}"
             self.import_failure = ChildFailure(status, message)
             raise self.import_failure
+
+    def _importing(self) -> int | None:
+        """The index in [submission, *together] of the import under way (the last one begun)."""
+        return min(self._imports_seen, 1 + len(self.together)) - 1 if self._imports_seen else None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -564,6 +577,8 @@ class Child:
                     self.device = {k: v for k, v in event.items() if k != "event"}
                 if event["event"] == "phase" and event["phase"] == "import":
                     self._import_started = True  # from here on the submission's code may run
+                    if import_extensions > 0:
+                        self._imports_seen += 1
                 if event["event"] == "phase" and event["phase"] == "import" and extensions_left > 0:
                     extensions_left -= 1
                     deadline = max(deadline, time.monotonic() + self.compile_timeout_s)

@@ -24,9 +24,10 @@ The function that times a piece is a parameter, so the scheduling is tested on t
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
-from typing import Callable, Hashable, Sequence
+from typing import Callable, ContextManager, Hashable, Sequence
 
 from harness import runner
 from harness.config import Shape
@@ -62,14 +63,17 @@ RunPiece = Callable[[Submission, list[Shape], runner.TimingPlan, Hashable], runn
 
 def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape]],
         plans: Sequence[runner.TimingPlan], gpus: Sequence[Hashable], run_piece: RunPiece,
-        on_piece: Callable[[runner.JobOutcome, int, int], None] | None = None) -> dict[tuple[int, str], runner.JobOutcome]:
+        on_piece: Callable[[runner.JobOutcome, int, int], None] | None = None,
+        per_gpu: Callable[[Hashable], ContextManager] | None = None) -> dict[tuple[int, str], runner.JobOutcome]:
     """Every version of ``subs`` on its shapes (``shapes_of``) with every plan (one per method),
     over ``gpus``.
 
     ``gpus``: the GPU indices to serve (``[None]``: the current device, no pinning). ``run_piece(sub,
     shapes, plan, gpu)`` times one piece and returns its outcome; ``on_piece(outcome, jobs_done,
     jobs_total)`` is told of each as it ends. Returns ``(version index, method) -> outcome`` with
-    each outcome's results in the order of that version's shapes. A piece that raises becomes FAIL
+    each outcome's results in the order of that version's shapes. ``per_gpu(gpu)``, a context
+    manager, is entered by the GPU's thread before its first piece and left after its last (the
+    table's shared process lives there: a child dies with the thread that started it). A piece that raises becomes FAIL
     results naming the harness error (the other GPUs go on); an ``on_piece`` that raises stops every
     GPU after its current piece, and the error is raised here."""
     shapes = [list(shapes_of(sub)) for sub in subs]
@@ -81,6 +85,10 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
     state = {"done": 0, "error": None}
 
     def serve(gpu: Hashable) -> None:
+        with per_gpu(gpu) if per_gpu else contextlib.nullcontext():
+            serve_pieces(gpu)
+
+    def serve_pieces(gpu: Hashable) -> None:
         while True:
             with lock:
                 if state["error"] is not None:

@@ -163,12 +163,16 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
         seeds: int = 3, plan: TimingPlan | None = None,
         timeout_s: float = isolation.DEFAULT_TIMEOUT_S, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S,
         capability=None, progress: Callable[[dict], None] | None = None,
-        gpus: list[int] | None = None, untrusted_all: bool = False) -> JobOutcome:
+        gpus: list[int] | None = None, untrusted_all: bool = False, shared: "SharedChild | None" = None) -> JobOutcome:
     """``test`` / ``run`` (one submission) or ``compare`` (two) over shapes x dists.
 
     ``gpus``: local GPU indices; the (shape, dist) items are sharded across them (heaviest first,
     to the least loaded GPU), one set of children per GPU pinned there with CUDA_VISIBLE_DEVICES,
-    so two timings never share a GPU. Results come back in the order of the request."""
+    so two timings never share a GPU. Results come back in the order of the request.
+    ``shared``: ``run`` of one version in a table's process for its GPU (:class:`SharedChild`,
+    which already holds the version, pinned to the one GPU of ``gpus``), left running afterwards."""
+    if shared is not None and (len(subs) != 1 or mode != "run" or subs[0] not in shared.subs):
+        raise ValueError("a shared process runs `run` of one of its own versions")
     plan = plan or TimingPlan()
     outcome = JobOutcome(list(subs), None, plan=plan)
     refusal = _refusal(subs, capability)
@@ -195,7 +199,11 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
 
     def serve(indices: list[int], gpu: int | None) -> None:
         env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
-        children = _children(job, described, untrusted, together, env, compile_timeout_s, progress)
+        if shared is not None:
+            shared.progress = progress
+            children = [shared.seat(subs[0])]
+        else:
+            children = _children(job, described, untrusted, together, env, compile_timeout_s, progress)
         try:
             timed_out: dict[str, str] = {}  # shape key -> the dist that timed out
             needs_gpu = None  # why the submission cannot run on this CPU machine, once seen
@@ -233,7 +241,10 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 if results[i] is None:
                     results[i] = ShapeResult(*items[i], "FAIL", f"harness error: {type(exc).__name__}: {exc}")
         finally:
-            _stop_children(children, outcome)
+            if shared is not None:
+                outcome.logs.extend(shared.logs())  # NOTE: left running for the table's next version
+            else:
+                _stop_children(children, outcome)
 
     broken: list[isolation.SandboxBroken] = []
     with isolation.reaped_on_signals():
@@ -276,6 +287,152 @@ def _stop_children(children: list, outcome: JobOutcome) -> None:
             outcome.sandboxes[c.label] = c.sandboxed
         elif c.unsandboxed_why:
             outcome.unsandboxed[c.label] = c.unsandboxed_why
+
+
+def shared_versions(subs: list[Submission], capability, untrusted_all: bool = False) -> list[Submission]:
+    """The versions of ``subs`` a table's shared process may import (:class:`SharedChild`): the
+    lab's own (a file from elsewhere keeps a sandboxed process of its own), that this machine can
+    run, and never two that load an extension of one name: torch's JIT keys its versions by the
+    name, so the second would be rebuilt at import (minutes of nvcc) instead of loaded from the
+    build cache. A file whose extension name cannot be read runs alone, for the same reason."""
+    from harness import contract
+    kept, names = [], set()
+    for sub in subs:
+        if untrusted_all or not submissions.in_lab(sub) or _refusal([sub], capability):
+            continue
+        if sub.compiles_cuda:
+            try:
+                found = contract.read(sub.path)
+            except (contract.ContractError, OSError, SyntaxError):
+                continue
+            if "EXTENSION_NAME" not in found.lines or found.extension_name in names:
+                continue
+            names.add(found.extension_name)
+        kept.append(sub)
+    return kept
+
+
+class SharedChild:
+    """One GPU's worker process for a table's ladder (:mod:`harness.ladder` says why): every version
+    it may time imported once at its start, each shape then checked, warmed and timed for one
+    version at a time (the ``sub`` of ``prepare`` and ``block``), exactly as in a process of the
+    version's own.
+
+    What fails is one version's, never the ladder's:
+
+    - a version whose import fails (an error, TAMPERED, a crash or hang while importing it) is
+      dropped: its shapes get that verdict, and a fresh process imports the others;
+    - a crash or timeout while timing ends the process (:class:`harness.isolation.Child`'s rule:
+      that shape's CRASH or TIMEOUT); the next shape, of whichever version, starts a fresh one.
+
+    ``progress`` is the current piece's event printer (``run`` sets it); used from one thread,
+    the GPU's, which must also stop it (a child dies with the thread that started it)."""
+
+    def __init__(self, subs: list[Submission], gpu: int | None, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S):
+        problems = {s.problem for s in subs}
+        if len(problems) != 1:
+            raise ValueError(f"a shared process holds the versions of one problem, not {sorted(problems)}")
+        self.subs = list(subs)
+        self.gpu = gpu
+        self.job = {"mode": "run", "problem": subs[0].problem, "ceilings": True}
+        self.env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
+        self.compile_timeout_s = compile_timeout_s
+        self.progress: Callable[[dict], None] | None = None
+        self.refused: dict[str, isolation.ChildFailure] = {}  # label -> why its import failed
+        self.child: isolation.Child | None = None
+        self.members: list[str] = []  # the labels the running process imported, in its ``sub`` order
+        self.device: dict | None = None
+        self.started = 0  # processes started
+        self._old_logs: list = []
+
+    def seat(self, sub: Submission) -> "_Seat":
+        return _Seat(self, sub)
+
+    def logs(self) -> list:
+        """The logs of every process started so far."""
+        return self._old_logs + (self.child.logs if self.child else [])
+
+    def child_for(self, sub: Submission) -> tuple[isolation.Child, int]:
+        """The running process holding ``sub`` (started if none runs) and ``sub``'s index in it;
+        ChildFailure where the version's import failed, or the process cannot start at all."""
+        if sub.label not in self.refused and (self.child is None or not self.child.alive()):
+            self._start()
+        if sub.label in self.refused:
+            raise self.refused[sub.label]
+        return self.child, self.members.index(sub.label)
+
+    def _start(self) -> None:
+        self.stop()
+        while True:
+            members = [s for s in self.subs if s.label not in self.refused]
+            if not members:
+                return
+            described = [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in members]
+            child = isolation.Child(self.job, described[0], together=described[1:], compile_timeout_s=self.compile_timeout_s,
+                                    on_event=self._relay, extra_env=self.env)
+            t0 = time.monotonic()
+            self.started += 1
+            try:
+                child.start()
+            except isolation.ChildFailure as exc:
+                child.stop()
+                self._old_logs.extend(child.logs)
+                if child.failed_import is None:
+                    raise  # before any version's code ran: the process's failure, this shape's verdict
+                bad = members[child.failed_import]
+                message = exc.message.removeprefix(f"{bad.label}: ")  # the row is the version's own
+                self.refused[bad.label] = isolation.ChildFailure(exc.status, message)
+                continue
+            self.child, self.members = child, [s.label for s in members]
+            self.device = child.device or self.device
+            where = f"GPU {self.gpu}" if self.gpu is not None else "this machine"
+            self._relay({"event": "note", "text": f"{where}: one process imported {len(members)} versions "
+                         f"({', '.join(self.members)}) in {time.monotonic() - t0:.1f} s"})
+            return
+
+    def _relay(self, event: dict) -> None:
+        if self.progress:
+            self.progress(event)
+
+    def stop(self) -> None:
+        if self.child is not None:
+            self.child.stop()
+            self._old_logs.extend(self.child.logs)
+            self.child, self.members = None, []
+
+
+class _Seat:
+    """One version of a :class:`SharedChild`, used by the round loop as it uses a version's own
+    :class:`harness.isolation.Child`: commands go to the shared process, ``prepare`` and ``block``
+    naming the version (``sub``); ``stop`` ends the process (``run --processes``: a fresh one)."""
+    sandboxed = ""
+    unsandboxed_why = ""
+
+    def __init__(self, shared: SharedChild, sub: Submission):
+        self.shared, self.sub = shared, sub
+
+    @property
+    def label(self) -> str:
+        return self.sub.label
+
+    @property
+    def device(self) -> dict | None:
+        return self.shared.device
+
+    def alive(self) -> bool:
+        return self.shared.child is not None and self.shared.child.alive()
+
+    def start(self) -> None:
+        self.shared.child_for(self.sub)
+
+    def stop(self) -> None:
+        self.shared.stop()
+
+    def request(self, command: dict, timeout_s: float) -> dict:
+        child, index = self.shared.child_for(self.sub)
+        if command["cmd"] in ("prepare", "block"):
+            command = dict(command, sub=index)
+        return child.request(command, timeout_s)
 
 
 def _refusal(subs: list[Submission], capability) -> tuple[str, str] | None:

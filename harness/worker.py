@@ -227,8 +227,11 @@ class Worker:
 
     # -- timing -----------------------------------------------------------------------------
     def prepare(self, item: dict, pool_size: int, method: str, warmup: int, flush_kind: str = "dirty",
-                batch: int = 1) -> dict:
-        """The pool, checked for every kernel of this process (``sub`` names the failing one)."""
+                batch: int = 1, sub: int | None = None) -> dict:
+        """The pool, checked for kernel ``sub``, or for every kernel of this process where None (a
+        compare's versions share the pool); the reply's ``sub`` names the failing one.
+        NOTE: a table's process holds every version of its ladder (harness.runner.SharedChild) and
+        times one at a time: checking and warming the others at every shape cost seconds per shape."""
         from harness import timing
         torch = self.torch
         self.item, self.pool, self.graphs, self.graph = item, [], {}, None
@@ -242,12 +245,13 @@ class Worker:
         for slot in range(pool_size):
             self.pool.append(self._inputs(params, round_seed(base, 0, slot), item["dist"]))
         self.scratch = self._inputs(params, round_seed(base, 0, pool_size), item["dist"])
-        for sub in range(len(self.kernels)):
-            self.use(sub)
-            failure = self._prepare_one(sub, method, warmup, base)
+        checked = list(range(len(self.kernels))) if sub is None else [sub]
+        for index in checked:
+            self.use(index)
+            failure = self._prepare_one(index, method, warmup, base)
             if failure:
-                return dict(failure, sub=sub)
-        self.use(0)
+                return dict(failure, sub=index)
+        self.use(checked[0])
         read_floor = None
         before = self.guard.thread_ids()
         if torch.cuda.is_available():
@@ -260,7 +264,7 @@ class Worker:
         if problem:
             return {"status": problem[0], "message": problem[1]}
         return {"status": "PASS", "message": "", "l2_reset": timing.bound().l2_status, "read_floor": read_floor,
-                "flush_us": [getattr(self.graphs.get(i), "flush_us", None) for i in range(len(self.kernels))],
+                "flush_us": [getattr(self.graphs.get(i), "flush_us", None) for i in checked],
                 "pool": pool_size, "results": self.results}
 
     def _read_floor(self, params: dict) -> dict:
@@ -520,7 +524,7 @@ def main(argv: list[str]) -> int:
                 reply = worker.test(cmd["item"], cmd["seeds"])
             elif cmd["cmd"] == "prepare":
                 reply = worker.prepare(cmd["item"], cmd["pool"], cmd["method"], cmd["warmup"],
-                                       cmd.get("flush", "dirty"), cmd.get("batch", 1))
+                                       cmd.get("flush", "dirty"), cmd.get("batch", 1), cmd.get("sub"))
             elif cmd["cmd"] == "block":
                 reply = worker.block(cmd["round"], cmd["method"], cmd["warm"], cmd.get("sub", 0))
             elif cmd["cmd"] == "finish":

@@ -9,6 +9,7 @@ the runner's; only compare's regression gate, a policy on those verdicts, is dec
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -16,7 +17,7 @@ import time
 
 import click
 
-from harness import config, leaderboard, lineage, paths, report, runner, stats, submissions
+from harness import config, isolation, leaderboard, lineage, paths, report, runner, stats, submissions
 from harness.cli import (COUNT, Number, clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
                          output_options, refuse, run_processes_option, timing_options, timing_plan,
                          writable_file)
@@ -592,6 +593,30 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
     to_time = [s for s in subs if s.source_hash not in failures]
     recorded_rows = [0]
     several_problems = len(shapes_of_problem) > 1
+    # NOTE: one process per GPU imports every version of the lab it may time (harness.ladder says why);
+    # a file from outside the lab (or --untrusted) keeps a sandboxed process of its own per piece
+    shareable = {name: runner.shared_versions([s for s in to_time if s.problem == name], cap, untrusted)
+                 for name in shapes_of_problem}
+    held: dict = {}  # GPU -> its shared process (of one problem at a time: `table all` moves on)
+
+    @contextlib.contextmanager
+    def per_gpu(gpu):
+        try:
+            yield
+        finally:
+            shared = held.pop(gpu, None)
+            if shared is not None:
+                shared.stop()
+
+    def shared_for(sub, gpu):
+        if sub not in shareable[sub.problem]:
+            return None
+        shared = held.get(gpu)
+        if shared is None or shared.subs[0].problem != sub.problem:
+            if shared is not None:
+                shared.stop()
+            shared = held[gpu] = runner.SharedChild(shareable[sub.problem], gpu, compile_timeout)
+        return shared
 
     with render.Progress(title, quiet=quiet) as prog:
         def run_piece(sub, shapes, plan, gpu):
@@ -604,14 +629,17 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
                 prog(event)
             return runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
                               compile_timeout_s=compile_timeout, capability=cap, progress=relay,
-                              gpus=[gpu] if gpu is not None else None, untrusted_all=untrusted)
+                              gpus=[gpu] if gpu is not None else None, untrusted_all=untrusted,
+                              shared=shared_for(sub, gpu))
 
         def on_piece(outcome, done, total):
             if record and not outcome.refused:
                 recorded_rows[0] += _record(outcome, record_failures)
             prog({"event": "note", "text": f"{done} of {total} (version, shape, method) jobs done"})
 
-        timed = ladder.run(to_time, lambda s: shapes_of_problem[s.problem], plans, gpus or [None], run_piece, on_piece)
+        with isolation.reaped_on_signals():  # NOTE: the shared processes outlive each piece's runner.run
+            timed = ladder.run(to_time, lambda s: shapes_of_problem[s.problem], plans, gpus or [None], run_piece,
+                               on_piece, per_gpu=per_gpu)
     for (index, mode), outcome in timed.items():
         sub = to_time[index]
         outcomes[(sub.label, sub.problem, mode)] = outcome
