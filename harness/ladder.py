@@ -8,8 +8,17 @@ started, and all four ladders (87 versions) took over an hour on a machine lent 
 How the list is served:
 
 - The jobs are in ladder order: version by version, for each version method by method, then its
-  shapes. A job's version, method and shapes run in one child process (``runner.run`` with one GPU),
-  so a GPU takes a (version, method) group whole when it can: one process start-up per group.
+  shapes; a GPU takes a (version, method) group whole when it can.
+- One process per GPU for the whole ladder (``runner.SharedChild``, made by the table in
+  ``per_gpu``): it imports every lab version the GPU may time once, and each shape is checked,
+  warmed and timed for one version at a time, as in a process of the version's own. NOTE: with a
+  process per (version, method) group, `table gemv` on one H200 (commit 414d167) spent 9-11 s
+  from a group's start to its first shape's result against 1.0-1.5 s for each further shape, and
+  ~1.1 s between groups: ~10 s of process cost (child and judge start, import torch, CUDA context,
+  extension load, first checks) paid 14 times for gpumode alone, 28 with kernel too; the table took
+  339 s, 262 of them timing. A version that fails (its import, a crash, a hang) fails its own rows:
+  the process is replaced and the GPU goes on. A file from outside the lab (or ``--untrusted``) is
+  still a sandboxed process of its own per piece.
 - A GPU never takes more than an even share of the jobs left (``claim``): near the end a group is
   split, so the last shapes spread over every GPU instead of queueing behind one.
 - Each GPU serves its jobs in a thread of its own; children are pinned with CUDA_VISIBLE_DEVICES

@@ -113,6 +113,8 @@ def test_expected_calls_come_from_the_command():
     prepare = judge.expected_calls({"cmd": "prepare"}, ITEM, 3, 2, {})
     assert [c["seed"] for c in prepare] == [base, base + 1, base + 2, base] * 2 and prepare[-1]["sub"] == 1
     assert "repeat of seed" in prepare[3]["label"]
+    one = judge.expected_calls({"cmd": "prepare", "sub": 1}, ITEM, 3, 2, {})  # a table's shared process: one version
+    assert [c["seed"] for c in one] == [base, base + 1, base + 2, base] and all(c["sub"] == 1 for c in one)
     block = judge.expected_calls({"cmd": "block", "round": 4, "method": "cold", "warm": True, "sub": 1}, ITEM, 2, 2, {})
     assert [c["seed"] for c in block] == [worker.round_seed(base, 4, s) for s in (0, 1)] * 2
     assert "(warm," in block[-1]["label"] and all(c["sub"] == 1 for c in block)

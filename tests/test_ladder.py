@@ -116,3 +116,37 @@ def test_a_failing_recorder_stops_the_gpus_and_is_raised():
     with pytest.raises(OSError, match="disk full"):
         ladder.run(SUBS, lambda sub: SHAPES, [PLANS["gpumode"]], [0, 1], _fake_piece(log, busy, lock), on_piece)
     assert len(log) <= 2  # each GPU stopped after the piece it had
+
+
+def test_each_gpu_holds_its_context_around_all_its_pieces_in_its_own_thread():
+    entered, pieces, lock = [], [], threading.Lock()
+    inside: dict = {}
+
+    class Held:
+        def __init__(self, gpu):
+            self.gpu = gpu
+
+        def __enter__(self):
+            with lock:
+                entered.append(("enter", self.gpu, threading.get_ident()))
+            inside[self.gpu] = True
+
+        def __exit__(self, *exc):
+            inside[self.gpu] = False
+            with lock:
+                entered.append(("exit", self.gpu, threading.get_ident()))
+
+    fake = _fake_piece([], set(), threading.Lock(), seconds=0.01)
+
+    def run_piece(sub, shapes, plan, gpu):
+        assert inside.get(gpu), f"GPU {gpu} timed a piece outside its context"
+        with lock:
+            pieces.append((gpu, threading.get_ident()))
+        return fake(sub, shapes, plan, gpu)
+
+    ladder.run(SUBS, lambda sub: SHAPES, list(PLANS.values()), [0, 1, 2], run_piece, per_gpu=Held)
+    assert sorted(kind for kind, *_ in entered) == ["enter"] * 3 + ["exit"] * 3  # once per GPU, left at the end
+    thread_of = {gpu: ident for kind, gpu, ident in entered if kind == "enter"}
+    assert all(thread_of[gpu] == ident for _, gpu, ident in entered)  # entered and left on the GPU's thread
+    assert all(thread_of[gpu] == ident for gpu, ident in pieces)  # which timed every piece of that GPU
+    assert not any(inside.values())

@@ -23,7 +23,7 @@ def invoke(*args):
 
 def _fake_machine(monkeypatch, names=NAMES, broken=("v2",)):
     """A 4-GPU Hopper host: builds fail for ``broken``, every timing PASSes in ~100 µs on its GPU."""
-    calls = {"built": [], "timed": []}
+    calls = {"built": [], "timed": [], "shared": []}
     lock = threading.Lock()
     monkeypatch.setattr(runner, "local_capability", lambda: (9, 0))
     monkeypatch.setattr(measure, "gpu_indices", lambda spec: [int(g) for g in spec.split(",")] if spec else None)
@@ -41,11 +41,12 @@ def _fake_machine(monkeypatch, names=NAMES, broken=("v2",)):
             results.append(result)
         return results
 
-    def fake_run(subs, shapes, dists, mode, plan=None, gpus=None, **_):
+    def fake_run(subs, shapes, dists, mode, plan=None, gpus=None, shared=None, **_):
         gpu = gpus[0]
         device = {"gpu": names[gpu], "torch": torch.__version__, "telemetry": {"uuid": f"GPU-{gpu}"}}
         with lock:
             calls["timed"] += [(subs[0].label, plan.method, s.index, gpu) for s in shapes]
+            calls["shared"].append((subs[0].label, gpu, shared))
         outcome = runner.JobOutcome(list(subs), device, plan=plan)
         for s in shapes:
             blocks = [[100.0, 100.4], [100.2, 100.1]]
@@ -96,7 +97,27 @@ def test_gpus_of_two_models_are_refused_before_anything_runs(monkeypatch):
     r = invoke("table", "gemm", "--versions", "v3", "--gpus", "0,1")
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert r.stderr.strip().startswith("error: --gpus mixes GPU models: NVIDIA H200 (GPU 0); NVIDIA H100 80GB HBM3 (GPU 1)")
-    assert calls == {"built": [], "timed": []}
+    assert calls == {"built": [], "timed": [], "shared": []}
+
+
+def test_the_labs_versions_share_one_process_per_gpu_and_a_strangers_file_runs_alone(monkeypatch, isolated_env, tmp_path):
+    import shutil
+    from harness import paths
+    calls = _fake_machine(monkeypatch, broken=())
+    stranger = tmp_path / "downloaded.py"
+    shutil.copy(paths.submissions_dir() / "gemm" / "submission_v0.py", stranger)
+    r = invoke("table", "gemm", "--versions", f"v0,v3,v4,{stranger}", "--gpus", "0,1", "--method", "gpumode",
+               "--method", "kernel")
+    assert r.exit_code == 0, r.output
+    held = {}
+    for label, gpu, shared in calls["shared"]:
+        if label == "downloaded.py":
+            assert shared is None  # sandboxed, a process of its own per piece as before
+            continue
+        assert shared is not None and shared.gpu == gpu and [s.label for s in shared.subs] == ["v0", "v3", "v4"]
+        assert held.setdefault(gpu, shared) is shared  # one per GPU for the whole ladder
+    assert held and set(held) <= {0, 1}
+    assert all(shared.child is None for shared in held.values())  # stopped when the GPU's jobs ended
 
 
 def test_several_methods_only_for_a_measured_table():

@@ -417,7 +417,8 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
 
     PROBLEM may be `all` (every lineage, one job list). The versions are built first, all at once
     on every core; then every (version, shape, method) job is timed, over --gpus as one list: each
-    GPU takes the next version's shapes as soon as it is free. Repeat --method to time each version
+    GPU takes the next version's shapes as soon as it is free, in one process per GPU that imports
+    the lab's versions once (harness.ladder). Repeat --method to time each version
     with several methods (e.g. --method gpumode --method kernel)."""
     _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
     if commit is not None and not recorded:

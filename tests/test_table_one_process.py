@@ -1,0 +1,91 @@
+"""table's one process per GPU (harness.runner.SharedChild), for real on the CPU: a tiny lab of
+gemv versions timed by `table`, counting the worker processes the harness starts. Two versions
+share one process; a version whose import fails and one that segfaults midway fail their own rows,
+a fresh process takes over, and the versions before and after them keep theirs."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness import cli, isolation, leaderboard, paths, runner, submissions
+
+from conftest import ADVERSARIAL_DIR, REPO_ROOT
+
+V0 = REPO_ROOT / "submissions" / "gemv" / "submission_v0.py"
+
+
+def _lab(tmp_path, monkeypatch, files: list[Path]) -> None:
+    """submissions/gemv/submission_v{i}.py for each file, as the lab's own versions."""
+    folder = tmp_path / "submissions" / "gemv"
+    folder.mkdir(parents=True)
+    for i, source in enumerate(files):
+        shutil.copy(source, folder / f"submission_v{i}.py")
+    monkeypatch.setattr(paths, "submissions_dir", lambda: tmp_path / "submissions")
+
+
+def _count_processes(monkeypatch) -> list[str]:
+    """The labels of every worker process launched (judges not counted), in order."""
+    launched: list[str] = []
+    launch = isolation.Child.launch
+
+    def counted(self):
+        if not self.is_judge:
+            launched.append(self.label)
+        return launch(self)
+
+    monkeypatch.setattr(isolation.Child, "launch", counted)
+    return launched
+
+
+def _table(*args):
+    r = CliRunner().invoke(cli.main, ["table", "gemv", "--budget", "0.2", "--min-repeats", "2", "--record",
+                                      "--allow-cpu", *args], env={"COLUMNS": "200"})
+    statuses = {(row["version"], row["timing_mode"]): row["status"] for row in leaderboard.read()}
+    return r, statuses
+
+
+def test_two_versions_of_a_table_are_timed_in_one_process(tmp_path, monkeypatch, tiny_shapes):
+    _lab(tmp_path, monkeypatch, [V0, V0])
+    launched = _count_processes(monkeypatch)
+    r, statuses = _table("--method", "gpumode", "--method", "kernel")
+    assert r.exit_code == 0, r.output
+    assert statuses == {(v, m): "PASS" for v in ("v0", "v1") for m in ("gpumode", "kernel")}
+    assert launched == ["v0"]  # one process imported both and timed all four (version, method) groups
+    assert "one process imported 2 versions (v0, v1)" in r.stderr
+
+
+def test_a_version_that_fails_to_import_or_crashes_fails_its_rows_only(tmp_path, monkeypatch, tiny_shapes):
+    _lab(tmp_path, monkeypatch, [V0, ADVERSARIAL_DIR / "import_error.py", ADVERSARIAL_DIR / "segfaults.py", V0])
+    launched = _count_processes(monkeypatch)
+    r, statuses = _table()
+    assert r.exit_code == 1, r.output
+    assert statuses == {("v0", "gpumode"): "PASS", ("v1", "gpumode"): "FAIL", ("v2", "gpumode"): "CRASH",
+                        ("v3", "gpumode"): "PASS"}
+    # NOTE: the first process stopped at v1's import; the second (v0, v2, v3) died in v2's check; a third timed v3
+    assert launched == ["v0", "v0", "v0"]
+    out = " ".join(r.stdout.split())
+    assert "v1 t0: FAIL: import failed: RuntimeError: adversarial import-time failure" in out
+    assert "v2 t0: CRASH: child killed by SIGSEGV" in out
+    assert "Traceback" not in r.output
+
+
+def test_files_from_outside_the_lab_and_clashing_extensions_keep_a_process_of_their_own(tmp_path, monkeypatch):
+    _lab(tmp_path, monkeypatch, [V0, V0])
+    cuda = [REPO_ROOT / "submissions" / "gemv" / f"submission_v{n}.py" for n in (1, 3)]
+    folder = tmp_path / "submissions" / "gemv"
+    shutil.copy(cuda[0], folder / "submission_v2.py")
+    shutil.copy(cuda[0], folder / "submission_v3.py")  # the same EXTENSION_NAME as v2
+    shutil.copy(cuda[1], folder / "submission_v4.py")
+    stranger = tmp_path / "elsewhere.py"
+    shutil.copy(V0, stranger)
+    subs = [submissions.resolve("gemv", v) for v in ("v0", "v1", "v2", "v3", "v4", str(stranger))]
+    assert [s.label for s in runner.shared_versions(subs, (9, 0))] == ["v0", "v1", "v2", "v4"]
+    assert [s.label for s in runner.shared_versions(subs, None)] == ["v0", "v1"]  # no GPU: the CUDA ones are refused
+    assert runner.shared_versions(subs, (9, 0), untrusted_all=True) == []
+    with pytest.raises(ValueError):
+        runner.SharedChild(subs[:1] + [dataclasses.replace(subs[1], problem="gemm")], None)  # one problem a process
