@@ -1,12 +1,121 @@
-"""NVFP4 gemm v47: the host path: a launch plan per input set, cached by every pointer, shape, stride, dtype and device, and a CUDA graph of its two launches (one cudaGraphLaunch a call); every bad input raised through CPython, no C++ stream formatting
+"""NVFP4 GEMM v47: a call is one host launch, a CUDA graph per cached launch plan; bad inputs raised without C++ streams.
 
 Version: v47
 Parent: v44
-Change: the host path: a launch plan per input set, cached by every pointer, shape, stride, dtype and device, and a CUDA graph of its two launches (one cudaGraphLaunch a call); every bad input raised through CPython, no C++ stream formatting
+Change: a call's host path is one CUDA graph launch of a cached launch plan (group_gemm v43 + v45 for
+gemm), and every bad input a CPython exception. A plan per input set, cached (LRU, 128) by every pointer,
+size, stride, dtype and device it depends on: each chunk's Problem (B's tensor maps encoded, tiles and
+splits chosen) and the workspace's layout, built on a miss only; from a plan's second call outside a
+stream capture, a CUDA graph of its launches (v44's prepass and GEMM kernel, captured on a stream of the extension's own
+and instantiated once), so a call is one pybind call reading the data tuple in place, the key, the
+lookup and one cudaGraphLaunch on c's device's current stream. The workspace is one buffer per (device,
+stream), grown as plans need (group_gemm v43's); a plan whose workspace changed rebuilds its graph.
+Every bad input is raised through CPython with a vsnprintf message; nothing on a caller's path builds a
+c10::Error or writes into a C++ stream (v44's SIGSEGV, below). The kernels are v44's, byte for byte.
+Why: GPU MODE's batch queues 50 calls back to back, so a host path longer than the kernel is what the
+`gpumode` figure reads. H200 (issue 45's round, commit 414d167): v44 kernel 60.46 / 23.35 / 16.06 us,
+gpumode 64.18 / 32.55 / 24.84 (v43, same kernels, alone on the machine: 63.99 / 33.65 / 29.89): the two
+short shapes are host-bound. v44's call: the Python wrapper's isinstance tests, pybind's conversion of six
+tensors, ~15 TORCH_CHECKs, fill_chunk three to six times (sizing, then launching), a torch::empty, a
+cuTensorMapEncodeTiled, then two launches with 4 KB parameters (group_gemm v42's two such launches: 15.6 us
+of host time on the H200's host, under the profiler).
+Priced (H200 host, group_gemm's measurements: ~5.5 us of CPU per cudaLaunchKernel whatever the parameter's
+size; one cudaGraphLaunch of two kernel nodes 4.9-5.9 us; one pybind call of one tiny launch ~6 us):
+- (b) the plan in device memory, both kernels launched with a pointer to it: still two launches, ~11 us of
+  launch CPU, since that host's launch cost does not follow the parameter's size, and the kernels would
+  change (every Problem read through a pointer). Rejected.
+- (a) a graph per plan: one cudaGraphLaunch, ~5.5 us, kernels unchanged (the graph holds their launches as
+  v44 makes them, cooperative attribute included). Chosen.
+Caching, and why it is safe: a plan depends only on the tensors' addresses, sizes, strides, dtypes and
+device (B's tensor maps encode B's address, sizes and row stride; tiles and splits come from M, N, K, L
+and the device's SM count; every check reads only these), so the key is all of them for a, b, sfa, both
+permuted scales and c. Equal keys give equal plans whatever the tensors hold: the harness's in-place
+refills and GPU MODE's repeats of the same data objects recompute every output, and a set freed and its
+memory handed to another set of the same layout is the same plan again, rightly; any layout change
+misses. Values are never read on the host. The graph holds pointers only (inputs, c, the workspace),
+so each replay reads whatever the buffers hold when it runs. It is launched on the caller's current
+stream, so it is ordered after the work queued there (the flush, torch's writes of the inputs) and
+before the work after it, as a kernel launch is; launches of one exec are ordered among themselves (the
+runtime's rule), so a plan run from two streams serialises, never overlaps. The workspace: one buffer
+per (device, stream), the calls on a stream run in its order; a grown one's old block goes back to the
+caching allocator on its stream, which hands it only to work queued after ours; a plan whose exec points
+into another workspace (another stream, a grown buffer) rebuilds its graph before its next launch (a
+plan alternating between two streams rebuilds on every call: correct, slower). Plain launches (v44's,
+the same function) where a graph would not pay or not be safe: a plan's first call (a set called once, as
+`test`'s seeds and the harness's checking calls are, builds no graph; the harness's two warm-up passes
+build them before timing), a stream under capture (the caller's capture records them, as v44's: the
+harness's `graph` method), and a plan whose graph the runtime would not build (e.g. refused while another
+thread captures in global mode; tried once per plan). `_module.launch_counts()` reads (graph launches,
+plain launch pairs, graphs built, builds refused) since load. An evicted plan's exec is destroyed with
+cudaGraphExecDestroy, which lets launches in flight complete first. The graph is captured in thread-local
+mode, so other threads' CUDA calls neither break it nor are refused because of it.
+Why v44 ended the process (SIGSEGV, H200, torch 2.11) on the permuted sfa made contiguous, read from the
+code (not reproduced: no GPU here, and a CPU build of torch 2.13 raises it cleanly): nothing touches the
+tensor before the checks (the Python wrapper tests types, pybind converts handles, every check before
+check_blocked_scales passes for it), and check_blocked_scales rejects its strides, so the only thing that
+runs is that TORCH_CHECK's failure path: c10::str streams the message's integers (n / 128, k / 64, the
+strides) through a std::ostringstream and hands the string to libc10's torchCheckFail. The cases that
+raised cleanly in the same process (an fp32 or bf16 c, a on the CPU) stream only text (a ScalarType's
+name, a Device); group_gemm v42 crashed the same way on an fp32 c ("... (group ", g, ")"), and its v43
+(messages by vsnprintf, PyErr_SetString) raised every such case cleanly on the same machine. So on that
+machine an integer streamed into a C++ stream from the extension faults, and v44's size checks (b's K,
+c's size, sfa's size), never reached by the script, would have ended the process too. v47 formats every
+message with vsnprintf and raises it through CPython (group_gemm v43's raise_error).
 Arch: sm_90a
-Analogue: none
-Prediction: TODO: what should move, by how much, and why
+Analogue: group_gemm v43 (the plan cache, its key and its workspace) and v45 (a graph per plan), measured
+on the H200; PyTorch's CUDAGraph replay and CUTLASS's arguments-built-once do the same on the host side
+Prediction: kernels unchanged: `compare gemm v44 v47` (kernel method; its span runs from the prepass's start
+to the GEMM's end, both graph nodes correlated with the cudaGraphLaunch) SAME on the long shape (1.00x);
+on the two short shapes 1.00-1.05x, a graph's second node starting sooner than a second stream launch
+(group_gemm v45: ~1.1 us sooner on an 18 us call) against v44's ~2-3 us gap before its GEMM kernel. Host
+path (`probe host`, a hit): the Python call and pybind ~1.5 us, the tuple's six tensors read and the key
+(~70 words) ~0.5 us, the scan (the gpumode pool's 52 sets: at most ~51 keys that differ in their first
+word, < 0.5 us), the guard and the current stream ~0.2 us, cudaStreamIsCapturing ~0.2 us, cudaGraphLaunch
+~5-6 us: ~8-9 us a call against v44's ~20-25 (two 4 KB launches ~11-15 us, the rest ~8-10 us). Then no
+shape is host-bound (8-9 us < 16.06 us, the shortest kernel): gpumode ~ kernel + the batch's first
+call's host path over 50 (~0.2 us) + a launch gap: 128x7168x2048 24.8 -> ~16.3-17.0 us (within 10% of its
+kernel time, 17.7), 128x4096x7168 32.6 -> ~23.5-24.5 (within 25.7), 128x7168x16384 64.2 -> ~61-64 (device-
+bound: unchanged within its noise). A miss costs v44's host path plus the key (~1 us); a plan's second
+call adds one capture and instantiation (~30-80 us, once per input set).
+
+Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
+"gemm: "; built on a miss only, except the first three rows, checked on every call: a hit's key holds the
+rest):
+| input | exception: message |
+|---|---|
+| data not a 7-item tuple or list | ValueError: data must be (a, b, sfa, sfb, sfa_permuted, sfb_permuted, c) |
+| a, b, sfa, sfa_permuted, sfb_permuted or c not a tensor | TypeError: a, b, sfa, sfa_permuted, sfb_permuted and c must be torch tensors (a is int) |
+| one of them sparse, or without storage | ValueError: a must be a dense (strided) tensor with storage |
+| any of them not on a CUDA device | ValueError: a, b, sfa, sfa_permuted, sfb_permuted and c must be CUDA tensors (got cpu, cuda:0, ...) |
+| on two devices | ValueError: ... must be on one device (got cuda:0, cuda:1, ...) |
+| a, b, sfa or c not 3-D | ValueError: a, b, sfa, c must be 3-D (rows, K or N, L); got 3-D, 3-D, 3-D, 2-D |
+| a or b not one-byte e2m1 pairs (e.g. float16) | ValueError: a and b must hold packed e2m1 pairs (float4_e2m1fn_x2, uint8 or int8), got Half and Float4_e2m1fn_x2 |
+| a scale tensor not e4m3 (e.g. float8_e5m2) | ValueError: sfa, sfa_permuted and sfb_permuted must be e4m3 scales (float8_e4m3fn or uint8 bits), got Float8_e4m3fn, Float8_e4m3fn and Float8_e5m2 |
+| c not float16 (fp32, bf16) | ValueError: c must be float16, got Float |
+| M or L of 0, N not a multiple of 128, K not of 64, any of them 2^31 or more | ValueError: needs M >= 1, L >= 1, N a multiple of 128 and K a multiple of 64 (each below 2^31); got M=128 N=7104 K=2048 L=1 |
+| b's K or L unlike a's | ValueError: b must be N x K/2 x L = 7168 x 1024 x 1 (K and L from a), got (7168, 992, 1) |
+| sfa not M x K/16 x L | ValueError: sfa must be M x K/16 x L = 128 x 128 x 1, got (128, 127, 1) |
+| c not M x N x L | ValueError: c must be M x N x L = 128 x 7168 x 1, got (128, 7040, 1) |
+| a, b, sfa or c with a stride along dim 1 other than 1 | ValueError: a, b, sfa and c must be contiguous along their second dimension (strides ...) |
+| a or b misaligned (base, row or batch stride not 16 bytes), rows overlapping | ValueError: a must start 16-byte aligned with row and batch strides multiples of 16 bytes, rows not overlapping (strides (1025, 1, 1)) |
+| sfa's rows overlapping | ValueError: sfa's rows must not overlap (row stride 1 < K/16 = 128) |
+| c misaligned, strides not multiples of 8 elements, rows overlapping | ValueError: c must start 16-byte aligned with row and batch strides multiples of 8 elements, rows not overlapping (strides ...) |
+| sfa_permuted / sfb_permuted of other sizes | ValueError: sfb_permuted must have sizes (32, 4, ceil(rows/128), 4, K/64, L) = (32, 4, 56, 4, 32, 1), got ... |
+| sfa_permuted or sfb_permuted contiguous in its logical order (`.contiguous()`, the issue's case; v44: SIGSEGV), or any other strides | ValueError: sfa_permuted must be GPU MODE's bytes, a permute(3, 4, 1, 5, 2, 0) view of contiguous (L, ceil(rows/128), K/64, 32, 4, 4) with strides (16, 4, 16384, 1, 512, 16384), got strides (512, 128, 128, 32, 1, 1) (a .contiguous() copy holds the scales in another order) |
+| sfa_permuted or sfb_permuted misaligned | ValueError: sfa_permuted must start 16-byte aligned (512-byte tiles) |
+| driver without cuTensorMapEncodeTiled, or B's map refused | RuntimeError: no launch plan (-3: no cuTensorMapEncodeTiled in this driver) |
+| a launch error (e.g. the current stream is the legacy one while another stream captures) | RuntimeError: launch failed: <cudaGetErrorString> |
+The messages above are the ones a CPU build of this file's C++ (the CUDA calls faked) raised for each case.
+The plain sfb is not read (B's scales come from sfb_permuted) and not checked. The permuted sfa is not
+read either (A's scales come from sfa) but is checked as GPU MODE hands it over. Not checked (as v44):
+negative or overlapping batch strides.
 Measured: not yet run
+
+Exactness (v43's, kernels unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
+scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums
+added in fp32 round-to-nearest in K order, split partials added in a fixed order (0 + split 0 + split 1 +
+...), x 2^7 at the end. Rows past M are zero (the prepass writes them) and not stored. Any M >= 1, N multiple
+of 128, K multiple of 64, any L.
 """
 
 import torch
@@ -854,7 +963,8 @@ struct LaunchPlan {
     // chunk (chunks run in stream order, and each chunk's prepass zeroes the flags its GEMM kernel uses).
     int64_t workspace_bytes, partial_offset, flag_offset;
     const void* workspace;               // the workspace the Problems point into now (null: none yet)
-    int calls;                           // calls outside a capture so far: the graph is built on the second
+    int calls;                           // calls outside a capture so far (up to 2): the graph is built on the second
+    bool graph_refused;                  // a build failed: plain launches from then on, no retry per call
     cudaGraphExec_t exec;                // null until built; its nodes point into `exec_workspace`
     const void* exec_workspace;
 };
@@ -892,6 +1002,7 @@ void* gemm_build_plan(const int64_t* desc, int num_groups, int64_t* workspace_by
     plan->workspace_bytes = next + partial_bytes + flag_bytes;
     plan->workspace = nullptr;
     plan->calls = 0;
+    plan->graph_refused = false;
     plan->exec = nullptr;
     plan->exec_workspace = nullptr;
     *workspace_bytes = plan->workspace_bytes;
@@ -1002,14 +1113,18 @@ int gemm_launch(void* handle, void* workspace, int64_t stream_handle, int device
         return static_cast<int>(err);
     }
     if (capture == cudaStreamCaptureStatusNone && plan.calls < 2) ++plan.calls;
-    if (capture == cudaStreamCaptureStatusNone && plan.calls >= 2) {
+    if (capture == cudaStreamCaptureStatusNone && plan.calls >= 2 && !plan.graph_refused) {
         if (plan.exec != nullptr && plan.exec_workspace != plan.workspace) {
             // NOTE: rebuilt, not re-pointed: the workspace changes only on a plan's first call on a
             // stream or when a larger plan grows it; queued launches of the old exec complete first.
             cudaGraphExecDestroy(plan.exec);
             plan.exec = nullptr;
         }
-        if (plan.exec == nullptr) ++call_paths[build_graph(plan, device) == 0 ? 2 : 3];
+        if (plan.exec == nullptr) {
+            const bool built = build_graph(plan, device) == 0;
+            plan.graph_refused = !built;
+            ++call_paths[built ? 2 : 3];
+        }
         if (plan.exec != nullptr) {
             err = cudaGraphLaunch(plan.exec, stream);
             if (err != cudaSuccess) {
