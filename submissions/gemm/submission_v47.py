@@ -65,11 +65,12 @@ Arch: sm_90a
 Analogue: group_gemm v43 (the plan cache, its key and its workspace) and v45 (a graph per plan), measured
 on the H200; PyTorch's CUDAGraph replay and CUTLASS's arguments-built-once do the same on the host side
 Prediction: kernels unchanged: `compare gemm v44 v47` (kernel method; its span runs from the prepass's start
-to the GEMM's end, both graph nodes correlated with the cudaGraphLaunch) SAME on the long shape (1.00x);
-on the two short shapes 1.00-1.05x, a graph's second node starting sooner than a second stream launch
-(group_gemm v45: ~1.1 us sooner on an 18 us call) against v44's ~2-3 us gap before its GEMM kernel. Host
+to the GEMM's end, both graph nodes correlated with the cudaGraphLaunch): a graph's second node starts
+sooner than a second stream launch (group_gemm v45: ~1.1 us sooner on a 17.3 us call, 1.062x), out of
+v44's ~2-3 us gap before its GEMM kernel (H100 parts), so ~0.5-1.1 us off each shape: 128x7168x16384
+1.00-1.02x (SAME within noise), 128x4096x7168 1.01-1.05x, 128x7168x2048 1.02-1.07x. Host
 path (`probe host`, a hit): the Python call and pybind ~1.5 us, the tuple's six tensors read and the key
-(~70 words) ~0.5 us, the scan (the gpumode pool's 52 sets: at most ~51 keys that differ in their first
+(60 words) ~0.5 us, the scan (the gpumode pool's 52 sets: at most ~51 keys that differ in their first
 word, < 0.5 us), the guard and the current stream ~0.2 us, cudaStreamIsCapturing ~0.2 us, cudaGraphLaunch
 ~5-6 us: ~8-9 us a call against v44's ~20-25 (two 4 KB launches ~11-15 us, the rest ~8-10 us). Then no
 shape is host-bound (8-9 us < 16.06 us, the shortest kernel): gpumode ~ kernel + the batch's first
@@ -79,7 +80,7 @@ bound: unchanged within its noise). A miss costs v44's host path plus the key (~
 call adds one capture and instantiation (~30-80 us, once per input set).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
-"gemm: "; built on a miss only, except the first three rows, checked on every call: a hit's key holds the
+"gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
 rest):
 | input | exception: message |
 |---|---|
