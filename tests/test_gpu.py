@@ -189,3 +189,25 @@ def test_gpus_shards_across_two_gpus():
     assert len(set(by_index.values())) == 2 and all(by_index.values()), by_index
     r = invoke("test", "gemv", "v1", "--gpus", "0,1", "--seeds", "1")
     assert r.exit_code == 0 and "20 passed, 0 failed" in r.output, r.output  # 10 shapes x 2 dists
+
+
+def test_a_table_times_its_versions_in_one_process(monkeypatch):
+    """table's one process per GPU (harness.runner.SharedChild) with compiled versions: three gemv
+    versions and both methods in one worker process, every row PASS on its benchmark shape."""
+    from harness import isolation
+    launched = []
+    launch = isolation.Child.launch
+
+    def counted(self):
+        if not self.is_judge:
+            launched.append(self.label)
+        return launch(self)
+
+    monkeypatch.setattr(isolation.Child, "launch", counted)
+    r = invoke("table", "gemv", "--versions", "v0,v1,v3", "--shapes", "benchmarks:0", "--budget", "0.5",
+               "--method", "gpumode", "--method", "kernel", "--format", "json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    assert sorted((row["version"], row["method"], row["status"]) for row in rows) == sorted(
+        (v, m, "PASS") for v in ("v0", "v1", "v3") for m in ("gpumode", "kernel")), rows
+    assert launched == ["v0"], launched
