@@ -171,8 +171,9 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     so two timings never share a GPU. Results come back in the order of the request.
     ``shared``: ``run`` of one version in a table's process for its GPU (:class:`SharedChild`,
     which already holds the version, pinned to the one GPU of ``gpus``), left running afterwards."""
-    if shared is not None and (len(subs) != 1 or mode != "run" or subs[0] not in shared.subs):
-        raise ValueError("a shared process runs `run` of one of its own versions")
+    if shared is not None and (len(subs) != 1 or mode != "run" or subs[0] not in shared.subs
+                               or (gpus or [None]) != [shared.gpu]):
+        raise ValueError("a shared process runs `run` of one of its own versions, on its GPU")
     plan = plan or TimingPlan()
     outcome = JobOutcome(list(subs), None, plan=plan)
     refusal = _refusal(subs, capability)
