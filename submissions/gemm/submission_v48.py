@@ -33,7 +33,7 @@ start under it. The late CTAs start with no launch gap (the grid is already laun
 Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's Hopper kernels launched with PDL (cudaGridDependencySynchronize after
 the prologue); gemm v36 and v16 (attic), dual_gemm v10, group_gemm v34 (all lost 2-11% on the H100)
-Prediction (H200, `compare gemm v47 v48`, kernel method, span from the prepass's start to the GEMM's end):
+Prediction: (H200, `compare gemm v47 v48`, kernel method, span from the prepass's start to the GEMM's end)
 what PDL can hide is, per shape, the gap between the kernels in v47's graph (~0.5-1.1 us: group_gemm v45
 measured a graph's second node starting ~1.1 us sooner than a second stream launch, out of v44's ~2-3 us
 H100 gap) plus, for the CTAs that start under the prepass, their barrier init and B's first lap (8 x 4.5 KB
