@@ -17,6 +17,10 @@ BLOCK_M_MAX = 256
 TILE_ROWS = (32, 64, 96, 128, 160, 192, 256)
 BLOCK_K = 64
 EXTENSION_NAME = "nvfp4_dual_gemm_v30"
+# `nvfp4 probe marks`: ids 0-1 are the prepass's blocks, 2-6 the GEMM kernel's CTAs (3 and 4 are v31's
+# producer, around its griddepcontrol.wait; v30 skips them); helper CTAs stamp only 2.
+MARK_NAMES = ["prepass start", "prepass stores issued", "GEMM start", "first lap's B issued",
+              "prepass visible (wait returned)", "K loop", "end"]
 FUNCTIONS = ["dual_gemm", "launch_counts"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -486,6 +490,7 @@ __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
 template <int kGroups>
 __global__ void __launch_bounds__(kDecodeThreads)
 decode_a_kernel(const __grid_constant__ Problem<kGroups> problem) {
+    if (threadIdx.x == 0) NVFP4_MARK(0);
     // NOTE: the GEMM kernel's tail flags start at 0 each launch; stream order puts these stores
     // before it (no epoch to carry between calls; gemm v30's rule).
     if (blockIdx.x == 0 && problem.tails.helpers > 0)
@@ -529,6 +534,7 @@ decode_a_kernel(const __grid_constant__ Problem<kGroups> problem) {
     #pragma unroll
     for (int s = 0; s < 4; ++s)
         *reinterpret_cast<uint4*>(d.a16 + a16_offset(d, t, kb, r, 2 * s + j)) = make_uint4(out[s][0], out[s][1], out[s][2], out[s][3]);
+    if (threadIdx.x == 0) NVFP4_MARK(1);  // NOTE: thread 0 of every block has work (the grid is rounded up from it)
 }
 
 // Stage addresses of ring slot s: the A tile (1024-aligned), then B1's values and scales, then B2's.
@@ -904,6 +910,7 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
     const uint8_t* ring_generic = smem_raw + (ring - smem_base);  // the same bytes, for plain loads
     const uint32_t full = ring + kStages * STAGE_BYTES, empty = full + 8 * kStages;
     constexpr int n_cols = kN;  // wgmma's N for every tile of the launch
+    if (threadIdx.x == 0) NVFP4_MARK(2);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; ++s) {
@@ -965,12 +972,15 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
     #pragma unroll
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
     mma_blocks<kN>(acc, num_k, 0, p.n0, ring, ring_generic, full, empty);
+    if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
     if constexpr (kMode == kSplit) {
         reduce_in_cluster<kN>(d, sk.splits, split, threadIdx.x - kProducerThreads, p.m0, p.n0, ring, acc);
+        if (threadIdx.x == kProducerThreads) NVFP4_MARK(6);
         return;
     }
     if constexpr (kMode == kTails) add_tail<kN>(problem.tails, tile, acc);
     store_tile<kN>(d, p.m0, p.n0, ring, acc);
+    if (threadIdx.x == kProducerThreads) NVFP4_MARK(6);
 }
 
 // S for a launch of `tiles` tiles whose shortest batch has `min_blocks` K blocks: the most splits
