@@ -1,12 +1,84 @@
-"""NVFP4 dual_gemm v30: both launches of a call (prepass, GEMM kernel) captured once per cached launch plan and replayed as one CUDA graph; the checks on a plan miss only, raised through CPython
+"""NVFP4 dual GEMM v30: a call is one CUDA graph launch of a cached launch plan (prepass + GEMM kernel).
 
 Version: v30
 Parent: v25
-Change: both launches of a call (prepass, GEMM kernel) captured once per cached launch plan and replayed as one CUDA graph; the checks on a plan miss only, raised through CPython
+Change: both launches of a call (v25's prepass and GEMM kernel, unchanged) captured once per cached
+launch plan and replayed as one CUDA graph (gemm v47's machinery, group_gemm v45's measured idea). A plan
+per input set, cached (LRU, 128) by every pointer, size, stride, dtype and device it depends on (a, b1,
+b2, sfa, the permuted sfb1 and sfb2, c: 68 words at L = 1): each chunk's Problem (B1's and B2's tensor maps
+encoded, tiles, splits and tails chosen) and the workspace's layout (v25's), built on a miss only; from a
+plan's second call outside a stream capture, a CUDA graph of its launches, captured on a stream of the
+extension's own (thread-local mode) and instantiated once. A call: the data tuple read in place (no pybind
+conversion), the key, the lookup, one cudaGraphLaunch on c's device's current stream. The workspace is one
+buffer per (device, stream), grown as plans need, kept alive by the extension (a cached exec points into
+it); a plan whose workspace changed rebuilds its graph. Plain launches (v25's) where a graph would not pay
+or not be safe: a plan's first call, a stream under capture (the caller's capture records them: the
+harness's `graph` method), a plan whose graph the runtime refused (tried once per plan, then plain for
+good). The checks run on a miss only (the key holds all they read) and raise through CPython with vsnprintf
+messages: v25's TORCH_CHECKs streamed integers through c10::str (check_blocked_scales' sizes, the
+workspace error), the pattern gemm v47 read as the cause of gemm v44's SIGSEGV on the H200.
+`_module.launch_counts()`: (graph launches, plain launch pairs, graphs built, builds refused) since load.
+Timeline marks (ids in MARK_NAMES; nothing in a normal build): prepass start and stores, GEMM start, K
+loop, end, so `probe marks` reads the gap between the two kernels.
+Why: the physical account (NOTES, "Physical account per shape", H200, call X1) has 2.4 / 3.5 / 2.4 / 2.4 µs
+between the prepass's end and the GEMM kernel's start on every shape, queued: the second launch's own
+latency. A graph's second node starts sooner than a second stream launch: group_gemm v45, the same change
+on the same prepass + GEMM pair, measured 1.016x / 0.996x / 1.034x / 1.062x by the kernel method (~1.1 µs
+a call on its 17.3 µs shape). Host side, X5 measured v25's call at 18.9 µs of CPU (two launches ~10, the
+workspace allocation 3), below the GPU time, so the gain is on the device, not the host.
 Arch: sm_90a
-Analogue: none
-Prediction: TODO: what should move, by how much, and why
+Analogue: gemm v47 (the same plan, key, workspace and graph code, written for gemm, not yet run) and
+group_gemm v45 (a graph per plan, measured on the H200); PyTorch's CUDAGraph replay and CUTLASS's
+arguments-built-once do the same on the host side
+Prediction: kernels unchanged. `compare dual_gemm v25 v30` (kernel method: its span from the prepass's start
+to the GEMM's end, both graph nodes correlated with the cudaGraphLaunch): ~1.1-1.5 µs off each call's gap
+(group_gemm v45's 1.1 µs a call at D, out of the 2.4-3.5 µs gap here): 256x4096x7168 48.8 -> ~47.3-47.7 µs
+(1.02-1.03x), 512x4096x7168 82.8 -> ~81.3-81.7 (1.015-1.02x), 256x3072x4096 32.1 -> ~30.6-31.0 (1.035-1.05x),
+512x3072x7168 71.2 -> ~69.7-70.1 (1.015-1.02x); geomean ~1.025x. Host path (`probe host`, a hit): ~18.9 ->
+~8-10 µs (one cudaGraphLaunch ~5-6 µs, the Python call and the 68-word key ~2-3, the lookup < 0.5);
+gpumode: still device-bound on every shape, so it moves with the kernel figure (within 10% of it, as v25).
+A miss costs v25's host path plus the checks and the key (~1-2 µs); a plan's second call one capture and
+instantiation (~30-80 µs, once per input set). launch_counts after a timed run: graph launches >> plain.
+If the gap does not shrink (SAME), the second node's start is not the launch latency: the marks (prepass
+stores issued -> GEMM start) say what it is.
+
+Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
+"dual_gemm: "; the first four rows checked on every call, the rest on a miss: a hit's key holds them; the
+messages are the code's format strings, not yet raised on a machine):
+| input | exception: message |
+|---|---|
+| data not a 10-item tuple or list | ValueError: data must be (a, b1, b2, sfa, sfb1, sfb2, sfa_permuted, sfb1_permuted, sfb2_permuted, c) |
+| a, b1, b2, sfa, sfb1_permuted, sfb2_permuted or c not a tensor | TypeError: a, b1, b2, sfa, sfb1_permuted, sfb2_permuted and c must be torch tensors (c is NoneType) |
+| one of them sparse, or without storage | ValueError: a must be a dense (strided) tensor with storage |
+| any of them not on a CUDA device | ValueError: a, b1, b2, sfa, sfb1_permuted, sfb2_permuted and c must be CUDA tensors (got cpu, cuda:0, ...) |
+| on two devices | ValueError: ... must be on one device (got cuda:0, cuda:1, ...) |
+| a, b1, b2, sfa or c not 3-D | ValueError: a, b1, b2, sfa, c must be 3-D (rows, K or N, L); got 3-D, 3-D, 3-D, 3-D, 2-D |
+| a, b1 or b2 not one-byte e2m1 pairs | ValueError: a, b1 and b2 must hold packed e2m1 pairs (float4_e2m1fn_x2, uint8 or int8), got Half, ... |
+| a scale tensor not e4m3 | ValueError: sfa, sfb1_permuted and sfb2_permuted must be e4m3 scales (float8_e4m3fn or uint8 bits), got ... |
+| c not float16 (fp32, bf16) | ValueError: c must be float16, got Float |
+| M or L of 0, N not a multiple of 128, K not of 64, any of them 2^31 or more | ValueError: needs M >= 1, L >= 1, N a multiple of 128 and K a multiple of 64 (each below 2^31); got M=.. N=.. K=.. L=.. |
+| b1 or b2 not N x K/2 x L | ValueError: b1 and b2 must be N x K/2 x L = 4096 x 3584 x 1 (N from b1, K and L from a), got (...) and (...) |
+| sfa not M x K/16 x L | ValueError: sfa must be M x K/16 x L = 256 x 448 x 1, got (...) |
+| c not M x N x L | ValueError: c must be M x N x L = 256 x 4096 x 1, got (...) |
+| a, b1, b2, sfa or c with a stride along dim 1 other than 1 | ValueError: a, b1, b2, sfa and c must be contiguous along their second dimension (strides ...) |
+| a, b1 or b2 misaligned (base, row or batch stride not 16 bytes), rows overlapping | ValueError: b1 must start 16-byte aligned with row and batch strides multiples of 16 bytes, rows not overlapping (strides ...) |
+| sfa at an odd address, odd strides, rows overlapping | ValueError: sfa must start 2-byte aligned with even row and batch strides, rows not overlapping (strides ..., K/16 = ..) |
+| c misaligned, strides not multiples of 8 elements, rows overlapping | ValueError: c must start 16-byte aligned with row and batch strides multiples of 8 elements, rows not overlapping (strides ...) |
+| a permuted sfb of other sizes | ValueError: sfb1_permuted must have sizes (32, 4, N/128, 4, K/64, L) = (32, 4, 32, 4, 112, 1), got ... |
+| a permuted sfb contiguous in its logical order (`.contiguous()`), or any other strides | ValueError: sfb1_permuted must be GPU MODE's bytes, a permute(3, 4, 1, 5, 2, 0) view of contiguous (L, N/128, K/64, 32, 4, 4) with strides (16, 4, 57344, 1, 512, 1835008), got strides ... (a .contiguous() copy holds the scales in another order) |
+| a permuted sfb misaligned | ValueError: sfb1_permuted must start 16-byte aligned (512-byte tiles) |
+| driver without cuTensorMapEncodeTiled, or B's map refused | RuntimeError: no launch plan (-3: no cuTensorMapEncodeTiled in this driver) |
+| a launch error | RuntimeError: launch failed: <cudaGetErrorString> |
+Not read, so not checked: the plain sfb1 and sfb2 and the permuted sfa (v25's choice). New against v25: b1's
+and b2's K and L against a's, sfa's sizes, dtypes, devices, overlapping rows (v25 ran them unchecked).
 Measured: not yet run
+
+Exactness (v25's, kernels unchanged): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one
+HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
+partials added in a fixed order (0 + split 0 + split 1 + ...; with tails, the tile CTA's first blocks + the
+helper's tail), x 2^7 before silu; silu (x / (1 + exp(-x)), expf and a division within 2 ulp) and the
+product in fp32, then one rounding to fp16. Rows past M are zero (the prepass writes them) and not stored.
+Any M >= 1, N multiple of 128, K multiple of 64, any L.
 """
 
 import torch

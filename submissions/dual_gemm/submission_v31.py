@@ -1,12 +1,61 @@
-"""NVFP4 dual_gemm v31: the GEMM kernel a programmatic dependent of the prepass (a programmatic edge in the plan's graph): barriers, tensor-map prefetch and the first lap's B1/B2 copies before griddepcontrol.wait, A's after; the prepass triggers its dependents first thing
+"""NVFP4 dual GEMM v31: the GEMM kernel a programmatic dependent of the prepass; B's first lap before griddepcontrol.wait.
 
 Version: v31
 Parent: v30
-Change: the GEMM kernel a programmatic dependent of the prepass (a programmatic edge in the plan's graph): barriers, tensor-map prefetch and the first lap's B1/B2 copies before griddepcontrol.wait, A's after; the prepass triggers its dependents first thing
+Change: the GEMM kernel is launched with programmatic stream serialization (captured into the plan's graph
+as a programmatic edge from the prepass node), so its CTAs may start while the prepass runs. The prepass's
+first instruction is griddepcontrol.launch_dependents. In the GEMM kernel, before griddepcontrol.wait: the
+barriers' init, the tensor-map prefetch (B1's and B2's maps, prefetch.tensormap) and, for the CTA's first
+lap (up to the ring's 6 stages), each stage's expected bytes and its B1 and B2 copies (values and blocked
+scales: inputs no kernel of the call writes); after it, the lap's A copies (the prepass's fp16 tiles), then
+the ring as in v30. Every consumer thread executes griddepcontrol.wait too (they read the tail flags the
+prepass zeroes; free: their first stage needs A). Launched plain (a plan's first call, a caller's capture)
+it is the same kernel with the same attribute on a stream launch; without the attribute the wait returns at
+once. Host, checks, cache and graph: v30's.
+How it differs from dual v10 and gemm v16 / v36 (all slower, 0.93-0.98x): not in where the wait stands.
+v10's file (attic/) already issued its first lap's B copies before griddepcontrol.wait and A's after, with
+the trigger first, as here; gemm v16 and v36 the same (v36 also with the trigger after the stores). What is
+new: (1) the dependency is a programmatic edge inside a graph, never measured here (v10/v16/v36 were stream
+launches); (2) v25's kernels: 64-row B tiles with 256-row A, tails launches that are cooperative (+ PDL:
+launched and correct on an H100 in gemm v36), clusters at S = 2; (3) judged by span (v10 by summed kernel
+times, which count the overlap twice: gemm NOTES, v36); (4) marks on both sides of the wait (ids 3 and 4)
+so a loss is located, which the earlier rounds never did (gemm NOTES' hypotheses: CTA placement, B's
+copies competing with the prepass for HBM, the wait returning late, the trigger's timing).
+Residency (priced and guarded): the GEMM kernel holds a whole SM (384 threads x 168 registers = 64,512 of
+65,536, 223 KB of shared memory), so no prepass block (256 x 32 registers) can share an SM with it. The PTX
+rule makes that safe: the dependent grid is scheduled only once every block of the prepass has issued
+launch_dependents or exited, so when the first GEMM CTA can be placed every prepass block already holds its
+SM; a GEMM CTA takes an SM only as its prepass blocks leave, and they wait on nothing, so they all finish.
+The guard is the trigger's place (first instruction, every block, before any early return) and that nothing
+in the prepass waits on the GEMM. The tails launch's co-residency (tile CTAs spin on helpers' flags) holds as
+in v25: tiles + helpers <= SMs, one CTA per SM, and every SM frees once the prepass ends. Price: nothing
+taken from the prepass (its grid is one wave: 128-448 blocks of 256 threads on the benchmarks, against 132 x 8 slots); the
+GEMM's early B reads, 30 KB a CTA (6 stages x 2 operands x 2.5 KB) = 3.9 MB over 128 CTAs, ~1 µs of HBM at
+~4 TB/s, overlapping the prepass's tail (3-9 MB of its own traffic).
+Ordering between calls: the prepass is a plain launch, so call n + 1's prepass starts after call n's GEMM
+kernel completed (it rewrites the workspace that kernel read); only the GEMM's start is relaxed, and all it
+does before its wait is read B and write its own shared memory.
 Arch: sm_90a
-Analogue: none
-Prediction: TODO: what should move, by how much, and why
+Analogue: CUTLASS's and DeepGEMM's PDL on Hopper (the dependent's prologue and independent loads before
+cudaGridDependencySynchronize, the primary triggering early); dual v10 (above)
+Prediction: against v30 (`compare dual_gemm v30 v31`, kernel method, span): what PDL can hide is what v30
+leaves of the gap (~1-2 µs of the 2.4-3.5 µs of X1, after the graph's ~1.1-1.5) plus the B part of the fill
+(~2.0 µs from the first CTA's start to the first full stage; A's first tile, 32 KB a CTA from L2 where the
+prepass just wrote it, still comes after the wait: ~0.7-1 µs of it stays): ~2-3 µs a call: 256x4096x7168
+~47.5 -> ~45 µs (1.04-1.06x), 512x4096x7168 ~81.5 -> ~79 (1.02-1.04x), 256x3072x4096 ~30.8 -> ~28.3
+(1.06-1.10x), 512x3072x7168 ~70 -> ~67.5 (1.03-1.04x). Against that, three measured losses of the same
+structure (0.93-0.98x); if v31 loses too, the marks say where: GEMM start (2) before the prepass's last
+stores (1) and the wait's return (4) well after them = the wait returns late; starts clustered after the
+prepass's end = the trigger buys nothing; the K loop (5) longer than v30's = placement or HBM contention.
+Bad inputs: v30's table, unchanged.
 Measured: not yet run
+
+Exactness (v25's, kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in
+fp16 (one HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K
+order), partials added in a fixed order (0 + split 0 + split 1 + ...; with tails, the tile CTA's first blocks
++ the helper's tail), x 2^7 before silu; silu (x / (1 + exp(-x)), expf and a division within 2 ulp) and the
+product in fp32, then one rounding to fp16. Rows past M are zero (the prepass writes them) and not stored.
+Any M >= 1, N multiple of 128, K multiple of 64, any L.
 """
 
 import torch
