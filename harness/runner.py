@@ -279,6 +279,66 @@ def _children(job: dict, described: list[dict], untrusted: list[bool], together:
             for d, u in zip(described, untrusted)]
 
 
+@dataclass
+class BadInputResult:
+    case: str
+    kind: str  # reference.bad_inputs.SAME or BROKEN
+    outcome: str  # refused, right, wrong, ran (a broken input returned), CRASH, TIMEOUT, or the import's status
+    detail: str = ""
+    good: bool | None = None  # the good call right after it was right (None: the process did not get there)
+    good_detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in ("refused", "right", "ran") and self.good is True
+
+
+def bad_inputs(sub: Submission, shape: Shape, dist: str, *, timeout_s: float = isolation.DEFAULT_TIMEOUT_S,
+               compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S, capability=None,
+               progress: Callable[[dict], None] | None = None, untrusted_all: bool = False) -> tuple[list[BadInputResult], JobOutcome]:
+    """Every bad input of the problem (reference.bad_inputs) through ``sub`` on ``shape``, each in the
+    version's worker process (sandboxed where ``run`` would sandbox it); a case that ends the process is
+    its CRASH (or TIMEOUT), and the next case gets a fresh process. The outcome carries the refusal,
+    the device and the logs as ``run``'s does."""
+    from reference import bad_inputs as cases_mod
+    outcome = JobOutcome([sub], None)
+    refusal = _refusal([sub], capability)
+    if refusal:
+        outcome.refused = f"{refusal[0]}: {refusal[1]}"
+        return [], outcome
+    described = {"label": sub.label, "path": str(sub.path), "source_hash": sub.source_hash}
+    child = isolation.Child({"mode": "test", "problem": sub.problem, "ceilings": False}, described,
+                            compile_timeout_s=compile_timeout_s, on_event=progress,
+                            untrusted=untrusted_all or not submissions.in_lab(sub))
+    item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist, "problem": shape.problem}
+    results = []
+    with isolation.reaped_on_signals():
+        try:
+            for index, case in enumerate(cases_mod.cases(sub.problem)):
+                if progress:
+                    progress({"event": "start", "item": case.name})
+                try:
+                    reply = child.request({"cmd": "bad_input", "item": item, "case": index}, timeout_s)
+                except isolation.ChildFailure as exc:
+                    results.append(BadInputResult(case.name, case.kind, exc.status, exc.message.removeprefix(f"{exc.status}: ")))
+                    if child.import_failure is not None:
+                        break  # NOTE: the version never imports: every case would say the same
+                    continue
+                if reply.get("status") != "PASS":
+                    results.append(BadInputResult(case.name, case.kind, reply.get("status", "FAIL"), reply.get("message", "")))
+                    continue
+                results.append(BadInputResult(case.name, case.kind, reply["outcome"], reply.get("detail", ""),
+                                              reply.get("good"), reply.get("good_detail", "")))
+                outcome.device = outcome.device or child.device
+        finally:
+            child.stop()
+            outcome.logs.extend(child.logs)
+            if child.sandboxed:
+                outcome.sandboxes[child.label] = child.sandboxed
+    outcome.device = outcome.device or child.device
+    return results, outcome
+
+
 def _stop_children(children: list, outcome: JobOutcome) -> None:
     """Stops them; their logs and how each was confined go into ``outcome``."""
     for c in children:

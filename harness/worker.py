@@ -211,6 +211,46 @@ class Worker:
             del data
         return {"status": "PASS", "message": "", "results": self.results}
 
+    def bad_input(self, item: dict, index: int) -> dict:
+        """Bad input ``index`` of the problem (reference.bad_inputs) on the shape's first seed, then a
+        good call on the next seed. The outcome is the submission's own robustness, checked here, not a
+        verdict the judge gives or a leaderboard records. A CUDA error is the process's end (its context
+        is lost): the reply says CRASH and the parent starts a fresh process for the next case."""
+        from reference import bad_inputs
+        torch = self.torch
+        params, base = self._params(item)
+        case = bad_inputs.cases(self.mod.NAME)[index]
+        reply = {"status": "PASS", "message": "", "case": case.name, "kind": case.kind}
+        try:
+            result = self.kernel(case.transform(self._inputs(params, base, item["dist"])))
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - refusing is what a bad input should get
+            if _is_cuda_error(exc):
+                return {"status": "CRASH", "message": f"{case.name}: a CUDA error, the process's context is lost: "
+                        f"{_one_line(exc)}"}
+            reply.update(outcome="refused", detail=_one_line(exc))
+        else:
+            reply["outcome"] = "ran"
+            if case.kind == bad_inputs.SAME:
+                # NOTE: the values are the contract's, so the reference of the untouched set is the answer
+                try:
+                    ok, message = self.mod.check(self._inputs(params, base, item["dist"]), result)
+                except Exception as exc:  # noqa: BLE001 - an output of the wrong form is a wrong answer
+                    ok, message = False, _one_line(exc)
+                reply.update(outcome="right" if ok else "wrong", detail="" if ok else message)
+        try:
+            good = self.kernel(self._inputs(params, base + 1, item["dist"]))
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            ok, message = self.mod.check(self._inputs(params, base + 1, item["dist"]), good)
+        except Exception as exc:  # noqa: BLE001 - the good call's failure is this case's finding
+            if _is_cuda_error(exc):
+                return {"status": "CRASH", "message": f"{case.name}: the good call after it hit a CUDA error: {_one_line(exc)}"}
+            ok, message = False, f"raised {_one_line(exc)}"
+        reply.update(good=ok, good_detail="" if ok else message)
+        return reply
+
     def _inputs(self, params: dict, seed: int, dist: str):
         """One input set of the shape; a failure is the harness's (its generator), never the kernel's."""
         try:
@@ -527,6 +567,8 @@ def main(argv: list[str]) -> int:
                                        cmd.get("flush", "dirty"), cmd.get("batch", 1), cmd.get("sub"))
             elif cmd["cmd"] == "block":
                 reply = worker.block(cmd["round"], cmd["method"], cmd["warm"], cmd.get("sub", 0))
+            elif cmd["cmd"] == "bad_input":
+                reply = worker.bad_input(cmd["item"], cmd["case"])
             elif cmd["cmd"] == "finish":
                 reply = worker.finish()
             else:

@@ -19,7 +19,7 @@ import click
 
 from harness import config, isolation, leaderboard, lineage, paths, report, runner, stats, submissions
 from harness.cli import (COUNT, Number, clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
-                         output_options, refuse, run_processes_option, timing_options, timing_plan,
+                         output_options, refuse, given, run_processes_option, timing_options, timing_plan,
                          writable_file)
 from harness.cli import render
 from harness.cli.render import console, err_console
@@ -125,13 +125,22 @@ def list_cmd(problem, include_attic, fmt, output_path):
 @click.option("--shapes", "shapes_spec", default="tests", show_default=True,
               help="tests, benchmarks, edges (the issues' 'any shape' contracts), or SET:N.")
 @click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
+@click.option("--bad-inputs", is_flag=True,
+              help="Instead: the problem's bad inputs (reference/bad_inputs.py) on each shape (default: the first "
+                   "tests shape), one at a time; each must be refused with one line or handled right, never end the "
+                   "process, and a good call after it must still be right.")
 @output_options
 @gpus_option
 @common_options
 @clean_errors
-def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_path, gpus_spec, timeout, compile_timeout,
-             untrusted):
+def test_cmd(problem, version, dist, seeds, shapes_spec, custom, bad_inputs, fmt, output_path, gpus_spec, timeout,
+             compile_timeout, untrusted):
     """Correctness on the tests shapes: poisoned outputs, input mutation check, several seeds."""
+    if bad_inputs:
+        refuse(("dist", "seeds", "fmt", "output_path", "gpus_spec"),
+               "with --bad-inputs: it runs one competition input set per case, on this process's GPU, and prints its table")
+        _bad_inputs(problem, version, shapes_spec, custom, timeout, compile_timeout, untrusted)
+        return
     fmt = output_format(fmt, output_path)
     machine_only = fmt != "table" and not output_path
     sub = submissions.resolve(problem, version)
@@ -147,6 +156,25 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, fmt, output_pat
     if not machine_only:
         render.print_test(problem, sub, seeds, outcome)
     sys.exit(0 if outcome.ok else 1)
+
+
+def _bad_inputs(problem, version, shapes_spec, custom, timeout, compile_timeout, untrusted) -> None:
+    sub = submissions.resolve(problem, version)
+    cap = runner.local_capability()
+    explicit = bool(given("shapes_spec")) or bool(custom)
+    shapes, _ = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
+    if not explicit:
+        shapes = shapes[:1]  # NOTE: the cases are about the call's contract, not its size: one small shape
+    ok = True
+    for shape in shapes:
+        with render.Progress(f"test {problem} {sub.label} --bad-inputs") as prog:
+            results, outcome = runner.bad_inputs(sub, shape, "competition", timeout_s=timeout,
+                                                 compile_timeout_s=compile_timeout, capability=cap, progress=prog,
+                                                 untrusted_all=untrusted)
+        _refused(outcome)
+        render.print_bad_inputs(problem, sub, shape, results, outcome)
+        ok = ok and bool(results) and all(r.ok for r in results)
+    sys.exit(0 if ok else 1)
 
 
 # ------------------------------------------------------------------------------------------- run

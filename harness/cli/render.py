@@ -389,6 +389,28 @@ def print_test(problem: str, sub, seeds: int, outcome) -> None:
     console.print(f"{n_ok} passed, {len(outcome.results) - n_ok} failed")
 
 
+BAD_INPUT_OUTCOMES = {"refused": "refused", "right": "ran, right", "ran": "ran (not checked)", "wrong": "ran, WRONG"}
+
+
+def print_bad_inputs(problem: str, sub, shape, results, outcome) -> None:
+    """One row per bad input (reference.bad_inputs): what the version did, and whether a good call
+    right after it was still right."""
+    cols = [Col("bad input", "left", max_width=60, wrap=True), Col("outcome", "left"),
+            Col("message", "left", max_width=120, wrap=True), Col("good call after", "left")]
+    rows = []
+    for r in results:
+        good = "-" if r.good is None else ("right" if r.good else f"WRONG: {r.good_detail}")
+        rows.append({"bad input": r.case, "outcome": fmt_status(BAD_INPUT_OUTCOMES.get(r.outcome, r.outcome)),
+                     "message": fmt_text(r.detail), "good call after": fmt_text(good)})
+    show(f"{problem} {sub.label}: bad inputs on {shape_name(shape)} (each refused with one line, or handled right; "
+         "the process alive)", cols, rows)
+    print_shape_names([shape])
+    for line in sandbox_lines(outcome):
+        console.print(f"[dim]{fmt_text(line)}[/dim]")
+    n_ok = sum(r.ok for r in results)
+    console.print(f"{n_ok} of {len(results)} handled; a crash, a wrong result or a broken good call after fails")
+
+
 def print_run(problem: str, sub, outcome) -> None:
     plan = outcome.plan
     mode = method_title(plan) if plan else "cold"
