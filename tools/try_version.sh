@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for a new kernel version: build, correctness (both distributions, the tests and
-# the edges shapes; racecheck and synccheck for versions using mbarriers), compare against its
-# parent, then the recorded run.
+# the edges shapes; racecheck and synccheck for versions using mbarriers), the bad inputs (a failure
+# said, not stopping), compare against its parent, then the recorded run.
 # Stops at the first failure; a short summary is the last thing printed (and $OUT/summary.txt).
 # Usage (device machine, repo root): bash tools/try_version.sh PROBLEM VERSION PARENT
 # Env: NVFP4_GIT_COMMIT (required: the commit being run, which the copied tree cannot tell),
@@ -24,6 +24,11 @@ step() {  # step NAME CMD...: run, log, and stop on failure
   # NOTE: a barrier mistake in a new kernel hangs rather than fails; the timeout turns it into a failure.
   if timeout -k 10 "${STEP_TIMEOUT:-900}" "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -20 "$log" | tee -a "$summary"; finish 1; fi
 }
+soft() {  # soft NAME CMD...: like step, but a failure is said and the steps go on (a finding, not a broken build)
+  local name=$1; shift
+  echo "### $name" >> "$log"
+  if timeout -k 10 "${STEP_TIMEOUT:-900}" "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -16 "$log" | tee -a "$summary"; fi
+}
 finish() {
   if [ -d "$OUT/leaderboard_runs" ]; then
     tar czf "$OUT/leaderboard_runs.tgz" -C "$OUT" leaderboard_runs && rm -rf "$OUT/leaderboard_runs"
@@ -35,6 +40,8 @@ if [ "$steps" != time ] && [ "$steps" != record ]; then
 step "build $problem $version" python3 -m harness build "$problem" "$version"
 step "test (tests shapes, both distributions)" python3 -m harness test "$problem" "$version" --dist all --seeds 2
 step "test (edges shapes, both distributions)" python3 -m harness test "$problem" "$version" --shapes edges --dist all --seeds 2
+# NOTE: a bad input that ends the process is a bug to fix, not a reason to leave the version untimed
+soft "bad inputs (test --bad-inputs)" python3 -m harness test "$problem" "$version" --bad-inputs
 # NOTE: issue 5 asks every version that synchronises through mbarriers to be racecheck- and
 # synccheck-clean on a small shape; a version naming mbarrier gets both before any timing.
 src=$(python3 -c 'import sys; from harness.submissions import resolve; print(resolve(sys.argv[1], sys.argv[2]).path)' "$problem" "$version") || finish 2
