@@ -973,6 +973,7 @@ int group_gemm_launch(void* handle, void* workspace, int64_t stream_handle) {
 
 CPP_SRC = r"""
 #include <c10/cuda/CUDAStream.h>
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 
@@ -1136,7 +1137,13 @@ struct CachedPlan {
     uint64_t last_used;           // the call count at its last use: the smallest is evicted first
 };
 static CachedPlan* const plans = new CachedPlan[kCachedPlans]();
-static int16_t* const plan_index = new int16_t[kIndexSlots];  // an entry of plans per slot, -1: empty
+// NOTE: filled with -1 here: new int16_t[n] alone leaves the slots indeterminate, and find_plan, which
+// stops only at a -1, reads them on the first call, before any rebuild_plan_index.
+static int16_t* const plan_index = [] {
+    int16_t* const slots = new int16_t[kIndexSlots];  // an entry of plans per slot, -1: empty
+    std::fill(slots, slots + kIndexSlots, static_cast<int16_t>(-1));
+    return slots;
+}();
 static uint64_t calls = 0;
 
 // The index rebuilt from the plans in use: after an insertion or an eviction (a miss; removing one
