@@ -71,6 +71,10 @@ messages are the code's format strings, not yet raised on a machine):
 | a launch error | RuntimeError: launch failed: <cudaGetErrorString> |
 Not read, so not checked: the plain sfb1 and sfb2 and the permuted sfa (v25's choice). New against v25: b1's
 and b2's K and L against a's, sfa's sizes, dtypes, devices, overlapping rows (v25 ran them unchecked).
+Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around this call keeps pointers into the
+module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
+caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
+and drops its graphs after, so it never replays across a regrowth.
 Measured: not yet run
 
 Exactness (v25's, kernels unchanged): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one

@@ -110,6 +110,10 @@ The messages above are the ones a CPU build of this file's C++ (the CUDA calls f
 The plain sfb is not read (B's scales come from sfb_permuted) and not checked. The permuted sfa is not
 read either (A's scales come from sfa) but is checked as GPU MODE hands it over. Not checked (as v44):
 negative or overlapping batch strides.
+Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around this call keeps pointers into the
+module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
+caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
+and drops its graphs after, so it never replays across a regrowth.
 Measured: not yet run
 
 Exactness (v43's, kernels unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
