@@ -306,10 +306,10 @@ def bad_inputs(sub: Submission, shape: Shape, dist: str, *, timeout_s: float = i
     if refusal:
         outcome.refused = f"{refusal[0]}: {refusal[1]}"
         return [], outcome
-    described = {"label": sub.label, "path": str(sub.path), "source_hash": sub.source_hash}
-    child = isolation.Child({"mode": "test", "problem": sub.problem, "ceilings": False}, described,
-                            compile_timeout_s=compile_timeout_s, on_event=progress,
-                            untrusted=untrusted_all or not submissions.in_lab(sub))
+    described = [{"label": sub.label, "path": str(sub.path), "source_hash": sub.source_hash}]
+    children = _children({"mode": "test", "problem": sub.problem, "ceilings": False}, described,
+                         [untrusted_all or not submissions.in_lab(sub)], False, {}, compile_timeout_s, progress)
+    child = children[0]
     item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist, "problem": shape.problem}
     results = []
     with isolation.reaped_on_signals():
@@ -329,13 +329,9 @@ def bad_inputs(sub: Submission, shape: Shape, dist: str, *, timeout_s: float = i
                     continue
                 results.append(BadInputResult(case.name, case.kind, reply["outcome"], reply.get("detail", ""),
                                               reply.get("good"), reply.get("good_detail", "")))
-                outcome.device = outcome.device or child.device
         finally:
-            child.stop()
-            outcome.logs.extend(child.logs)
-            if child.sandboxed:
-                outcome.sandboxes[child.label] = child.sandboxed
-    outcome.device = outcome.device or child.device
+            _stop_children(children, outcome)
+    outcome.device = child.device
     return results, outcome
 
 

@@ -221,10 +221,15 @@ class Worker:
         params, base = self._params(item)
         case = bad_inputs.cases(self.mod.NAME)[index]
         reply = {"status": "PASS", "message": "", "case": case.name, "kind": case.kind}
-        try:
-            result = self.kernel(case.transform(self._inputs(params, base, item["dist"])))
+
+        def call(data):
+            out = self.kernel(data)
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
+            return out
+
+        try:
+            result = call(case.transform(self._inputs(params, base, item["dist"])))
         except Exception as exc:  # noqa: BLE001 - refusing is what a bad input should get
             if _is_cuda_error(exc):
                 return {"status": "CRASH", "message": f"{case.name}: a CUDA error, the process's context is lost: "
@@ -240,9 +245,7 @@ class Worker:
                     ok, message = False, _one_line(exc)
                 reply.update(outcome="right" if ok else "wrong", detail="" if ok else message)
         try:
-            good = self.kernel(self._inputs(params, base + 1, item["dist"]))
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
+            good = call(self._inputs(params, base + 1, item["dist"]))
             ok, message = self.mod.check(self._inputs(params, base + 1, item["dist"]), good)
         except Exception as exc:  # noqa: BLE001 - the good call's failure is this case's finding
             if _is_cuda_error(exc):
