@@ -75,7 +75,11 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28, commit 49f8d55 (a device round of six versions, one per GPU of a 4-GPU machine). `compare dual_gemm v25 v30` (kernel method, one process): 1.027x [1.017, 1.037] / 1.013x [1.004,
+1.021] / 1.037x [1.029, 1.045] / 1.013x [1.003, 1.023], all FASTER; geomean 1.022x [1.020, 1.025] (v30 45.76 /
+79.21 / 30.47 / 67.77 us): inside the predicted 1.015-1.05x. gpumode (recorded; this harness's first timed call of each batch runs cold, see the gemm NOTES): 48.79 / 80.76 / 33.39 / 69.83 us (median).
+Graph-path check (a script, not kept): every shape right through the graph and on a side stream; launch counts (28, 14, 14, 0). Tests,
+edges, racecheck, synccheck pass; `test --bad-inputs` 13 of 13.
 
 Exactness (v25's, kernels unchanged): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one
 HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

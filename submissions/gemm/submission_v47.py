@@ -114,7 +114,15 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28, commit 49f8d55 (a device round of six versions, one per GPU of a 4-GPU machine). `compare gemm v44 v47` (kernel method, one process): 1.010x [1.005, 1.015] SAME / 1.065x
+[1.055, 1.075] FASTER / 1.110x [1.057, 1.173] FASTER; geomean 1.061x [1.047, 1.076] FASTER (v47 59.95 / 22.33 /
+~14.5 us). Above its 1.00-1.07x range on the short shapes: the graph's second node starts sooner than priced.
+gpumode (recorded; this harness's first timed call of each batch runs cold, see the gemm NOTES): 62.08 / 25.07 / 21.00 us (median). Host path (`probe host`, 128x7168x2048): 12.19 us a call against
+v44's 30.58 (predicted 8-9); the gpumode figure of 128x7168x2048 is still 1.45x its kernel time. Tests and
+edges (both distributions), racecheck, synccheck pass; `test --bad-inputs` 12 of 12 refused in one line, the
+process alive (v44 ends it on the first .contiguous() scale: SIGSEGV in custom_kernel, faulthandler, same
+machine), so the integer-streaming account above stands. A graph-path check (a script, not kept): every shape right
+through the graph and on a side stream; launch counts (graph, plain, built, refused) (17, 3, 5, 0).
 
 Exactness (v43's, kernels unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums

@@ -48,7 +48,11 @@ structure (0.93-0.98x); if v31 loses too, the marks say where: GEMM start (2) be
 stores (1) and the wait's return (4) well after them = the wait returns late; starts clustered after the
 prepass's end = the trigger buys nothing; the K loop (5) longer than v30's = placement or HBM contention.
 Bad inputs: v30's table, unchanged.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit 49f8d55 (a device round of six versions, one per GPU of a 4-GPU machine). `compare dual_gemm v30 v31` (kernel method, one process): 1.003x SAME / 1.013x SAME / 0.991x SAME /
+0.984x [0.974, 0.993] SLOWER; geomean 0.998x SAME (v31 45.88 / 78.81 / 31.02 / 69.14 us). gpumode (recorded; this harness's first timed call of each batch runs cold, see the gemm NOTES): 48.76 / 80.03 /
+33.24 / 69.97 us (median). PDL inside the graph gained nothing here (gemm v48 gained 7% on its unsplit launch
+only). Tests, edges, racecheck, synccheck, 13 of 13 bad inputs pass.
 
 Exactness (v25's, kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in
 fp16 (one HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K

@@ -1,33 +1,51 @@
-"""NVFP4 GEMM v49: the prepass folded onto the SMs the GEMM grid leaves free, so every GEMM CTA starts under it (v48's PDL).
+"""NVFP4 GEMM v48: the GEMM kernel as a programmatic dependent of the prepass, B's first lap issued before the wait.
 
-Version: v49
-Parent: v48
-Change: a prepass launch block holds 1, 2 or 4 of v48's 256-thread decode blocks (decode_fold; 256, 512 or
-1,024 threads, each thread the same unit as in v48): the smallest fold with prepass blocks + GEMM CTAs <=
-SMs, or 1 where none fits. The kernel's thread-to-unit map is v48's, computed from (decode block, thread
-within it) instead of (blockIdx.x, threadIdx.x). Nothing else changes.
-Why: under v48's programmatic launch a GEMM CTA needs a whole SM (64,512 of 65,536 registers, 170 KB of
-shared memory) and never shares one with a prepass block, and the scheduler spreads the prepass's 32 blocks
-on 128x7168x2048 over 32 SMs: 100 of the GEMM's 112 CTAs start under the prepass (barrier init and B's
-first lap hidden), 12 start cold at its end, and the slowest CTA sets the kernel's end. Folded by 2, the
-prepass holds 16 SMs and all 112 CTAs start at once (16 + 112 = 128 <= 132).
-Which shapes change (H200, 132 SMs; a replica of the host's arithmetic): 128x7168x2048 fold 2 (32 decode
-blocks beside 112 CTAs); 128x4096x7168 (112 beside 128) and 128x7168x16384 (256 beside 112) fold 1, v48's
-launches exactly. Tests and edges exercised: 128x1536x7168 fold 2 (split S = 4, cooperative), 256x7168x2048
-fold 4, 128x768x4352 L = 2 fold 2 (two batches, split S = 2); the rest fold 1.
+Version: v48
+Parent: v47
+Change: the GEMM kernel is launched with programmatic stream serialization after the prepass (split launches
+cooperative as well, as v36 launched them), on the plain path and, through build_graph's stream capture, as a
+programmatic edge between the graph's two kernel nodes. The prepass executes griddepcontrol.launch_dependents
+as its first instruction. In the GEMM kernel thread 0 prefetches B's tensor map, initialises the barriers,
+arms the first lap's kStages full barriers (expect_tx counting A's bytes too) and issues their B values and
+scales, then executes griddepcontrol.wait, then A's tiles for that lap, then the rest as v47. The split flags
+the prepass zeroes are read only after the K loop, whose stages all wait for A, loaded after the wait. One
+idea: nothing else changes (kernels' loops, epilogues, host path, plan cache and graph are v47's).
+Why: v44's short shapes pay, in series, the prepass, the gap before the GEMM kernel starts and its fill (its
+first stage from HBM): ~4.6 us on 128x7168x2048 on the H200 (v46's marks and compare), against 16.1 us in
+all. B (the bulk of the bytes) does not depend on the prepass; only A's tiles do.
+Not new: v36 (attic, on v34, H100) already issued the first lap's B before griddepcontrol.wait and A after,
+with the trigger first (0.976x / 0.938x / 0.957x by span) or after the stores (0.972x / 0.950x / 0.926x);
+v16 (attic, on v15) the same, 0.94-0.98x. What v48 adds: v47's graph (the edge is a programmatic edge in the
+exec, no host launch between the kernels), the tensor-map prefetch, and the timeline marks below, so the
+H200 shows where the wait returns against the GEMM CTAs' start (v36's loss was never explained: "the
+timeline of a PDL build, stamped from the prepass's start, is the next measurement").
+Residency (the brief's deadlock question): a GEMM CTA needs a whole SM (384 threads x 168 registers =
+64,512 of 65,536; 170 KB of shared memory) and a prepass block holds 8,192 registers (256 x 32), so the two
+never share an SM. No deadlock: the dependent grid is launched only when every prepass block has executed
+launch_dependents or exited (CUDA programming guide, PDL), so every prepass block already holds its SM
+when the first GEMM CTA is placed, and prepass blocks wait on nothing. A cooperative GEMM CTA that finds no
+free SM waits for a prepass block to exit: all of them become resident, so the split exchange's spin on
+its peers' flags still ends (the cooperative launch's own check is against the whole GPU, as in v47).
+Where the GEMM CTAs land: 128x7168x2048: prepass 32 blocks (8,192 threads) on 32 SMs, GEMM 112 CTAs, 100
+start under the prepass, 12 wait for an SM; 128x4096x7168: prepass 112 blocks, GEMM 128 CTAs, 20 start
+under it, 108 wait; 128x7168x16384: prepass 256 blocks (~2 an SM on every SM), GEMM 112 CTAs, ~none
+start under it. The late CTAs start with no launch gap (the grid is already launched) but a cold fill.
 Arch: sm_90a
-Analogue: none found for sizing a producer grid to the dependent's idle SMs; CUTLASS's PDL kernels rely on
-the dependent's CTAs fitting beside the primary's
-Prediction: (H200, `compare gemm v48 v49`, kernel method) 128x7168x2048: v48's critical path is a late
-CTA's cold start (launch on its SM, barrier init, B and A of the first stage from HBM: 1.5-2.2 us on the
-H100, v19's timeline and NOTES' parts) after a prepass block's exit; v49's is the wait's return, then A's
-first stage from L2 (8 KB, just written) ~0.3-0.5 us, on a prepass of the same threads on half the SMs
-(+0-0.3 us: 0.6 MB of loads and stores over 16 SMs). Saved ~0.7-1.4 us of ~15.5: 1.04-1.09x. The other two
-benchmarks launch exactly v48's kernels: SAME (within the ~3% two builds of one kernel differ by). Marks:
-"prepass done (wait returned)" minus "start" > 0 on all 112 CTAs (v48: ~0 on 12), and the spread of
-"start" across CTAs under ~0.5 us (v48: the late 12 start ~1-2 us after the rest).
-Against it: the 112 CTAs' B first laps (4 MB from HBM) all land while the prepass runs; a prepass slowed
-by that contention moves the wait's return, which every CTA now waits for.
+Analogue: CUTLASS's and DeepGEMM's Hopper kernels launched with PDL (cudaGridDependencySynchronize after
+the prologue); gemm v36 and v16 (attic), dual_gemm v10, group_gemm v34 (all lost 2-11% on the H100)
+Prediction: (H200, `compare gemm v47 v48`, kernel method, span from the prepass's start to the GEMM's end)
+what PDL can hide is, per shape, the gap between the kernels in v47's graph (~0.5-1.1 us: group_gemm v45
+measured a graph's second node starting ~1.1 us sooner than a second stream launch, out of v44's ~2-3 us
+H100 gap) plus, for the CTAs that start under the prepass, their barrier init and B's first lap (8 x 4.5 KB
+a CTA; their A then comes from L2, 8-16 KB a stage). The critical path is the CTAs that wait for a
+prepass SM: they save the gap only. 128x7168x2048: 16.1 -> 15.2-15.8 us (1.02-1.06x); 128x4096x7168:
+23.6 -> 22.8-23.3 (1.01-1.04x); 128x7168x16384: 60.7 -> 60.0-60.7 (1.00-1.01x, SAME). Marks: "prepass done
+(wait returned)" minus "start" ~1-2 us on the CTAs that start under the prepass, ~0 on the late ones, and
+"first stage decoded" within ~0.5 us of the wait's return on the early ones (their B already landed).
+Against it: v36 lost 2-7% doing the same on the H100 (v16's hypotheses: B's early copies, 100 CTAs x 36 KB
+= 3.6 MB from HBM, competing with the prepass's 0.6 MB; griddepcontrol.wait returning later than a kernel
+boundary). If v48 loses again, the marks say which: a wait that returns well after the prepass's last
+block (compare with v47's span) or a first stage that lands late.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -60,7 +78,15 @@ The messages above are the ones a CPU build of this file's C++ (the CUDA calls f
 The plain sfb is not read (B's scales come from sfb_permuted) and not checked. The permuted sfa is not
 read either (A's scales come from sfa) but is checked as GPU MODE hands it over. Not checked (as v44):
 negative or overlapping batch strides.
-Measured: not yet run
+Verdict: mixed
+Measured: NVIDIA H200, 2026-11-28, commit 49f8d55 (a device round of six versions, one per GPU of a 4-GPU machine). `compare gemm v47 v48` (kernel method, one process): 0.999x [0.995, 1.004] SAME / 0.975x [0.970,
+0.980] SLOWER / 1.071x [1.064, 1.079] FASTER; geomean 1.014x [1.013, 1.016] SAME (v48 60.20 / 23.06 / 14.42
+us). gpumode (recorded; this harness's first timed call of each batch runs cold, see the gemm NOTES): 62.15 / 26.23 / 19.94 us (median). Host path 8.42 us a call (v47 12.19). Marks on
+128x7168x2048 (20 calls, medians from the call's first stamp): B armed 1.18 us, the wait returned 1.25 (the
+prepass was already done: B armed -> wait 0.03 us), first stage decoded 2.62, K loop done 11.65 (9.02 us of
+loop), end 12.32: the prepass is hidden behind B's first lap there, as predicted. 128x4096x7168 (a split
+launch) lost 2.5%: the split path's cost under PDL is not measured (no marks there). A version taking PDL
+only on unsplit launches is the lesson; tests, edges, racecheck, synccheck and 12 of 12 bad inputs pass.
 
 Exactness (v43's, kernels unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums
@@ -76,7 +102,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v49"
+EXTENSION_NAME = "nvfp4_gemm_v48"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
 FUNCTIONS = ["gemm", "launch_counts"]
@@ -190,9 +216,6 @@ constexpr int C_ROW_BYTES = BLOCK_N * 2 + 16;
 constexpr int C_STAGE_OFFSET = 2 * PARTIAL_BYTES;
 static_assert(C_STAGE_OFFSET + BLOCK_M_MAX * C_ROW_BYTES <= kStages * STAGE_BYTES, "the C tile must fit the drained ring");
 constexpr int kDecodeThreads = 256;     // prepass: one (row, K block, half) per thread, four 16-byte chunks out
-// NOTE: v49: a prepass launch block holds 1, 2 or 4 of those 256-thread blocks (ChunkLaunch::decode_fold),
-// so the prepass can fit in the SMs the GEMM grid leaves free (gemm_build_plan).
-constexpr int kMaxDecodeFold = 4;
 constexpr int kFullArrivals = 1;         // the producer's arrive.expect_tx: every copy of a stage counts bytes on it
 constexpr int kEmptyArrivals = kConsumerThreads;
 constexpr int kMaxSplits = 8;           // splits per tile at most (choose_splits)
@@ -377,14 +400,8 @@ __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
 // K block fastest. A warp is 4 rows x 4 K blocks x 2 halves: each store instruction writes, per
 // (row, K block), chunks 2s and 2s + 1, which the swizzle (c ^ r % 8) keeps an aligned 32-byte pair:
 // 16 full sectors. Its loads read 128 contiguous bytes of each row's A and 16 of its scales.
-// NOTE: v49: "block" below is a 256-thread decode block; a launch block of blockDim.x threads holds
-// blockDim.x / kDecodeThreads of them, consecutive (the host's decode_fold), each run exactly as one launch
-// block of v48 ran (same threads, same units, same warps: 256 is a multiple of 32).
-__global__ void __launch_bounds__(kDecodeThreads * kMaxDecodeFold)
+__global__ void __launch_bounds__(kDecodeThreads)
 decode_a_kernel(const __grid_constant__ Problem problem) {
-    const int block = static_cast<int>(blockIdx.x) * (static_cast<int>(blockDim.x) / kDecodeThreads) +
-                      static_cast<int>(threadIdx.x) / kDecodeThreads;
-    const int thread = static_cast<int>(threadIdx.x) % kDecodeThreads;
     // NOTE: v48: lets the GEMM grid (this launch's programmatic dependent) be scheduled now. That only
     // lets its CTAs start: it reads nothing of ours (A's fp16 tiles, the split flags) before its
     // griddepcontrol.wait, which returns once this whole grid has completed and its writes are visible.
@@ -396,14 +413,12 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     // NOTE: the GEMM kernel's split-K flags start at 0 each launch. The GEMM reads and raises them only
     // after its K loop, whose stages all wait for A's tiles, which its producer loads after
     // griddepcontrol.wait: so after these stores are complete and visible (no epoch to carry between calls).
-    if (block == 0 && problem.splits > 1)
-        for (int i = thread; i < problem.num_tiles * problem.splits; i += kDecodeThreads) problem.flags[i] = 0u;
+    if (blockIdx.x == 0 && problem.splits > 1)
+        for (int i = threadIdx.x; i < problem.num_tiles * problem.splits; i += kDecodeThreads) problem.flags[i] = 0u;
     int g = 0;
-    while (g + 1 < problem.num_groups && block >= problem.groups[g + 1].decode_begin) ++g;
+    while (g + 1 < problem.num_groups && static_cast<int>(blockIdx.x) >= problem.groups[g + 1].decode_begin) ++g;
     const GroupDesc& d = problem.groups[g];
-    // NOTE: a block past the last (the launch's last block, partly filled) lands here in the last batch
-    // with u >= its thread count: the last batch has ceil(threads / 256) blocks from its decode_begin.
-    const int u = (block - d.decode_begin) * kDecodeThreads + thread;
+    const int u = (blockIdx.x - d.decode_begin) * kDecodeThreads + threadIdx.x;
     if (u >= decode_threads_of(d)) return;
     const int num_kb = d.k / BLOCK_K;
     const int j = u & 1, q = u >> 3;
@@ -954,8 +969,7 @@ static int encode_b_maps(Problem& problem) {
 struct ChunkLaunch {
     Problem problem;                     // a16, partials and flags point into the plan's `workspace`
     int64_t a16_offset[kMaxGroups];      // each batch's tiled fp16 A, bytes from the workspace's start
-    int decode_blocks;                   // 256-thread decode blocks (fill_chunk)
-    int decode_fold;                     // v49: decode blocks per prepass launch block, 1, 2 or 4
+    int decode_blocks;
 };
 struct LaunchPlan {
     std::vector<ChunkLaunch> chunks;
@@ -985,24 +999,6 @@ void* gemm_build_plan(const int64_t* desc, int num_groups, int64_t* workspace_by
         const int64_t bytes = fill_chunk(desc, num_groups, first, sms, chunk.problem, chunk.decode_blocks);
         *err = bytes < 0 ? -2 : encode_b_maps(chunk.problem);
         if (*err != 0) { delete plan; return nullptr; }
-        // NOTE: v49: a GEMM CTA needs a whole SM (64,512 registers, 170 KB of shared memory) and a prepass
-        // block of any fold never leaves room for one, so under PDL (v48) a GEMM CTA starts at once only on
-        // an SM no prepass block holds. The scheduler spreads a grid's blocks one an SM while SMs are free,
-        // so v48's prepass on 128x7168x2048 (32 blocks) held 32 SMs and 12 of the GEMM's 112 CTAs started
-        // cold at its end. Folding 2 or 4 decode blocks into one launch block (512 or 1,024 threads, the
-        // same work a thread) keeps the prepass on SMs the GEMM does not need whenever that fits; where no
-        // fold fits (128x4096x7168: 112 blocks beside 128 CTAs; 128x7168x16384: 256 beside 112), v48's
-        // launch is kept: a folded prepass would hold as many SMs and run fewer threads on each.
-        const int64_t gemm_ctas = static_cast<int64_t>(chunk.problem.num_tiles) * chunk.problem.splits;
-        chunk.decode_fold = 1;
-        if (chunk.decode_blocks + gemm_ctas > sms) {
-            for (int fold = 2; fold <= kMaxDecodeFold; fold *= 2) {
-                if ((chunk.decode_blocks + fold - 1) / fold + gemm_ctas <= sms) {
-                    chunk.decode_fold = fold;
-                    break;
-                }
-            }
-        }
         for (int g = 0; g < chunk.problem.num_groups; ++g) {
             const GroupDesc& d = chunk.problem.groups[g];
             chunk.a16_offset[g] = next;
@@ -1048,8 +1044,7 @@ void gemm_launch_counts(int64_t* out) {
 static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
     for (const ChunkLaunch& chunk : plan.chunks) {
         const Problem& problem = chunk.problem;
-        decode_a_kernel<<<(chunk.decode_blocks + chunk.decode_fold - 1) / chunk.decode_fold, kDecodeThreads * chunk.decode_fold,
-                          0, stream>>>(problem);
+        decode_a_kernel<<<chunk.decode_blocks, kDecodeThreads, 0, stream>>>(problem);
         cudaLaunchConfig_t config = {};
         cudaLaunchAttribute attributes[2];
         // NOTE: v48: programmatic stream serialization: this grid may be scheduled once every prepass block
