@@ -43,6 +43,7 @@ import ctypes
 import json
 import os
 import re
+import secrets
 import select
 import shutil
 import signal
@@ -476,7 +477,23 @@ class Child:
             self._send(command, started + timeout_s)
         except OSError:
             pass  # the child is gone; _await reports how
-        event = self._await(("reply",), timeout_s, "on this shape", since=started)
+        keys: list[int] = []
+        while True:
+            event = self._await(("reply", "key"), timeout_s, "on this shape", since=started)
+            if event["event"] == "reply":
+                break
+            # NOTE: a block's values are decided by a key given only after its untimed call
+            # (harness.judge.mask_signs); asked outside a block, or more often than the block's
+            # passes (one, two where the escape check timed it again), is a key taken by something else
+            if command["cmd"] != "block" or len(keys) == 2:
+                self._kill()
+                return {"status": "TAMPERED", "message": "TAMPERED: the child asked for more keys than its block's "
+                        "timed passes (something besides the harness read them)"}
+            keys.append(secrets.randbits(63))
+            try:
+                self._send({"cmd": "key", "key": keys[-1]}, started + timeout_s)
+            except OSError:
+                pass  # the child is gone; the next _await reports how
         took_us = (time.monotonic() - started) * 1e6
         reply = {k: v for k, v in event.items() if k != "event"}
         results = reply.pop("results", None)
@@ -488,10 +505,15 @@ class Child:
                 if beyond:
                     self._kill()
                     return dict(reply, status="TAMPERED", message=f"TAMPERED: {beyond}")
-            reply = self._judged(command, reply, results, started + timeout_s)
+                if len(keys) != (2 if reply.get("escape_retried") else 1):
+                    self._kill()
+                    return dict(reply, status="TAMPERED", message=f"TAMPERED: the child asked for {len(keys)} keys for "
+                                f"a block timed {'twice' if reply.get('escape_retried') else 'once'} (its values were "
+                                "not the ones the parent decided)")
+            reply = self._judged(command, reply, results, started + timeout_s, keys[-1] if keys else None)
         return reply
 
-    def _judged(self, command: dict, reply: dict, results, deadline: float) -> dict:
+    def _judged(self, command: dict, reply: dict, results, deadline: float, key: int | None = None) -> dict:
         """The child's PASS reply with the judge's verdict on its outputs (``harness.judge``)."""
         if command["cmd"] in ("test", "prepare"):
             self._item = command["item"]
@@ -501,7 +523,7 @@ class Child:
                 return dict(reply, status="FAIL", message=f"the child reported a pool of {pool!r} input sets "
                             f"for {command['pool']} asked")
             self._pool = pool
-        calls = judge.expected_calls(command, self._item, self._pool, 1 + len(self.together), reply)
+        calls = judge.expected_calls(command, self._item, self._pool, 1 + len(self.together), reply, key)
         kind = "test" if command["cmd"] == "test" else "timed"
         try:
             verdict = self._judge.request({"cmd": "check", "item": self._item, "calls": calls, "results": results,

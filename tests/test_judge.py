@@ -152,3 +152,51 @@ def test_a_block_that_reports_more_time_than_the_parent_saw_is_refused():
     assert "reported 2000 µs" in _beyond_wall({"times_us": [20.0]}, 100, 1000.0)  # one batch of 100 calls
     assert _beyond_wall({"times_us": [10.0], "warm_times_us": [50.0]}, 1, 55.0)  # --warm's calls ran in it too
     assert "not a list" in _beyond_wall({"times_us": "fast"}, 1, 55.0)
+
+
+@pytest.mark.parametrize("problem", ["gemm", "group_gemm"])
+def test_a_key_flips_only_e2m1_signs_and_the_same_key_gives_the_same_values(problem):
+    """harness.judge.mask_signs: the child and the judge apply it apart and must agree bit for bit."""
+    mod = problem_module(problem)
+    params = ({"m": [64, 32], "n": [128, 128], "k": [64, 64], "g": 2} if problem == "group_gemm"
+              else {k: v for k, v in PARAMS.items() if k != "seed"})
+
+    def fresh():
+        return mod.generate_input(**params, seed=7, dist="competition")
+
+    def raw(data):
+        return [t.reshape(-1).contiguous().view(torch.uint8).clone() for t in judge.tensors_of(data)]
+
+    plain, masked, again, other = fresh(), fresh(), fresh(), fresh()
+    judge.mask_signs(torch, mod, masked, 11)
+    judge.mask_signs(torch, mod, again, 11)
+    judge.mask_signs(torch, mod, other, 12)
+    flipped = 0
+    for p, m, a, o, t in zip(raw(plain), raw(masked), raw(again), raw(other), judge.tensors_of(plain)):
+        assert torch.equal(m, a)
+        diff = p ^ m
+        if t.dtype == torch.float4_e2m1fn_x2:
+            assert not (diff & 0x77).any()  # magnitudes as generated
+            flipped += int((diff != 0).sum())
+            assert not torch.equal(m, o)
+        else:
+            assert not diff.any()  # scales and outputs untouched
+    assert flipped > 0
+    judge.mask_signs(torch, mod, again, 11)
+    assert all(torch.equal(p, a) for p, a in zip(raw(plain), raw(again)))
+
+
+def test_a_block_is_judged_against_the_inputs_its_key_decided(shared):
+    """An output of the inputs as generated (computed before the key was known) fails; the masked one passes."""
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    data = _data(mod, 7)
+    judge.mask_signs(torch, mod, data, 5)
+    unmasked = _data(mod, 7)
+    calls = judge.expected_calls({"cmd": "block", "round": 0, "method": "cold"}, ITEM, 1, 1, {}, key=5)
+    assert calls[0]["key"] == 5
+    right = judge.Judge(torch, mod, shared).check(ITEM, calls, [_entry(sink, mod, data, mod.ref_kernel(data))], "timed")
+    assert right["status"] == "PASS"
+    stale = _entry(sink, mod, data, mod.ref_kernel(unmasked))
+    wrong = judge.Judge(torch, mod, shared).check(ITEM, calls, [stale], "timed")
+    assert wrong["status"] == "FAIL" and "mismatch" in wrong["message"]

@@ -42,9 +42,10 @@ def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     monkeypatch.setattr(timing, "time_block", fake_time_block)
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
     monkeypatch.setattr(worker, "form_problem", lambda mod, data, result: None)
+    monkeypatch.setattr(worker, "mask_signs", lambda torch, mod, data, key: None)
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
-                      guard, None, None)
+                      guard, None, None, ask_key=lambda: 7)
     w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 1
     return dict(w._timed_pass("cold"), results=w.results), len(calls)
 
@@ -58,7 +59,7 @@ def test_a_block_flagged_once_is_timed_again_on_fresh_inputs_and_the_clean_retry
     assert len(_Problem.seeds) == 4 and _Problem.poisoned == 4
     assert not set(_Problem.seeds) & {worker.round_seed(1, 0, slot) for slot in range(2)}
     retry = worker.retry_round(1)
-    assert _Problem.seeds[2:] == [worker.round_seed(1, retry, 1), worker.round_seed(1, retry, 0)]
+    assert _Problem.seeds[2:] == [worker.round_seed(1, retry, 0), worker.round_seed(1, retry, 1)]
 
 
 def test_a_block_flagged_twice_fails_with_both_figures(monkeypatch):
@@ -81,22 +82,42 @@ def test_the_retried_blocks_outputs_are_judged_against_the_retry_inputs_seeds(mo
     assert [c["seed"] for c in calls] == [seed] and f"seed {seed}" in calls[0]["label"]
 
 
-def test_the_pool_is_refilled_after_the_untimed_call_before_the_block(monkeypatch):
-    """A call that reaches the pool from the untimed call before the block finds last round's values."""
-    seen = []
+def test_the_untimed_call_before_the_block_sees_values_the_block_does_not_time(monkeypatch):
+    """The pool is generated before the untimed call (so that call warms the host path after the
+    generation), and its values are decided after it: a key asked of the parent only then, every
+    pool set (never the scratch set) masked by it, before the first timed call."""
+    events = []
     _Problem.seeds = []
 
     def kernel(data):
-        seen.append((data, len(_Problem.seeds)))
+        events.append(("call", data, len(_Problem.seeds)))
         return "out"
 
+    def ask_key():
+        events.append(("key",))
+        return 99
+
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
+    monkeypatch.setattr(worker, "mask_signs", lambda torch, mod, data, key: events.append(("mask", data, key)))
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
-    w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, kernel, guard, None, None)
+    w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, kernel, guard, None, None,
+                      ask_key=ask_key)
     w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 3
     w._prelude("cold", refill=True)()
-    assert seen == [("scratch", 1)]  # only the scratch set was generated when the call ran
-    assert _Problem.seeds == [worker.round_seed(1, 3, 1), worker.round_seed(1, 3, 0)]
+    assert _Problem.seeds == [worker.round_seed(1, 3, 0), worker.round_seed(1, 3, 1)]  # the pool, then the scratch set
+    assert events == [("call", "scratch", 2), ("key",), ("mask", "input", 99)]
+
+
+def test_a_pass_on_the_same_pool_asks_no_key(monkeypatch):
+    """The warm pass times the block's pool again (refill=False): no new values, so no key."""
+    asked = []
+    monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
+    guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
+    w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
+                      guard, None, None, ask_key=lambda: asked.append(1) or 5)
+    w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 3
+    w._prelude("cold", refill=False)()
+    assert asked == []
 
 
 def test_a_call_that_empties_its_input_lists_fails_the_check():

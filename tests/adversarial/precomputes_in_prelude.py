@@ -1,7 +1,8 @@
 """Adversarial: in the untimed call before each block it walks up its caller's frames to the
 worker, computes the output of every pool set the block will time and keeps them by the output's
-address; the timed calls only copy -> FAIL: the pool is refilled after that call, so what it
-computed belongs to last round's inputs."""
+address; the timed calls only copy -> FAIL: the block's values are decided after that call (a key
+the parent gives only then flips their signs: harness.judge.mask_signs), so what it computed
+belongs to other inputs."""
 
 import sys
 
