@@ -35,9 +35,10 @@ Why this candidate (issue 45's four, priced against the NOTES' measured parts of
 Found while building (compile-only, ptxas 13.0): two chunk accumulators (the finished chunk added by FADD after a
 wait_group 1 while the next chunk's first block runs, so no drain at all) make ptxas serialise every wgmma (C7514,
 "non wgmma instructions reading accumulator registers ... between start and end of the pipeline stage"), even in a
-ten-line loop; with the FADDs pinned by empty asm the warning stays; unpinned, nvcc sank the FADDs to the lap's end
-and ptxas copied the set with MOVs while the wgmma writing it was in flight, with no warning (a wrong result). So
-this version reads accumulators only after a wait_group 0; the SASS was checked for it (below).
+minimal test loop; with the FADDs pinned by empty asm the warning stays; unpinned, nvcc sank the FADDs to the lap's end
+and ptxas copied the set with MOVs while the wgmma writing it was in flight, with no warning (a race: those reads
+would take whatever the registers held). So this version reads accumulators only after a wait_group 0; the SASS was
+checked for it (below).
 Arch: sm_90a
 Analogue: CUTLASS's sm90 warp-specialised mainloops (K_PIPE_MMAS batches in flight with warpgroup_wait<N>, the
 accumulators read after warpgroup_wait<0>); DeepGEMM's FP8 kernels drain (wait 0) before each promotion, as here at
@@ -645,7 +646,7 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
 // block while the warpgroup waits, releases and decodes, except at a chunk's last block, which is
 // drained (wait_group 0) before its FADD, as every block was in v47. ptxas keeps this pipelined (no
 // C7514) because no accumulator is read after a wait_group 1: reading a finished chunk while the next
-// was in flight (two chunk sets, wait_group 1, then FADD) serialised every wgmma, even in a four-line
+// was in flight (two chunk sets, wait_group 1, then FADD) serialised every wgmma, even in a minimal test
 // loop, and with the FADDs pinned or not.
 template <int kN, bool kSplit>
 __device__ __forceinline__ void consume(const Problem& problem, const GroupDesc& d, int tile, int split, int m0, int n0,
