@@ -86,7 +86,11 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28, commit d13c41d (a one-GPU machine, one call: tests then compares, one version at a time). `test dual_gemm v32 --dist all` 40 of 40 pass (the tests shape 1536x512x7168 takes the new
+helper path; no hang). `compare dual_gemm v30 v32 --shape 256x3072x4096` (kernel method, one process): 1.034x
+[1.028, 1.040] FASTER (v30 30.54, v32 29.53 us), inside the predicted 1.02-1.11x, below its centre (1.06x):
+~1.0 us gained against ~1.6-3.0 priced. The other three shapes launch as v30 (the host rule's table) and were
+not compared. The lineage's best; 256x3072x4096's target (<= 22 us) is still 1.34x away.
 
 Exactness (v25's; v32 adds one fixed order, a split launch's tail last: ((0 + split 0) + split 1) + tail): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one
 HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

@@ -20,13 +20,15 @@ Arch: sm_90a
 Analogue: as v50 (CUTLASS's sm90 mainloops' warpgroup_wait<N> with the accumulators read after warpgroup_wait<0>;
 group_gemm v24, wait_group 1 at 128-row tiles, +3.6%); gemm v13 (wait_group 1, 4-stage ring, 0.83-0.86x; at 9 stages
 tied v12 at 8)
-Prediction (kernel method, `compare gemm v50 v51`, H200; v50 ~59.9 / 21.9 / 12.7-14.0 us):
+Prediction: (kernel method, `compare gemm v50 v51`, H200; v50 ~59.9 / 21.9 / 12.7-14.0 us):
 - 128x4096x7168: the bubble on 3 blocks of 4: ~0.02 x 3/4 x 28 = 0.4 us, up to ~0.8 if part of the 0.075 us a block
   above the tensor rate is the drain: 1.02-1.04x (21.9 -> 21.1-21.5 us).
 - 128x7168x16384: at most (0.358 - 0.350) x 128 = 1.0 us to gain, up to ~1-2% to lose through later releases:
   0.98-1.02x, SAME expected. If it reads SLOWER, v50 stays the best and the 128-row rule is v50's.
 - 128x7168x2048: SAME (v50's kernels, identical SASS).
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28, commit d13c41d (a one-GPU machine, one call: tests then compares, one version at a time). `test gemm v51 --dist all` 40 of 40 pass (`mixed` included); the compare against v50 was
+not reached in that call. Its parent v50 measured SAME on 128x7168x2048 (attic/), so the same loop on the
+128-row tiles is expected SAME too; `compare gemm v47 v51` decides it.
 
 Compile-only (nvcc 13.0, sm_90a; ptxas -v): every gemm_kernel 168 registers at launch (setmaxnreg: consumers 232),
 0 bytes stack frame, 0 spill stores / loads; no C7514 warning. SASS (cuobjdump): 128-row kernels 2152 (unsplit) and

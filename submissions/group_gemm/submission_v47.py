@@ -42,7 +42,7 @@ n4096 k1536), from the NOTES' measured parts:
 Arch: sm_90a
 Analogue: none in the writeup (the B200 decodes nothing: native FP4); CUTLASS's mixed-input GEMMs'
 numeric converters do the same kind of packed conversion two values an instruction
-Prediction (arithmetic): the decode sits on the per-K-block chain (each SMSP runs its 2 consumer warps'
+Prediction: (arithmetic): the decode sits on the per-K-block chain (each SMSP runs its 2 consumer warps'
 decode between HGMMA groups). If v42's loss (r = 1.068 / 1.164 / 1.147 / 1.089 of v39's time on A / B / C /
 D) came from its 48 extra instructions a block, v47 keeps 14 / 48 = 29% of it: time v47 / v39 = 1 + 0.29
 (r - 1), so v47 over v46 (kernel method) up to 1.047x A, 1.111x B, 1.100x C, 1.062x D (C 36.6 -> ~33.3 us,
@@ -75,7 +75,12 @@ Bad inputs: v46's checks, messages and order, unchanged (this version touches no
 | torch refuses the workspace (out of memory) | RuntimeError: <c10::Error's message without its C++ backtrace> |
 The rest of v43's table (shapes, alignment, the driver's tensor maps) holds unchanged. Every error
 leaves the entry as a Python exception (a null return with the error set), never as a C++ exception.
-Measured: not yet run.
+Measured: NVIDIA H200, 2026-11-28, commit d13c41d (a one-GPU machine, one call: tests then compares, one version at a time). `test group_gemm v47 --dist all` 40 of 40 pass (`mixed`: max error 0.81-0.94 of the tolerance,
+cuBLAS fp16 the same). `compare group_gemm v46 v47` (kernel method, one process): A 1.029x [1.021, 1.036], B
+1.088x [1.081, 1.094], C 1.074x [1.065, 1.083], D 1.036x [1.028, 1.045], all FASTER (v47 122.50 / 74.24 / 33.86
+/ 16.64 us against 126.02 / 80.73 / 36.37 / 17.25): inside the predicted range, near its upper bound on B and C
+(1.111x / 1.100x) and between the bounds on A and D, so the decode's issue was on the per-block chain. The
+lineage's best exact version; issue 46's C <= 22 and D <= 12 are still far (1.54x / 1.39x).
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.

@@ -43,7 +43,7 @@ Arch: sm_90a
 Analogue: CUTLASS's sm90 warp-specialised mainloops (K_PIPE_MMAS batches in flight with warpgroup_wait<N>, the
 accumulators read after warpgroup_wait<0>); DeepGEMM's FP8 kernels drain (wait 0) before each promotion, as here at
 a chunk's end; group_gemm v24 (wait_group 1, +3.6% on its kernel)
-Prediction (kernel method, `compare gemm v47 v50`, H200; v47 ~59.9 / 21.9 / 14.5 us):
+Prediction: (kernel method, `compare gemm v47 v50`, H200; v47 ~59.9 / 21.9 / 14.5 us):
 - 128x7168x2048: the loop ~9.3 us (14.5 - ~4.6 of prepass, gap and first stage - 0.6 epilogue) = 0.29 us a block.
   Low end: only mma_only's bubble goes, on 3 blocks of 4: (0.197 - 0.175) x 3/4 x 32 = 0.5 us -> 14.0 us (1.035x).
   High end: the decode's unhidden part goes too (compute_only 0.24 -> ~0.175 + 0.065 / 4 = 0.19) and the loads' share
@@ -51,7 +51,15 @@ Prediction (kernel method, `compare gemm v47 v50`, H200; v47 ~59.9 / 21.9 / 14.5
   Loss possible if stage releases now come late enough to starve the ring (v13's failure): it would show as SLOWER.
 - 128x7168x16384 and 128x4096x7168: SAME (1.00 +- noise): their kernels are v47's SASS.
 - Host path (`probe host`): unchanged (~12 us a call).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit d13c41d (a one-GPU machine, one call: tests then compares, one version at a time). `test gemm v50 --dist all` (tests and edges shapes' default set, 40 of 40) and the custom shapes
+that reach the 96-row, split 64-row and 32-row kernels with partial chunks (m=96 n=7168 k=2048 and 832, m=64
+n=1024 k=16384 and 12800, m=96 n=256 k=320, m=128 n=7168 k=64; 24 of 24, `mixed` included) pass. `compare gemm
+v47 v50 --shape 128x7168x2048` (kernel method, one process): 1.004x [0.996, 1.011] SAME (v47 15.47, v50 15.41
+us), outside the predicted 1.04-1.14x: keeping one wgmma group in flight inside a chunk did not shorten the
+64-row loop, so the per-block pace there is not the tensor core idling between groups (the wait for the
+previous group is not the bubble the prediction priced). The other shapes were not compared (their kernels
+are v47's SASS). Not faster: to attic.
 
 Compile-only (nvcc 13.0, sm_90a; ptxas -v): every gemm_kernel 168 registers at launch (setmaxnreg: consumers 232),
 0 bytes stack frame, 0 spill stores / loads; no C7514 (wgmma serialisation) warning. SASS (cuobjdump), 64-row unsplit
