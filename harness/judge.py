@@ -78,14 +78,17 @@ def mask_signs(torch, mod, data, key: int) -> None:
     """Flips the signs of a random half of an input set's e2m1 values, in place, as ``key`` says.
 
     NOTE: why a mask. A block's inputs are generated before the untimed call that precedes it, so
-    that call warms the submission's host path after the generation's work (generated after it,
-    the first timed call of every block found that path cold: gemv v22 on an H200 read 100-170 µs
-    for the first call of each block against ~25-60 for the others). The block's values are only
+    that the call can warm the submission's host path after the generation's work (generated after
+    it, the first timed call of every block found that path cold). The block's values are only
     decided after that call: the child then asks the parent for a key (a ``key`` event) and flips
     the sign bits this function picks, so outputs computed during the untimed call (from the
     caller's frame, or anywhere in the process) are of other inputs. Signs only: magnitudes and
     scales stay as generated (every distribution here is symmetric in sign, or the judge still
-    checks the masked inputs exactly). The judge applies the same key to the inputs it generates."""
+    checks the masked inputs exactly). The judge applies the same key to the inputs it generates.
+    Measured (H200, d13c41d): as built, this step (a pipe round trip to the parent, then two
+    launches per value tensor) leaves the first timed call as cold as generating after the call
+    did; generating before the call with no step after it is ~2.5 µs faster by gemm's gpumode on
+    the short shapes (docs/methodology.md, "The untimed call before each block")."""
     values = [t for t in input_tensors(mod, data) if t.dtype == torch.float4_e2m1fn_x2]
     if not values:
         return

@@ -390,9 +390,8 @@ class Worker:
         the pool's signs flipped by a key the parent gives only now (``harness.judge.mask_signs``).
         NOTE: a call that finds the pool through its caller's frame (or anywhere in the process)
         can compute outputs there, untimed, only for values the block will not time. Refilling the
-        pool after that call closed the same hole, but left the first timed call of every block
-        cold (gemv v22, H200: 100-170 µs against ~25-60 for the others); the key's few in-place
-        operations do not (measured in the judge's mask_signs note)."""
+        pool after that call closes the same hole but leaves the first timed call of every block
+        cold; so does the key step as built (harness.judge.mask_signs's note has the measurement)."""
         torch = self.torch
 
         def prelude():
