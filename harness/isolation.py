@@ -483,12 +483,12 @@ class Child:
             if event["event"] == "reply":
                 break
             # NOTE: a block's values are decided by a key given only after its untimed call
-            # (harness.judge.mask_signs); asked outside a block, or more often than the block's
+            # (harness.judge.mask_pool_signs); asked outside a block, or more often than the block's
             # passes (one, two where the escape check timed it again), is a key taken by something else
             if command["cmd"] != "block" or len(keys) == 2:
                 self._kill()
-                return {"status": "TAMPERED", "message": "TAMPERED: the child asked for more keys than its block's "
-                        "timed passes (something besides the harness read them)"}
+                return {"status": "TAMPERED", "message": f"TAMPERED: the child asked for a key {'outside a block' if command['cmd'] != 'block' else 'a third time in one block'} "
+                        "(keys are given one per timed pass: something besides the harness asked)"}
             keys.append(secrets.randbits(63))
             try:
                 self._send({"cmd": "key", "key": keys[-1]}, started + timeout_s)

@@ -74,8 +74,10 @@ def fingerprint(torch, tensors: list) -> list[int]:
     return [int(x) for x in torch.cat([s.to(sums[0].device) for s in sums]).tolist()]
 
 
-def mask_signs(torch, mod, data, key: int) -> None:
-    """Flips the signs of a random half of an input set's e2m1 values, in place, as ``key`` says.
+def mask_pool_signs(torch, mod, sets: list, key: int) -> None:
+    """Flips the signs of a random half of the e2m1 values of every input set in ``sets``, in place,
+    as ``key`` says: byte i of each value tensor (in its logical order) XORed with byte i of one
+    mask, so a set gets the same bits masked alone (the judge) or with its pool (the child).
 
     NOTE: why a mask. A block's inputs are generated before the untimed call that precedes it, so
     that the call can warm the submission's host path after the generation's work (generated after
@@ -85,11 +87,12 @@ def mask_signs(torch, mod, data, key: int) -> None:
     caller's frame, or anywhere in the process) are of other inputs. Signs only: magnitudes and
     scales stay as generated (every distribution here is symmetric in sign, or the judge still
     checks the masked inputs exactly). The judge applies the same key to the inputs it generates.
-    Measured (H200, d13c41d): as built, this step (a pipe round trip to the parent, then two
-    launches per value tensor) leaves the first timed call as cold as generating after the call
-    did; generating before the call with no step after it is ~2.5 µs faster by gemm's gpumode on
-    the short shapes (docs/methodology.md, "The untimed call before each block")."""
-    values = [t for t in input_tensors(mod, data) if t.dtype == torch.float4_e2m1fn_x2]
+    Measured (H200, d13c41d): as first built (a pipe round trip to the parent, then a generator, a
+    mask and an XOR per value tensor of every set) this step left the first timed call as cold as
+    generating after the call did; generating before the call with no step after it was ~2.5 µs
+    faster by gemm's gpumode on the short shapes (docs/methodology.md, "The untimed call before each
+    block"). One mask a block now, not one a set: not yet measured."""
+    values = [t for data in sets for t in input_tensors(mod, data) if t.dtype == torch.float4_e2m1fn_x2]
     if not values:
         return
     device = values[0].device
@@ -207,7 +210,7 @@ def output_bytes(result) -> int:
 def expected_calls(command: dict, item: dict, pool: int, kernels: int, reply: dict, key: int | None = None) -> list[dict]:
     """The calls whose outputs a PASS reply to ``command`` must hold, in order: each one's seed,
     how the verdict names it, the kernel (``sub``) that made it and, for a block, the ``key`` the
-    parent gave for its values (:func:`mask_signs`). Derived from what the parent asked for and
+    parent gave for its values (:func:`mask_pool_signs`). Derived from what the parent asked for and
     gave; the one thing read from the reply is whether a block was timed again after the escape
     check (then its inputs are the retry round's)."""
     from harness.worker import retry_round, round_seed
@@ -255,7 +258,7 @@ class Judge:
                 cache.clear()  # one input set alive at a time: a gemm pool's 50 sets take gigabytes
                 data = self.mod.generate_input(**params, seed=seed, dist=item["dist"])
                 if key is not None:
-                    mask_signs(self.torch, self.mod, data, key)
+                    mask_pool_signs(self.torch, self.mod, [data], key)
                 cache[(seed, key)] = (data, fingerprint(self.torch, input_tensors(self.mod, data)), self.mod.ref_kernel(data))
             data, prints, ref = cache[(seed, key)]
             output, problem = self._verdict(data, prints, ref, entry)

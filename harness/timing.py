@@ -226,7 +226,7 @@ def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty
         # the submission's host path is cold, and the first timed call of every block ran ~60 µs slow
         # on an H200 (gemv v1: 167 µs against 108 µs) while the others did not. (The worker's prelude
         # regenerates the pool before that call and decides its values after it, by a key the parent
-        # gives then: harness.judge.mask_signs, whose note says what that step still costs.)
+        # gives then: harness.judge.mask_pool_signs, whose note says what that step still costs.)
         prelude()
     if method == "gpumode":
         return _time_batches(b, fn, pool, max(1, int(batch)), flush_kind, telemetry, capture)

@@ -17,7 +17,7 @@ submission (:func:`_judge_loop`). What the child checks itself can only add a FA
 - ``block``: every pool set refilled in place with never-seen inputs (same tensors, new values: a
   cache keyed by ``id`` or ``data_ptr`` returns stale results), outputs poisoned, an untimed call
   on a scratch set, then a key asked of the parent and the pool's signs flipped by it
-  (``harness.judge.mask_signs``: what that call computed from the pool is of other inputs), one
+  (``harness.judge.mask_pool_signs``: what that call computed from the pool is of other inputs), one
   call per set timed (``timing.time_block``, each output copied for the judge right after its end
   event), then the outputs' form, the inputs' fingerprints, the guard and the threads. Raw samples
   go to the parent, which owns every statistic and verdict.
@@ -36,7 +36,7 @@ import traceback
 import warnings
 
 from harness.errors import HarnessFault
-from harness.judge import fingerprint, form_problem, input_tensors, mask_signs, output_bytes, tensors_of
+from harness.judge import fingerprint, form_problem, input_tensors, mask_pool_signs, output_bytes, tensors_of
 
 EXIT_CUDA_ERROR = 3
 CPU_POOL = 4  # input sets per block at most on a machine without a GPU (and gpumode's batch is one call there)
@@ -97,7 +97,7 @@ class Worker:
 
     def __init__(self, torch, mod, kernels, guard, channel, telemetry, sink=None, ask_key=None):
         self.torch, self.mod = torch, mod
-        # the parent's key for a block's values (harness.judge.mask_signs), asked after its untimed call
+        # the parent's key for a block's values (harness.judge.mask_pool_signs), asked after its untimed call
         self.ask_key = ask_key
         self.sink = sink  # harness.judge.ResultSink: where every call's output goes for the judge
         self.kernels = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
@@ -387,11 +387,11 @@ class Worker:
     def _prelude(self, method: str, refill: bool):
         """The untimed work right before a block: the pool's inputs of ``pool_round``, then a call on
         the scratch set (the submission's host path warm again after the generation's work), then
-        the pool's signs flipped by a key the parent gives only now (``harness.judge.mask_signs``).
+        the pool's signs flipped by a key the parent gives only now (``harness.judge.mask_pool_signs``).
         NOTE: a call that finds the pool through its caller's frame (or anywhere in the process)
         can compute outputs there, untimed, only for values the block will not time. Refilling the
         pool after that call closes the same hole but leaves the first timed call of every block
-        cold; so does the key step as built (harness.judge.mask_signs's note has the measurement)."""
+        cold; so did the key step as first built (harness.judge.mask_pool_signs's note has the measurement)."""
         torch = self.torch
 
         def prelude():
@@ -409,8 +409,7 @@ class Worker:
                 key = self.ask_key() if self.ask_key else None
                 if key is None:
                     raise HarnessFault("the parent gave no key for the block's values")
-                for data in self.pool:
-                    mask_signs(torch, self.mod, data, key)
+                mask_pool_signs(torch, self.mod, self.pool, key)
                 if torch.cuda.is_available():
                     torch.cuda.synchronize()
         return prelude

@@ -156,7 +156,7 @@ def test_a_block_that_reports_more_time_than_the_parent_saw_is_refused():
 
 @pytest.mark.parametrize("problem", ["gemm", "group_gemm"])
 def test_a_key_flips_only_e2m1_signs_and_the_same_key_gives_the_same_values(problem):
-    """harness.judge.mask_signs: the child and the judge apply it apart and must agree bit for bit."""
+    """harness.judge.mask_pool_signs: the child masks its pool at once, the judge one set at a time; the bits must agree."""
     mod = problem_module(problem)
     params = ({"m": [64, 32], "n": [128, 128], "k": [64, 64], "g": 2} if problem == "group_gemm"
               else {k: v for k, v in PARAMS.items() if k != "seed"})
@@ -168,9 +168,9 @@ def test_a_key_flips_only_e2m1_signs_and_the_same_key_gives_the_same_values(prob
         return [t.reshape(-1).contiguous().view(torch.uint8).clone() for t in judge.tensors_of(data)]
 
     plain, masked, again, other = fresh(), fresh(), fresh(), fresh()
-    judge.mask_signs(torch, mod, masked, 11)
-    judge.mask_signs(torch, mod, again, 11)
-    judge.mask_signs(torch, mod, other, 12)
+    judge.mask_pool_signs(torch, mod, [masked], 11)
+    judge.mask_pool_signs(torch, mod, [again], 11)
+    judge.mask_pool_signs(torch, mod, [other], 12)
     flipped = 0
     for p, m, a, o, t in zip(raw(plain), raw(masked), raw(again), raw(other), judge.tensors_of(plain)):
         assert torch.equal(m, a)
@@ -182,8 +182,14 @@ def test_a_key_flips_only_e2m1_signs_and_the_same_key_gives_the_same_values(prob
         else:
             assert not diff.any()  # scales and outputs untouched
     assert flipped > 0
-    judge.mask_signs(torch, mod, again, 11)
+    judge.mask_pool_signs(torch, mod, [again], 11)
     assert all(torch.equal(p, a) for p, a in zip(raw(plain), raw(again)))
+    pool = [fresh(), mod.generate_input(**params, seed=8, dist="competition")]
+    alone = mod.generate_input(**params, seed=8, dist="competition")
+    judge.mask_pool_signs(torch, mod, pool, 11)
+    judge.mask_pool_signs(torch, mod, [alone], 11)
+    assert all(torch.equal(x, y) for x, y in zip(raw(pool[0]), raw(masked)))
+    assert all(torch.equal(x, y) for x, y in zip(raw(pool[1]), raw(alone)))
 
 
 def test_a_block_is_judged_against_the_inputs_its_key_decided(shared):
@@ -191,7 +197,7 @@ def test_a_block_is_judged_against_the_inputs_its_key_decided(shared):
     mod = problem_module("gemm")
     sink = judge.ResultSink(torch, shared)
     data = _data(mod, 7)
-    judge.mask_signs(torch, mod, data, 5)
+    judge.mask_pool_signs(torch, mod, [data], 5)
     unmasked = _data(mod, 7)
     calls = judge.expected_calls({"cmd": "block", "round": 0, "method": "cold"}, ITEM, 1, 1, {}, key=5)
     assert calls[0]["key"] == 5

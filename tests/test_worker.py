@@ -42,7 +42,7 @@ def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     monkeypatch.setattr(timing, "time_block", fake_time_block)
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
     monkeypatch.setattr(worker, "form_problem", lambda mod, data, result: None)
-    monkeypatch.setattr(worker, "mask_signs", lambda torch, mod, data, key: None)
+    monkeypatch.setattr(worker, "mask_pool_signs", lambda torch, mod, sets, key: None)
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
                       guard, None, None, ask_key=lambda: 7)
@@ -98,14 +98,14 @@ def test_the_untimed_call_before_the_block_sees_values_the_block_does_not_time(m
         return 99
 
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
-    monkeypatch.setattr(worker, "mask_signs", lambda torch, mod, data, key: events.append(("mask", data, key)))
+    monkeypatch.setattr(worker, "mask_pool_signs", lambda torch, mod, sets, key: events.append(("mask", sets, key)))
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, kernel, guard, None, None,
                       ask_key=ask_key)
     w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 3
     w._prelude("cold", refill=True)()
     assert _Problem.seeds == [worker.round_seed(1, 3, 0), worker.round_seed(1, 3, 1)]  # the pool, then the scratch set
-    assert events == [("call", "scratch", 2), ("key",), ("mask", "input", 99)]
+    assert events == [("call", "scratch", 2), ("key",), ("mask", ["input"], 99)]
 
 
 def test_a_pass_on_the_same_pool_asks_no_key(monkeypatch):

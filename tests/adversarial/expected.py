@@ -11,6 +11,7 @@ TIMING_ADVERSARIES = {
     "zeroes_input_when_timed": ("FAIL", "is not the one generated from its seed"),
     "precomputes_in_prelude": ("FAIL", "timed call 1 of round 1"),
     "steals_block_key": ("TAMPERED", "asked for 2 keys for a block timed once"),
+    "asks_key_outside_a_block": ("TAMPERED", "asked for a key outside a block"),
     "changes_reference_constant": ("FAIL", "is not the one generated from its seed"),
     "lying_comparison": ("FAIL", "32768 of 32768 elements mismatch"),
     "caches_by_data_ptr": ("FAIL", "of round 1"),

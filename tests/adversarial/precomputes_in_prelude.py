@@ -1,7 +1,7 @@
 """Adversarial: in the untimed call before each block it walks up its caller's frames to the
 worker, computes the output of every pool set the block will time and keeps them by the output's
 address; the timed calls only copy -> FAIL: the block's values are decided after that call (a key
-the parent gives only then flips their signs: harness.judge.mask_signs), so what it computed
+the parent gives only then flips their signs: harness.judge.mask_pool_signs), so what it computed
 belongs to other inputs."""
 
 import sys
