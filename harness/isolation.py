@@ -487,8 +487,9 @@ class Child:
             # passes (one, two where the escape check timed it again), is a key taken by something else
             if command["cmd"] != "block" or len(keys) == 2:
                 self._kill()
-                return {"status": "TAMPERED", "message": f"TAMPERED: the child asked for a key {'outside a block' if command['cmd'] != 'block' else 'a third time in one block'} "
-                        "(keys are given one per timed pass: something besides the harness asked)"}
+                when = "outside a block" if command["cmd"] != "block" else "a third time in one block"
+                return {"status": "TAMPERED", "message": f"TAMPERED: the child asked for a key {when} (keys are "
+                        "given one per timed pass: something besides the harness asked)"}
             keys.append(secrets.randbits(63))
             try:
                 self._send({"cmd": "key", "key": keys[-1]}, started + timeout_s)
