@@ -187,10 +187,10 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     results: list[ShapeResult | None] = [None] * len(items)
     devices: dict = {}
 
-    described = [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in subs]
+    described = _described(subs)
     # NOTE: a file from outside the lab's submissions/ (or any, with untrusted) runs sandboxed where a
     # tool works, in a process of its own: never imported beside another version
-    untrusted = [untrusted_all or not submissions.in_lab(s) for s in subs]
+    untrusted = [_untrusted(s, untrusted_all) for s in subs]
     together = len(subs) == 2 and mode != "test" and not plan.isolated and not any(untrusted)
     if mode == "compare" and any(untrusted):
         # NOTE: like for like: the lab's side in the same confinement as the stranger's (the same
@@ -306,9 +306,9 @@ def bad_inputs(sub: Submission, shape: Shape, dist: str, *, timeout_s: float = i
     if refusal:
         outcome.refused = f"{refusal[0]}: {refusal[1]}"
         return [], outcome
-    described = [{"label": sub.label, "path": str(sub.path), "source_hash": sub.source_hash}]
+    described = _described([sub])
     children = _children({"mode": "test", "problem": sub.problem, "ceilings": False}, described,
-                         [untrusted_all or not submissions.in_lab(sub)], False, {}, compile_timeout_s, progress)
+                         [_untrusted(sub, untrusted_all)], False, {}, compile_timeout_s, progress)
     child = children[0]
     item = {"id": f"{shape.set_name}:{shape.index}:{dist}", "params": shape.params, "dist": dist, "problem": shape.problem}
     results = []
@@ -335,6 +335,16 @@ def bad_inputs(sub: Submission, shape: Shape, dist: str, *, timeout_s: float = i
     return results, outcome
 
 
+def _described(subs: list[Submission]) -> list[dict]:
+    """How a child is told which files to import (harness.worker's job)."""
+    return [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in subs]
+
+
+def _untrusted(sub: Submission, untrusted_all: bool) -> bool:
+    """Whether ``sub`` runs sandboxed: any file from outside the lab, or every file with --untrusted."""
+    return untrusted_all or not submissions.in_lab(sub)
+
+
 def _stop_children(children: list, outcome: JobOutcome) -> None:
     """Stops them; their logs and how each was confined go into ``outcome``."""
     for c in children:
@@ -355,7 +365,7 @@ def shared_versions(subs: list[Submission], capability, untrusted_all: bool = Fa
     from harness import contract
     kept, names = [], set()
     for sub in subs:
-        if untrusted_all or not submissions.in_lab(sub) or _refusal([sub], capability):
+        if _untrusted(sub, untrusted_all) or _refusal([sub], capability):
             continue
         if sub.compiles_cuda:
             try:
@@ -424,7 +434,7 @@ class SharedChild:
             members = [s for s in self.subs if s.label not in self.refused]
             if not members:
                 return
-            described = [{"label": s.label, "path": str(s.path), "source_hash": s.source_hash} for s in members]
+            described = _described(members)
             child = isolation.Child(self.job, described[0], together=described[1:], compile_timeout_s=self.compile_timeout_s,
                                     on_event=self._relay, extra_env=self.env)
             t0 = time.monotonic()

@@ -404,6 +404,9 @@ class Worker:
             else:
                 self.kernel(self.scratch)
             if torch.cuda.is_available():
+                # NOTE: device-wide, before the key exists: work that call left running (another
+                # stream, a kernel waiting for the masked values) must end here, or it could compute
+                # the block's outputs after the mask and before the block, untimed
                 torch.cuda.synchronize()
             if refill:
                 key = self.ask_key() if self.ask_key else None
