@@ -95,13 +95,17 @@ class Worker:
     team's own versions several, which share the pool (identical inputs) and take turns block by
     block. Commands name the kernel by its index (``sub``); ``self.kernel`` is the one in hand."""
 
-    def __init__(self, torch, mod, kernels, guard, channel, telemetry, sink=None, ask_key=None):
+    def __init__(self, torch, mod, kernels, guard, channel, telemetry, sink=None, ask_key=None, refreshers=None):
         self.torch, self.mod = torch, mod
         # the parent's key for a block's values (harness.judge.mask_pool_signs), asked after its untimed call
         self.ask_key = ask_key
         self.sink = sink  # harness.judge.ResultSink: where every call's output goes for the judge
         self.kernels = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
         self.kernel = self.kernels[0]
+        # per kernel: the harness's own peer's untimed re-dequantisation after the mask, or None
+        # (``peer_refresh``: nothing a submission defines is ever called there)
+        self.refreshers = list(refreshers) if refreshers else [None] * len(self.kernels)
+        self.refresh = self.refreshers[0]
         self.guard, self.channel, self.telemetry = guard, channel, telemetry
         self.pool: list = []
         self.scratch = None  # an extra input set for the untimed call before each block
@@ -118,6 +122,7 @@ class Worker:
         if not 0 <= sub < len(self.kernels):
             raise ValueError(f"no submission #{sub} in this process ({len(self.kernels)} imported)")
         self.kernel = self.kernels[sub]
+        self.refresh = self.refreshers[sub]
         self.graph = self.graphs.get(sub)
 
     # -- correctness ------------------------------------------------------------------------
@@ -413,6 +418,11 @@ class Worker:
                 if key is None:
                     raise HarnessFault("the parent gave no key for the block's values")
                 mask_pool_signs(torch, self.mod, self.pool, key)
+                if self.refresh is not None:
+                    # NOTE: the peer keeps the pool's operands dequantised outside its timed calls; the
+                    # mask rewrote them, and without this its first timed call dequantised the whole
+                    # pool (group_gemm peer: 1.6-6.4 ms a call by the kernel method, H200, 2026-11-28)
+                    self.refresh()
                 if torch.cuda.is_available():
                     torch.cuda.synchronize()
         return prelude
@@ -509,6 +519,18 @@ def _judge_loop(judge, commands, channel) -> int:
         channel.emit("reply", **reply)
 
 
+def peer_refresh(path: str, kernel):
+    """The re-dequantisation the harness's own peer (``harness.probes.peer``) makes after a block's
+    signs are masked, untimed, or None: only a file of the peers' folder gets that call, so no
+    submission's code ever runs between the mask and its block."""
+    from pathlib import Path
+
+    from harness.probes import PEERS_DIR
+    if Path(path).resolve().parent != PEERS_DIR:
+        return None
+    return getattr(kernel, "refresh", None)
+
+
 def _read_line(stream) -> dict | None:
     line = stream.readline()
     return json.loads(line) if line else None
@@ -554,13 +576,14 @@ def main(argv: list[str]) -> int:
     # process; a submission named alone, or any file from outside the lab, gets a process of its own.
     subs = [job["submission"], *job.get("together", [])]
     channel.emit("device", **info)
-    kernels = []
+    kernels, refreshers = [], []
     t0 = time.perf_counter()
     for index, sub in enumerate(subs):
         channel.emit("phase", phase="import", label=sub["label"])
         try:
             kernels.append(loader.import_submission(sub["path"], sub["label"], source_hash=sub["source_hash"],
                                                     on_progress=lambda text: channel.emit("progress", stage=text)))
+            refreshers.append(peer_refresh(sub["path"], kernels[-1]))
         except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
             channel.emit("import_error", label=sub["label"], sub=index, message=_one_line(exc),
                          detail=traceback.format_exc(limit=5))
@@ -578,7 +601,7 @@ def main(argv: list[str]) -> int:
         answer = _read_line(commands)
         return answer.get("key") if answer and answer.get("cmd") == "key" and isinstance(answer.get("key"), int) else None
 
-    worker = Worker(torch, mod, kernels, guard, channel, telemetry, sink, ask_key=ask_key)
+    worker = Worker(torch, mod, kernels, guard, channel, telemetry, sink, ask_key=ask_key, refreshers=refreshers)
     while True:
         cmd = _read_line(commands)
         if cmd is None or cmd["cmd"] == "exit":

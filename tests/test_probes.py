@@ -125,9 +125,12 @@ def test_peer_dequantises_an_input_once_then_only_multiplies(problem):
 
 
 @pytest.mark.parametrize("problem", sorted(SMALL))
-def test_the_untimed_call_after_a_refill_prepares_the_whole_pool(problem):
+def test_the_refresh_after_the_mask_prepares_the_whole_pool(problem):
     # the worker's order: warm-up on the pool, then per block: refill in place, one call on the
-    # scratch set (untimed), the timed calls on the pool, every output checked
+    # scratch set (untimed), the signs masked by the parent's key, the peer's refresh (untimed),
+    # the timed calls on the pool, every output checked
+    from harness import judge
+    mod = problem_module(problem)
     kernel = peer.make_kernel(problem)
     pool, scratch = _inputs(problem, 3), _inputs(problem, 1, first_seed=50)
     for data in pool:
@@ -135,12 +138,45 @@ def test_the_untimed_call_after_a_refill_prepares_the_whole_pool(problem):
     for block in range(2):
         _refill(problem, pool + scratch, first_seed=100 + 10 * block)
         kernel(scratch[0])
+        judge.mask_pool_signs(torch, mod, pool, key=1234 + block)
+        kernel.refresh()
         before = kernel.memo.dequantisations
         outputs = [kernel(data) for data in pool]
         assert kernel.memo.dequantisations == before, "a timed call dequantised"
         for data, out in zip(pool, outputs):
-            ok, message = problem_module(problem).check(data, out)
+            ok, message = mod.check(data, out)
             assert ok, message
+
+
+@pytest.mark.parametrize("refreshed", [True, False])
+def test_the_worker_refreshes_the_peer_alone_so_its_timed_calls_only_multiply(refreshed):
+    # without the refresh (any submission: only a file of the peers' folder gets it) the first timed
+    # call finds its input masked and dequantises the whole pool
+    from types import SimpleNamespace
+
+    from harness import timing, worker
+    timing.bind(torch)
+    path = str(submissions.resolve("gemm", "peer").path)
+    made = loader.import_submission(path, "peer")
+    dequantised_in_call = []
+
+    def kernel(data):
+        before = made.memo.dequantisations
+        out = made(data)
+        dequantised_in_call.append(made.memo.dequantisations - before)
+        return out
+
+    assert worker.peer_refresh(path, made) == made.refresh
+    refresher = worker.peer_refresh(path, made) if refreshed else worker.peer_refresh(__file__, made)
+    guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=set, accept_threads=lambda ids: None)
+    w = worker.Worker(torch, problem_module("gemm"), kernel, guard, None, None, ask_key=lambda: 99,
+                      refreshers=[refresher])
+    item = {"params": dict(_shape("gemm").generator_kwargs(), seed=3), "dist": "competition"}
+    assert w.prepare(item, 3, "cold", 1)["status"] == "PASS"
+    reply = w.block(1, "cold", False)
+    assert reply["status"] == "PASS", reply
+    timed = dequantised_in_call[-len(w.pool):]
+    assert (sum(timed) == 0) == refreshed, timed
 
 
 def test_peer_never_multiplies_stale_operands_of_an_input_rewritten_in_place():
@@ -407,6 +443,8 @@ def test_probe_host_measures_the_device_side_on_a_gpu():
     assert result.exit_code == 0, result.output
     (r,) = json.loads(result.stdout)["shapes"]
     assert r["device_us"] > 0 and r["cold_us"] > r["device_us"] and r["events_us"] > 0
+    # the probe's synchronise between calls is not the call's (the fixture's call never synchronises)
+    assert "cudaDeviceSynchronize" not in {op["op"] for op in r["ops"]}, r["ops"]
 
 
 @pytest.mark.gpu

@@ -39,7 +39,10 @@ every timed block (``harness.worker``: never-seen values in the same tensors, so
 pointer alone would return stale results, and the block's output check would fail it) and then makes
 one untimed call on a scratch input. So a call that finds its own input new or rewritten also
 re-dequantises every remembered input that was rewritten since: the untimed scratch call refreshes the
-whole pool, and the timed calls after it only multiply. A rewrite that bypasses the version counter
+whole pool. After that call the worker flips the pool's signs by the parent's key
+(``harness.judge.mask_pool_signs``), rewriting every input again; for the peer alone (a file of the
+peers' folder) it then calls ``custom_kernel.refresh()``, untimed (``harness.worker.peer_refresh``),
+so the timed calls only multiply. A rewrite that bypasses the version counter
 (a raw pointer write from an extension) is not seen, nor is a tensor's storage swapped under it
 (``t.data = ...``). At most ``MAX_REMEMBERED_INPUTS`` inputs are remembered (least recently used
 out): more live inputs than that (a larger ``--pool``) and some timed calls dequantise, which a
@@ -141,7 +144,7 @@ class DequantisedInputs:
             self._entries.move_to_end(key)
             return entry.operands
         operands = self._store(key, sources)
-        self._refresh_rewritten(skip=key)
+        self.refresh(skip=key)
         return operands
 
     def _made(self, sources: tuple) -> _Entry:
@@ -160,8 +163,9 @@ class DequantisedInputs:
                               "forgotten and its next call dequantises inside the call", stacklevel=3)
         return entry.operands
 
-    def _refresh_rewritten(self, skip: tuple) -> None:
-        """Re-dequantise every remembered input rewritten in place since; forget the dead ones."""
+    def refresh(self, skip: tuple | None = None) -> None:
+        """Re-dequantise every remembered input rewritten in place since (but ``skip``'s); forget the
+        dead ones."""
         for key in list(self._entries):
             if key == skip:
                 continue
@@ -275,5 +279,5 @@ def make_kernel(problem: str, output: str | None = None, memo_capacity: int = MA
         raise ValueError(f"no peer output {output!r}; expected one of {', '.join(OUTPUTS)}")
     output = output or FAIR_OUTPUT[problem]
     kernel, memo = _KERNELS[problem](output, memo_capacity)
-    kernel.memo, kernel.output = memo, output
+    kernel.memo, kernel.output, kernel.refresh = memo, output, memo.refresh
     return kernel
