@@ -68,7 +68,11 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-28, commit 33c1f3e (a one-GPU machine, session 47's first call: builds, then tests and compares one at a time).
+`test gemm v52 --dist all` 40 of 40 pass (`mixed` included). `compare gemm v47 v52` (kernel method, one
+process): 128x7168x16384 1.001x [0.991, 1.011] SAME (60.20 -> 60.12 us), 128x4096x7168 0.995x [0.989, 1.001] SAME
+(22.40 -> 22.52), 128x7168x2048 1.064x [1.056, 1.071] FASTER (15.32 -> 14.41): as predicted (SAME / SAME / ~1.07x):
+v48's gain on the unsplit launch without its loss on the split one. The lineage's best.
 
 Exactness (v43's; the kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums

@@ -96,7 +96,12 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit 33c1f3e (a one-GPU machine, session 47's first call: builds, then tests and compares one at a time).
+`test dual_gemm v33 --dist all` passes (40 of 40, `mixed` included). `compare dual_gemm v32 v33 --shape
+256x3072x4096` (kernel method, one process): 1.004x [0.998, 1.011] SAME (29.57 -> 29.44 us), under the predicted
+1.01-1.04x: 19 fewer instructions a K block buy nothing measurable, so dual's K loop is not bound by the
+consumers' issue (v34, 12-14 more fewer, SAME on all four shapes, says the same). Not kept (attic/).
 
 Exactness (v25's; v32 adds one fixed order, a split launch's tail last: ((0 + split 0) + split 1) + tail): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one
 HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

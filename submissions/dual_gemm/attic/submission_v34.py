@@ -78,7 +78,13 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit 33c1f3e (a one-GPU machine, session 47's first call: builds, then tests and compares one at a time).
+`test dual_gemm v34 --dist all` passes (40 of 40, `mixed` included). `compare dual_gemm v32 v34` (kernel
+method, one process; v34 carries v33's decode too): 256x4096x7168 0.996x [0.992, 1.000], 512x4096x7168 1.004x
+[0.994, 1.013], 256x3072x4096 1.002x [0.992, 1.012], 512x3072x7168 1.005x [0.998, 1.013], all SAME (45.69 / 79.04 /
+29.50 / 67.68 us -> 45.87 / 78.76 / 29.44 / 67.32): 31-33 fewer instructions a K block than v32 and no gain, so the
+consumers' instruction count is not what binds this K loop. Not kept (attic/).
 
 Exactness (v25's; v32 adds one fixed order, a split launch's tail last: ((0 + split 0) + split 1) + tail): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one
 HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

@@ -26,9 +26,12 @@ Prediction: (kernel method, `compare gemm v50 v51`, H200; v50 ~59.9 / 21.9 / 12.
 - 128x7168x16384: at most (0.358 - 0.350) x 128 = 1.0 us to gain, up to ~1-2% to lose through later releases:
   0.98-1.02x, SAME expected. If it reads SLOWER, v50 stays the best and the 128-row rule is v50's.
 - 128x7168x2048: SAME (v50's kernels, identical SASS).
-Measured: NVIDIA H200, 2026-11-28, commit d13c41d (a one-GPU machine, one call: tests then compares, one version at a time). `test gemm v51 --dist all` 40 of 40 pass (`mixed` included); the compare against v50 was
-not reached in that call. Its parent v50 measured SAME on 128x7168x2048 (attic/), so the same loop on the
-128-row tiles is expected SAME too; `compare gemm v47 v51` decides it.
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit d13c41d: `test gemm v51 --dist all` 40 of 40 pass (`mixed` included).
+NVIDIA H200, 2026-11-28, commit 33c1f3e (a one-GPU machine, session 47's first call: builds, then tests and compares one at a time): `compare gemm v47 v51` (kernel method, one process) 128x4096x7168 1.002x [0.995, 1.009] SAME
+(22.51 -> 22.46 us), 128x7168x16384 1.003x [0.997, 1.008] SAME (60.25 -> 60.10 us), as v50 read on the 64-row
+tiles: a wgmma group in flight within a chunk shortens no loop here, so the pace is not the tensor core idling
+between groups. Not kept (attic/).
 
 Compile-only (nvcc 13.0, sm_90a; ptxas -v): every gemm_kernel 168 registers at launch (setmaxnreg: consumers 232),
 0 bytes stack frame, 0 spill stores / loads; no C7514 warning. SASS (cuobjdump): 128-row kernels 2152 (unsplit) and
