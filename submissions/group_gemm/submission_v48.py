@@ -2,9 +2,9 @@
 
 Version: v48
 Parent: v47
-Change: in the deep ring (Ring<128, 9>: every launch whose tiles are at most 128 rows, so C's and D's),
-each consumer thread waits on block k + 2's full barrier and loads its B bytes (6 shared loads, 18
-registers: two rows' 32-byte blocks and scale words) in iteration k, after decoding block k + 1 from the
+Change: B's loads one K block ahead in the deep ring's consumers (Ring<128, 9>: every launch whose
+tiles are at most 128 rows, so C's and D's): each consumer thread waits on block k + 2's full barrier
+and loads its B bytes (6 shared loads, 18 registers: two rows' 32-byte blocks and scale words) in iteration k, after decoding block k + 1 from the
 registers loaded in iteration k - 1; v47 waited on block k + 1's barrier and loaded it at the head of
 block k + 1's decode, so the decode's first instruction waited for a SYNCS round trip and a shared load.
 decode_b is split into load_b (the loads) and decode_b (v47's arithmetic on the same words): the
