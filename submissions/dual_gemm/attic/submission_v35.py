@@ -96,7 +96,13 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit ff23c06 (a one-GPU machine, session 47's third call). `test dual_gemm v35 --dist all` 40 of 40 and four custom shapes taking the tail path at 128, 160,
+192 and 96-row tiles (128x6144x7168, 320x3072x7168, 384x3072x7232 with 113 blocks, 96x6144x7168; 16 of 16) pass.
+`compare dual_gemm v32 v35 --shape 512x3072x7168` (kernel method, one process): 1.001x [0.993, 1.008] SAME (67.67 ->
+67.63 us), under the predicted 1.020-1.038x: the tail's partial read after the loop was not on the critical path
+(or the helpers' flags arrive late, so the tile CTAs wait for them either way: `probe marks` 7 against 5 would
+say which; not run). Not kept (attic/).
 
 Exactness (v25's; v32 adds one fixed order, a split launch's tail last: ((0 + split 0) + split 1) + tail): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one
 HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),

@@ -62,7 +62,13 @@ scheduling cost more than the latency; if C is SAME, the sibling warp already hi
 the ~210 is issue (instructions) alone: the next lever is then the 15 uniform descriptor instructions
 and the decode's count, not the chain's order. Exactness: v47's fragments bit for bit, the same wgmma
 groups in the same K order: any output difference from v47 on the same inputs is a bug.
-Measured: not yet run. Compile-only (nvcc 13.0): 168 registers at entry, no spills, no stack frame, both
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit ff23c06 (a one-GPU machine, session 47's third call). `test group_gemm v48 --dist all` 40 of 40 pass (`mixed` max 0.935 of the tolerance, cuBLAS fp16
+0.935). `compare group_gemm v47 v48` (kernel method, one process): A 1.004x [0.999, 1.010] SAME, B 1.000x SAME,
+C 0.953x [0.945, 0.961] SLOWER (33.69 -> 35.35 us), D 0.957x [0.952, 0.961] SLOWER (16.47 -> 17.22), against
+C 1.01-1.05x and D 1.00-1.04x predicted: one copy fewer in flight in the deep ring (the fourth held slot) cost more
+than the barrier wait and first shared load taken off the chain, so on C and D the loop waits on the copies, not
+on that latency. Not kept (attic/). Compile-only (nvcc 13.0): 168 registers at entry, no spills, no stack frame, both
 GEMM kernels; `probe sass`: deep-ring loop 1175 instructions a copy of 9 K blocks (v47 1147), tall-ring
 loops 766-784 (v47's).
 

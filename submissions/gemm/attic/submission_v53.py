@@ -56,7 +56,15 @@ stages: stage st = local blocks 2st and 2st + 1 (one on an odd last stage), the 
 (position p: slot p / 2, block p % 2), the final release of stage (num_k - 1) / 2 mod 8. Chunks of 4 blocks
 still start at the CTA's local block multiples of 4 (p % 4, p counting from its first block as v52's slot
 did), so the sums are v52's bit for bit: tests should read max error identical to v52's on the same seeds.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-28, commit ff23c06 (a one-GPU machine, session 47's third call). `test gemm v53 --dist all` 40 of 40 and the reviewer's six custom shapes (one block, stages of
+2-2-1, lap wraps onto an odd stage at 32 and 64 rows, split S = 2 at 64 and 32 rows starting at an odd block; 24 of
+24, `mixed` included) pass: the two-block stages are correct. `compare gemm v52 v53 --shape 128x7168x2048` (kernel
+method, one process): 0.919x [0.914, 0.925] SLOWER (14.38 -> 15.64 us; 0.917x A first, 0.922x B first), against
+1.02-1.04x predicted. Halving the barrier operations made the 64-row loop slower by 1.26 us over 32 blocks (0.04 us
+a block): the handshake was not on the critical path, and a stage that lands two blocks at once delays the first
+block of each stage behind the second's bytes (the consumers wait for 25 KB where v52 waited for 12.5), with the
+doubled loop body besides. Not kept (attic/).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
