@@ -62,9 +62,9 @@ Measured: NVIDIA H200, 2026-11-28, commit ff23c06 (a one-GPU machine, session 47
 24, `mixed` included) pass: the two-block stages are correct. `compare gemm v52 v53 --shape 128x7168x2048` (kernel
 method, one process): 0.919x [0.914, 0.925] SLOWER (14.38 -> 15.64 us; 0.917x A first, 0.922x B first), against
 1.02-1.04x predicted. Halving the barrier operations made the 64-row loop slower by 1.26 us over 32 blocks (0.04 us
-a block): the handshake was not on the critical path, and a stage that lands two blocks at once delays the first
-block of each stage behind the second's bytes (the consumers wait for 25 KB where v52 waited for 12.5), with the
-doubled loop body besides. Not kept (attic/).
+a block): the handshake was not on the critical path. A likely cause, not measured: a stage's full barrier waits
+for both blocks' bytes, so each stage's first block waits behind its second's (25 KB where v52 waited for 12.5);
+the doubled loop body is the other candidate. Not kept (attic/).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
