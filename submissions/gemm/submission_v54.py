@@ -60,13 +60,13 @@ Prediction: (H200, `compare gemm v52 v54`, kernel method, one process), per shap
 - 128x7168x2048 (S = 1): v52's kernels and launch, SASS identical: 1.00x (SAME). Geomean ~1.005x.
 Risk: (1) correctness rests on the flag protocol: each first-CTA thread's reductions, its fence.acq_rel.gpu, the
 consumers' barrier, then cthread 0's st.release.gpu of `added`; the last's cthread 0 ld.acquire.gpu, a barrier,
-then every thread's ld.global.cg (L2). (2) The zero invariant: a launch that faults midway leaves a slice
-nonzero (the context is lost then anyway); a caller's graph captured around a call records the buffer's zero
-fill when it was allocated under the capture (replays zero it first; a later plain call zeroes it once). (3)
-Deadlock-free without co-residency: the last waits only for a CTA that already took its ticket and waits on
-nothing (the launch stays cooperative, as v52's). (4) The ticket word is 8 more bytes of shared memory after
-`gather` (173,200 bytes), not in the ring, which a warp may still read under its last wgmma when cthread 0
-broadcasts the ticket. Tests that should tell: `test gemm v54 --dist all` (the long shape and every S = 2
+then every thread's ld.global.cg (L2). (2) The zero invariant: a launch that faults midway leaves a slice nonzero
+(the context is lost then anyway); a caller's graph captured around a call records the buffer's zero fill when it
+was allocated under the capture, or when no plain call has zeroed it since (replays zero it first; a later plain
+call zeroes it once). (3) Deadlock-free without co-residency: the last waits only for a CTA that already took its
+ticket and waits on nothing (the launch stays cooperative, as v52's). (4) The ticket word is 8 more bytes of shared
+memory after `gather` (173,200 bytes), not in the ring, which a warp may still read under its last wgmma when
+cthread 0 broadcasts the ticket. Tests that should tell: `test gemm v54 --dist all` (the long shape and every S = 2
 tests/edges shape run the new path; S = 2 at 32/64/96-row tiles only on custom shapes such as 64x256x4096),
 and a second call on the same inputs reading identical bits (the slice left zero).
 
@@ -1546,7 +1546,7 @@ static std::list<CachedPlan>* const plans = new std::list<CachedPlan>();
 // its slices zero and leaves them zero, so it is zeroed only when it is allocated (grown). A zero fill queued on a
 // stream under capture is only recorded (it runs in the caller's graph, before that graph's own launches, which
 // is right there), so a buffer allocated then is zeroed again by the first call on that stream outside a capture
-// (`zeroed` false until then).
+// (`zeroed` false until then), and each capture before that call records a fill of its own.
 struct Workspace {
     int device;
     cudaStream_t stream;
@@ -1584,9 +1584,11 @@ static void* workspace_for(int device, cudaStream_t stream, int64_t bytes, int64
             // our launches on it.
             w.sums = at::zeros({sum_bytes}, options);
             w.zeroed = !capturing;
-        } else if (!w.zeroed && !capturing) {
+        } else if (!w.zeroed && query == cudaSuccess) {
+            // NOTE: under a capture too: the fill an earlier capture recorded runs only if that graph is replayed,
+            // which a later graph on this stream (torch's one capture stream: every torch.cuda.graph) may precede.
             w.sums.zero_();
-            w.zeroed = true;
+            w.zeroed = !capturing;
         }
         *sums = w.sums.data_ptr();
     }
