@@ -445,6 +445,7 @@ def test_probe_host_measures_the_device_side_on_a_gpu():
     assert r["device_us"] > 0 and r["cold_us"] > r["device_us"] and r["events_us"] > 0
     # the probe's synchronise between calls is not the call's (the fixture's call never synchronises)
     assert "cudaDeviceSynchronize" not in {op["op"] for op in r["ops"]}, r["ops"]
+    assert any(op["op"].startswith("cu") for op in r["ops"]), r["ops"]  # the call's own launch is counted
 
 
 @pytest.mark.gpu

@@ -23,6 +23,7 @@ Without a GPU only the host figures are measured (the device ones are None).
 
 from __future__ import annotations
 
+import bisect
 
 from harness.config import Shape
 from harness.probes import common
@@ -86,9 +87,13 @@ def _host_ops(torch, kernel, data_sets: list, calls: int, top: int) -> list[dict
             with record_function(CALL_RANGE):
                 kernel(data_sets[i % len(data_sets)])
         sync()
+    events = prof.events()
+    # NOTE: by time, not by the profiler's tree: an op belongs to the call whose range (same thread)
+    # holds its start, whether or not torch linked it as the range's child (runtime API records)
+    ranges = sorted((e.thread, e.time_range.start, e.time_range.end) for e in events if e.name == CALL_RANGE)
     totals: dict[str, list[float]] = {}
-    for e in prof.events():
-        if e.name != CALL_RANGE and _inside(e, CALL_RANGE):
+    for e in events:
+        if e.name != CALL_RANGE and _inside(ranges, e.thread, e.time_range.start):
             row = totals.setdefault(e.name, [0.0, 0])
             row[0] += float(e.self_cpu_time_total)
             row[1] += 1
@@ -97,13 +102,10 @@ def _host_ops(torch, kernel, data_sets: list, calls: int, top: int) -> list[dict
     return sorted(rows, key=lambda r: -r["self_us"])[:top]
 
 
-def _inside(event, name: str) -> bool:
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name == name:
-            return True
-        parent = parent.cpu_parent
-    return False
+def _inside(ranges: list[tuple], thread: int, start: float) -> bool:
+    """Whether ``start`` (µs) lies in one of ``ranges`` ((thread, start, end), sorted) of ``thread``."""
+    i = bisect.bisect_right(ranges, (thread, start, float("inf"))) - 1
+    return i >= 0 and ranges[i][0] == thread and ranges[i][1] <= start <= ranges[i][2]
 
 
 def _us(x: float | None) -> str:
