@@ -36,6 +36,10 @@ _WATCHED_ATTRS = {
                    "is_available"),
     "torch.cuda.Event": ("record", "elapsed_time", "synchronize", "query", "wait"),
     "torch.cuda.CUDAGraph": ("replay", "capture_begin", "capture_end"),
+    # the kernel method's records (harness.timing.kineto_reader reads them through references taken before)
+    "torch._C._autograd._KinetoEvent": ("device_type", "name", "start_ns", "end_ns", "correlation_id",
+                                        "linked_correlation_id"),
+    "torch._C._autograd._ProfilerResult": ("events",),
 }
 # Modules whose every function is watched (the harness's own timing, checking and channel code).
 _WATCHED_MODULES = ("harness.timing", "harness.stats", "harness.channel", "harness.guard", "harness.worker",
@@ -46,7 +50,7 @@ _WATCHED_MODULES = ("harness.timing", "harness.stats", "harness.channel", "harne
 _WATCHED_NAMESPACES = ("harness.timing", "harness.judge", "harness.worker")
 # The fields of ``harness.timing``'s bound references that the timing loop calls (the others are state).
 _BOUND_FIELDS = ("torch", "Event", "record", "elapsed", "synchronize", "profile", "record_function", "sleep",
-                 "flush_buffer")
+                 "flush_buffer", "kineto")
 _MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
 
 

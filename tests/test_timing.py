@@ -206,3 +206,20 @@ def test_kernel_times_leaves_the_judges_copies_out_of_the_strays():
     ]
     per_call, stray = timing.kernel_times(acts, 1)
     assert stray == 1 and per_call[0]["activities"] == 1
+
+
+def test_the_bound_kineto_reader_reads_the_records_and_ignores_a_later_patch(monkeypatch):
+    """The kernel method reads the profiler's records through methods taken at bind time: the same
+    activities as reading them plainly, and a record method replaced afterwards does not reach it."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    read = timing.kineto_reader(torch)
+    assert read is not None
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with record_function(timing.CALL_RANGE):
+            torch.ones(64).sum()
+    plain = timing.kineto_activities(torch, prof)
+    assert read(prof) == plain and any(a.name == timing.CALL_RANGE for a in plain)
+    event = torch._C._autograd._KinetoEvent
+    monkeypatch.setattr(event, "end_ns", lambda self, _start=event.start_ns: _start(self) + 1)
+    assert timing.kineto_activities(torch, prof) != plain
+    assert read(prof) == plain

@@ -2,6 +2,7 @@
 
 TIMING_ADVERSARIES = {
     "patches_event_timer": ("TAMPERED", "torch.cuda.Event.elapsed_time"),
+    "patches_kineto_event": ("TAMPERED", "torch._C._autograd._KinetoEvent.end_ns"),
     "patches_stats": ("TAMPERED", "harness.stats.summarize"),
     "writes_result_channel": ("TAMPERED", "verdict channel"),
     "late_thread": ("TAMPERED", "left a thread running"),
