@@ -16,6 +16,7 @@ removes itself before the harness looks. Verdicts on outputs do not rest on it (
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import threading
@@ -40,6 +41,8 @@ _WATCHED_ATTRS = {
     "torch._C._autograd._KinetoEvent": ("device_type", "name", "start_ns", "end_ns", "correlation_id",
                                         "linked_correlation_id"),
     "torch._C._autograd._ProfilerResult": ("events",),
+    # the harness's own tensor work runs under DisableTorchFunction (harness_work); dispatch modes are counted
+    "torch._C": ("DisableTorchFunction", "_len_torch_dispatch_stack"),
 }
 # Modules whose every function is watched (the harness's own timing, checking and channel code).
 _WATCHED_MODULES = ("harness.timing", "harness.stats", "harness.channel", "harness.guard", "harness.worker",
@@ -169,8 +172,12 @@ class Guard:
         running that was not running at ``since`` (default: after import): TAMPERED; else None."""
         changed = self.changes()
         if changed:
-            shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
-            return "TAMPERED", f"TAMPERED: the submission replaced {shown} (bound before it was imported)"
+            hooked = set(hooks()) | set(self._hooks)
+            left_on = [name for name in changed if name in hooked]
+            replaced = [name for name in changed if name not in hooked]
+            said = ([f"replaced {_listed(replaced)} (bound before it was imported)"] if replaced else []) + \
+                   ([f"left {_listed(left_on)} on (it would run inside the harness's own work)"] if left_on else [])
+            return "TAMPERED", f"TAMPERED: the submission {' and '.join(said)}"
         threads = self.new_threads(since)
         if threads:
             return "TAMPERED", (f"TAMPERED: custom_kernel left a thread running after it returned "
@@ -178,9 +185,28 @@ class Guard:
         return None
 
 
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def harness_work(torch):
+    """A context for the harness's own tensor work in a child (copies of outputs for the judge,
+    fingerprints, flushes, refills, masks): torch-function modes and subclass handlers off, so none a
+    submission left on runs its code there.
+    NOTE: a TorchFunctionMode entered at import that computed each call's output inside the harness's
+    copy of it, after the timed region, read 2.6 µs a call where the honest v0 takes 55 ms (gemm, CPU,
+    tests/adversarial/computes_in_capture.py). Modes stay on inside the submission's own calls
+    (``torch.set_default_device`` is one). Dispatch modes, which this does not stop, are a hook
+    (``hooks``): one left on is TAMPERED. A torch without the switch (a test's stand-in) gets none:
+    removing it from a real one is a change the guard reports."""
+    switch = getattr(getattr(torch, "_C", None), "DisableTorchFunction", None)
+    return switch() if switch is not None else contextlib.nullcontext()
+
+
 def hooks() -> dict[str, int]:
     """The identity of every trace, profile and monitoring hook set now, by name: a hook runs code
-    at every call and return of the harness's own functions (and can rewrite what they return)."""
+    at every call and return of the harness's own functions (and can rewrite what they return);
+    and how many torch dispatch modes are on (each sees every tensor operation, the harness's too)."""
     found = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
              "threading.settrace": getattr(threading, "_trace_hook", None),
              "threading.setprofile": getattr(threading, "_profile_hook", None)}
@@ -188,7 +214,12 @@ def hooks() -> dict[str, int]:
     if monitoring is not None:
         for tool in _MONITORING_TOOLS:
             found[f"sys.monitoring tool {tool}"] = monitoring.get_tool(tool)
-    return {name: id(hook) for name, hook in found.items() if hook is not None}
+    out = {name: id(hook) for name, hook in found.items() if hook is not None}
+    torch = sys.modules.get("torch")
+    depth = getattr(getattr(torch, "_C", None), "_len_torch_dispatch_stack", None)
+    if depth is not None and depth() > 0:
+        out["a torch dispatch mode"] = depth()
+    return out
 
 
 def thread_ids() -> set[int]:

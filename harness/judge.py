@@ -28,6 +28,8 @@ from __future__ import annotations
 import mmap
 import os
 
+from harness.guard import harness_work
+
 ALIGN = 256  # each output starts on a 256-byte boundary of the shared file
 # NOTE: the largest genuine command (gemm's 50-call gpumode pool, plus the repeat) holds ~100 MB of
 # outputs; a reply that claims more than this is refused before anything is read.
@@ -67,11 +69,12 @@ def fingerprint(torch, tensors: list) -> list[int]:
     if not tensors:
         return []
     sums = []
-    for t in tensors:
-        raw = t.detach().reshape(-1).view(torch.uint8) if t.numel() else torch.zeros(2, dtype=torch.uint8, device=t.device)
-        sums.append(raw.sum(dtype=torch.int64).reshape(1))
-        sums.append(raw[::2].sum(dtype=torch.int64).reshape(1))
-    return [int(x) for x in torch.cat([s.to(sums[0].device) for s in sums]).tolist()]
+    with harness_work(torch):
+        for t in tensors:
+            raw = t.detach().reshape(-1).view(torch.uint8) if t.numel() else torch.zeros(2, dtype=torch.uint8, device=t.device)
+            sums.append(raw.sum(dtype=torch.int64).reshape(1))
+            sums.append(raw[::2].sum(dtype=torch.int64).reshape(1))
+        return [int(x) for x in torch.cat([s.to(sums[0].device) for s in sums]).tolist()]
 
 
 def mask_pool_signs(torch, mod, sets: list, key: int) -> None:
@@ -95,15 +98,16 @@ def mask_pool_signs(torch, mod, sets: list, key: int) -> None:
     values = [t for data in sets for t in input_tensors(mod, data) if t.dtype == torch.float4_e2m1fn_x2]
     if not values:
         return
-    device = values[0].device
-    generator = torch.Generator(device=device)
-    generator.manual_seed(int(key))
-    size = max(t.numel() for t in values)
-    # NOTE: 0x88 keeps the two nibbles' sign bits of each byte (e2m1: sign, two exponent bits, one mantissa bit)
-    mask = torch.randint(0, 256, (size,), generator=generator, dtype=torch.uint8, device=device).bitwise_and_(0x88)
-    for t in values:
-        raw = t.view(torch.uint8)
-        raw.bitwise_xor_(mask[:raw.numel()].view(raw.shape))
+    with harness_work(torch):
+        device = values[0].device
+        generator = torch.Generator(device=device)
+        generator.manual_seed(int(key))
+        size = max(t.numel() for t in values)
+        # NOTE: 0x88 keeps the two nibbles' sign bits of each byte (e2m1: sign, two exponent bits, one mantissa bit)
+        mask = torch.randint(0, 256, (size,), generator=generator, dtype=torch.uint8, device=device).bitwise_and_(0x88)
+        for t in values:
+            raw = t.view(torch.uint8)
+            raw.bitwise_xor_(mask[:raw.numel()].view(raw.shape))
 
 
 def form_problem(mod, data, result) -> str | None:
@@ -187,16 +191,21 @@ class ResultSink:
         items = list(result) if listed else [result]
         if not all(isinstance(t, torch.Tensor) for t in items):
             return {"listed": listed, "parts": None}
+        subclass = next((type(t) for t in items if type(t) is not torch.Tensor), None)
+        if subclass is not None:
+            # NOTE: a subclass's own handlers would run inside this copy, after the timed region
+            return {"listed": listed, "parts": None, "subclass": f"{subclass.__module__}.{subclass.__qualname__}"}
         parts = []
-        for t in items:
-            nbytes = t.numel() * t.element_size()
-            if self.used + nbytes > self.size:
-                return {"listed": listed, "parts": None, "overflow": nbytes}
-            if nbytes:
-                flat = t.detach().reshape(-1).view(torch.uint8)
-                self.host[self.used:self.used + nbytes].copy_(flat, non_blocking=True)
-            parts.append([str(t.dtype).removeprefix("torch."), list(t.shape), self.used, nbytes])
-            self.used += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+        with harness_work(torch):
+            for t in items:
+                nbytes = t.numel() * t.element_size()
+                if self.used + nbytes > self.size:
+                    return {"listed": listed, "parts": None, "overflow": nbytes}
+                if nbytes:
+                    flat = t.detach().reshape(-1).view(torch.uint8)
+                    self.host[self.used:self.used + nbytes].copy_(flat, non_blocking=True)
+                parts.append([str(t.dtype).removeprefix("torch."), list(t.shape), self.used, nbytes])
+                self.used += (nbytes + ALIGN - 1) // ALIGN * ALIGN
         return {"listed": listed, "parts": parts}
 
 
@@ -296,6 +305,8 @@ class Judge:
         torch = self.torch
         if entry.get("overflow"):
             return f"the output ({entry['overflow']} bytes) is larger than the checked calls' outputs"
+        if entry.get("subclass"):
+            return f"the output is a {entry['subclass']}, a subclass of torch.Tensor; return plain tensors"
         parts = entry.get("parts")
         if not isinstance(parts, list) or not parts:
             return "the output is not a tensor (or list of tensors)"

@@ -61,6 +61,8 @@ import ctypes
 import time
 from dataclasses import dataclass, field
 
+from harness.guard import harness_work
+
 _now = time.perf_counter
 
 # A block whose device-synchronised wall time exceeds its event span by both margins is flagged.
@@ -134,12 +136,13 @@ def bound() -> Bound:
 def flush(kind: str = "dirty") -> None:
     """Evict L2 (see the module's docstring): ``dirty`` zeroes twice the L2, ``clean`` reads it."""
     b = bound()
-    if kind == "clean":
-        b.flush_sink = b.flush_buffer.sum(dtype=b.torch.int64)  # NOTE: torch 2.11 has no out= with dtype=
-    elif kind == "dirty":
-        b.flush_buffer.zero_()
-    else:
+    if kind not in FLUSHES:
         raise ValueError(f"unknown flush {kind!r}; expected one of {', '.join(FLUSHES)}")
+    with harness_work(b.torch):
+        if kind == "clean":
+            b.flush_sink = b.flush_buffer.sum(dtype=b.torch.int64)  # NOTE: torch 2.11 has no out= with dtype=
+        else:
+            b.flush_buffer.zero_()
 
 
 _libcuda = None
@@ -535,9 +538,10 @@ class GraphCall:
         self.flush_us = sorted(times)[len(times) // 2]
 
     def load(self, data) -> None:
-        for dst, src in zip(self._static_tensors, self._tensors_of(data)):
-            dst.copy_(src)
-        self._poison(self._static)
+        with harness_work(bound().torch):
+            for dst, src in zip(self._static_tensors, self._tensors_of(data)):
+                dst.copy_(src)
+            self._poison(self._static)
 
     def replay(self) -> None:
         self._graph.replay()
@@ -547,4 +551,5 @@ class GraphCall:
         # checked after the block: each must be copied out whole, lists of tensors included
         # (group_gemm returns one), or all but the last replay's would be checked against the
         # wrong input.
-        return self._clone(self._output)
+        with harness_work(bound().torch):
+            return self._clone(self._output)

@@ -36,6 +36,7 @@ import traceback
 import warnings
 
 from harness.errors import HarnessFault
+from harness.guard import harness_work
 from harness.judge import fingerprint, form_problem, input_tensors, mask_pool_signs, output_bytes, tensors_of
 
 EXIT_CUDA_ERROR = 3
@@ -127,8 +128,9 @@ class Worker:
 
     # -- correctness ------------------------------------------------------------------------
     def _poison(self, data) -> None:
-        for c in self.mod.outputs_of(data):
-            c.fill_(float("nan"))
+        with harness_work(self.torch):
+            for c in self.mod.outputs_of(data):
+                c.fill_(float("nan"))
 
     def _deterministic(self, on: bool) -> None:
         """Uninitialised-memory filling (torch.empty -> NaN) for correctness calls only; warn_only
@@ -265,7 +267,8 @@ class Worker:
     def _inputs(self, params: dict, seed: int, dist: str):
         """One input set of the shape; a failure is the harness's (its generator), never the kernel's."""
         try:
-            return self.mod.generate_input(**params, seed=seed, dist=dist)
+            with harness_work(self.torch):
+                return self.mod.generate_input(**params, seed=seed, dist=dist)
         except Exception as exc:  # noqa: BLE001 - reported as a harness error, the submission not blamed
             if _is_cuda_error(exc):
                 raise  # NOTE: a device the kernel left broken fails here first: the CRASH stays the kernel's
@@ -382,12 +385,13 @@ class Worker:
         """Never-seen inputs of round ``round_index`` into ``sets``' tensors (slot ``first_slot`` on),
         outputs poisoned."""
         params, base = self._params(self.item)
-        for slot, data in enumerate(sets, start=first_slot):
-            fresh = self._inputs(params, round_seed(base, round_index, slot), self.item["dist"])
-            for dst, src in zip(tensors_of(data), tensors_of(fresh)):
-                dst.copy_(src)
-            del fresh
-            self._poison(data)
+        with harness_work(self.torch):
+            for slot, data in enumerate(sets, start=first_slot):
+                fresh = self._inputs(params, round_seed(base, round_index, slot), self.item["dist"])
+                for dst, src in zip(tensors_of(data), tensors_of(fresh)):
+                    dst.copy_(src)
+                del fresh
+                self._poison(data)
 
     def _prelude(self, method: str, refill: bool):
         """The untimed work right before a block: the pool's inputs of ``pool_round``, then a call on

@@ -3,6 +3,8 @@
 TIMING_ADVERSARIES = {
     "patches_event_timer": ("TAMPERED", "torch.cuda.Event.elapsed_time"),
     "patches_kineto_event": ("TAMPERED", "torch._C._autograd._KinetoEvent.end_ns"),
+    "computes_in_capture": ("FAIL", "NaN in output (unwritten or poisoned?)"),
+    "computes_in_dispatch": ("TAMPERED", "left a torch dispatch mode on"),
     "patches_stats": ("TAMPERED", "harness.stats.summarize"),
     "writes_result_channel": ("TAMPERED", "verdict channel"),
     "late_thread": ("TAMPERED", "left a thread running"),
