@@ -30,7 +30,8 @@ _WATCHED_ATTRS = {
     "os": ("write", "read", "_exit"),
     "json": ("dumps", "loads"),
     "hmac": ("new", "compare_digest"),
-    "torch": ("equal", "isnan", "isinf", "isfinite", "empty", "empty_like", "where", "argmax"),
+    "torch": ("equal", "isnan", "isinf", "isfinite", "empty", "empty_like", "where", "argmax", "cat", "zeros",
+              "randint", "frombuffer", "Generator", "use_deterministic_algorithms"),
     "torch.Tensor": ("copy_", "fill_", "zero_", "clone", "to", "float", "abs", "sum", "all", "item", "view",
                      "data_ptr", "untyped_storage", "__eq__", "__sub__"),
     "torch.cuda": ("synchronize", "current_stream", "current_device", "Event", "Stream", "graph", "CUDAGraph",
@@ -55,6 +56,12 @@ _WATCHED_NAMESPACES = ("harness.timing", "harness.judge", "harness.worker")
 _BOUND_FIELDS = ("torch", "Event", "record", "elapsed", "synchronize", "profile", "record_function", "sleep",
                  "flush_buffer", "kineto")
 _MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
+# Classes whose every callable is watched, by identity: the harness's own tensor work calls tensor
+# methods by name at call time (reshape, detach, view, sum ...), and a replaced one would run the
+# submission's code inside that work (``harness_work`` stops modes, not patches). New callable entries
+# count too (``torch.Tensor.reshape = f`` adds one that shadows TensorBase's). The torch namespace is
+# watched by name above: importing torch._dynamo, which honest calls may do, rewraps torch.manual_seed.
+_WATCHED_CALLABLES = ("torch.Tensor", "torch._C.TensorBase")
 
 
 def _resolve(path: str):
@@ -78,6 +85,11 @@ def _fingerprint(obj) -> tuple:
     return (id(obj),)
 
 
+def _is_callable_entry(value) -> bool:
+    """A namespace entry that runs code when used: a function, builtin, method or descriptor."""
+    return callable(value) or isinstance(value, (property, staticmethod, classmethod)) or hasattr(value, "__get__")
+
+
 def _cell_set(cell) -> bool:
     try:
         cell.cell_contents
@@ -92,6 +104,7 @@ class Guard:
         self._keep: list = []  # holds the watched objects alive, so ids stay unique
         self._threads: set[int] = set()
         self._hooks: dict[str, int] = {}
+        self._callables: list[tuple] = []  # per _WATCHED_CALLABLES entry: path, owner, names, values, prints, keys
 
     @classmethod
     def snapshot(cls, extra_modules: tuple[str, ...] = ()) -> "Guard":
@@ -129,6 +142,16 @@ class Guard:
         if bound is not None:
             for name in _BOUND_FIELDS:
                 guard._watch(f"harness.timing._bound.{name}", getattr(bound, name))
+        for path in _WATCHED_CALLABLES:
+            try:
+                owner = _resolve(path)
+            except (ImportError, AttributeError):
+                continue
+            namespace = dict(vars(owner))
+            names = [name for name, value in namespace.items() if _is_callable_entry(value)]
+            values = [namespace[name] for name in names]
+            prints = [_fingerprint(value) if isinstance(value, types.FunctionType) else None for value in values]
+            guard._callables.append((path, owner, names, values, prints, frozenset(namespace)))
         guard._hooks = hooks()
         guard._threads = thread_ids()
         return guard
@@ -152,6 +175,15 @@ class Guard:
                 continue
             if _fingerprint(now) != fp:
                 changed.append(key)
+        for path, owner, names, values, prints, keys in self._callables:
+            now_namespace = vars(owner)
+            for name, value, fp in zip(names, values, prints):
+                now = now_namespace.get(name)
+                if now is not value or (fp is not None and _fingerprint(now) != fp):
+                    changed.append(f"{path}.{name}")
+            if isinstance(owner, type) and len(now_namespace) != len(keys):
+                changed += [f"{path}.{name}" for name in sorted(set(now_namespace) - keys)
+                            if _is_callable_entry(now_namespace[name])]
         return changed
 
     def thread_ids(self) -> set[int]:

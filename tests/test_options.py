@@ -160,7 +160,7 @@ class _FailingReference:
 def test_failing_input_generation_is_a_harness_error_not_the_kernels():
     from harness import worker
     w = worker.Worker.__new__(worker.Worker)
-    w.mod = _FailingReference()
+    w.torch, w.mod = torch, _FailingReference()
     with pytest.raises(worker.HarnessFault, match=r"generating the inputs of seed 7 failed: RuntimeError: Overflow"):
         w._inputs({"m": 128}, 7, "competition")
 

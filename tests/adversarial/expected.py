@@ -5,6 +5,7 @@ TIMING_ADVERSARIES = {
     "patches_kineto_event": ("TAMPERED", "torch._C._autograd._KinetoEvent.end_ns"),
     "computes_in_capture": ("FAIL", "NaN in output (unwritten or poisoned?)"),
     "computes_in_dispatch": ("TAMPERED", "left a torch dispatch mode on"),
+    "patches_tensor_method": ("TAMPERED", "torch.Tensor.reshape"),
     "patches_stats": ("TAMPERED", "harness.stats.summarize"),
     "writes_result_channel": ("TAMPERED", "verdict channel"),
     "late_thread": ("TAMPERED", "left a thread running"),

@@ -1,11 +1,10 @@
-"""Adversarial: installs a TorchFunctionMode and patches torch.Tensor.__gt__ at import so that any
-comparison in its process says "no element is off"; returns an unwritten output -> FAIL in `test`
-and `run` alike: the comparison runs in the judge, which never imports a submission."""
+"""Adversarial: installs a TorchFunctionMode at import so that any comparison in its process says
+"no element is off"; returns an unwritten output -> FAIL in `test` and `run` alike: the comparison
+runs in the judge, which never imports a submission. (Patching torch.Tensor.__gt__ as well would be
+TAMPERED: every tensor method is watched, patches_tensor_method.)"""
 
 import torch
 from torch.overrides import TorchFunctionMode
-
-_gt = torch.Tensor.__gt__
 
 
 class _NothingIsOff(TorchFunctionMode):
@@ -17,7 +16,6 @@ class _NothingIsOff(TorchFunctionMode):
 
 
 _NothingIsOff().__enter__()
-torch.Tensor.__gt__ = lambda self, other: torch.zeros_like(_gt(self, other))
 
 
 def custom_kernel(data):
