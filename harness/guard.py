@@ -17,7 +17,9 @@ removes itself before the harness looks. Verdicts on outputs do not rest on it (
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
+import signal
 import sys
 import threading
 import types
@@ -56,6 +58,8 @@ _WATCHED_NAMESPACES = ("harness.timing", "harness.judge", "harness.worker")
 _BOUND_FIELDS = ("torch", "Event", "record", "elapsed", "synchronize", "profile", "record_function", "sleep",
                  "flush_buffer", "kineto")
 _MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
+_SIGNALS = tuple(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
+_TIMERS = ((signal.ITIMER_REAL, "ITIMER_REAL"), (signal.ITIMER_VIRTUAL, "ITIMER_VIRTUAL"), (signal.ITIMER_PROF, "ITIMER_PROF"))
 # Classes whose every callable is watched, by identity: the harness's own tensor work calls tensor
 # methods by name at call time (reshape, detach, view, sum ...), and a replaced one would run the
 # submission's code inside that work (``harness_work`` stops modes, not patches). New callable entries
@@ -247,6 +251,17 @@ def hooks() -> dict[str, int]:
         for tool in _MONITORING_TOOLS:
             found[f"sys.monitoring tool {tool}"] = monitoring.get_tool(tool)
     out = {name: id(hook) for name, hook in found.items() if hook is not None}
+    # NOTE: each of these runs code at moments the harness does not choose (a collection, a signal), its
+    # own work after the timed region included
+    if gc.callbacks:
+        out["gc.callbacks"] = hash(tuple(map(id, gc.callbacks)))
+    for signum in _SIGNALS:
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            out[f"a handler of {signal.Signals(signum).name}"] = id(handler)
+    for timer, name in _TIMERS:
+        if signal.getitimer(timer) != (0.0, 0.0):
+            out[f"an interval timer ({name})"] = 1
     torch = sys.modules.get("torch")
     depth = getattr(getattr(torch, "_C", None), "_len_torch_dispatch_stack", None)
     if depth is not None and depth() > 0:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import sys
 
 from harness.guard import harness_work
 
@@ -188,6 +189,9 @@ class ResultSink:
         """Queues the copy of ``result`` (a tensor or a list of tensors) on the current stream; its entry."""
         torch = self.torch
         listed = isinstance(result, (list, tuple))
+        if listed and type(result) not in (list, tuple):
+            # NOTE: iterating a list subclass runs its code, here after the timed region
+            return {"listed": listed, "parts": None, "subclass": f"{type(result).__module__}.{type(result).__qualname__}"}
         items = list(result) if listed else [result]
         if not all(isinstance(t, torch.Tensor) for t in items):
             return {"listed": listed, "parts": None}
@@ -210,9 +214,12 @@ class ResultSink:
 
 
 def output_bytes(result) -> int:
-    """Room ``put`` needs for ``result`` (alignment included)."""
-    items = list(result) if isinstance(result, (list, tuple)) else [result]
-    return sum((t.numel() * t.element_size() + ALIGN - 1) // ALIGN * ALIGN for t in items if hasattr(t, "numel"))
+    """Room ``put`` needs for ``result`` (alignment included): plain tensors in a plain list only, as
+    ``put`` copies (a subclass's code never runs here either)."""
+    torch = sys.modules.get("torch")
+    items = list(result) if type(result) in (list, tuple) else [result]
+    return sum((t.numel() * t.element_size() + ALIGN - 1) // ALIGN * ALIGN for t in items
+               if torch is not None and type(t) is torch.Tensor)
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -306,7 +313,7 @@ class Judge:
         if entry.get("overflow"):
             return f"the output ({entry['overflow']} bytes) is larger than the checked calls' outputs"
         if entry.get("subclass"):
-            return f"the output is a {entry['subclass']}, a subclass of torch.Tensor; return plain tensors"
+            return f"the output is a {entry['subclass']}, a subclass; return plain tensors (in a plain list)"
         parts = entry.get("parts")
         if not isinstance(parts, list) or not parts:
             return "the output is not a tensor (or list of tensors)"

@@ -206,3 +206,31 @@ def test_a_block_is_judged_against_the_inputs_its_key_decided(shared):
     stale = _entry(sink, mod, data, mod.ref_kernel(unmasked))
     wrong = judge.Judge(torch, mod, shared).check(ITEM, calls, [stale], "timed")
     assert wrong["status"] == "FAIL" and "mismatch" in wrong["message"]
+
+
+@pytest.mark.parametrize("kind", ["list", "tensor"])
+def test_a_subclass_output_is_refused_without_running_its_code(shared, kind):
+    """The copy for the judge runs after the timed region: a list or tensor subclass's own code
+    (its __iter__, its __torch_function__) must not run there, and the verdict says why."""
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    data = _data(mod, 7)
+    ran = []
+
+    class Outputs(list):
+        def __iter__(self):
+            ran.append("__iter__")
+            return super().__iter__()
+
+    class Output(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            ran.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    result = Outputs([mod.ref_kernel(data)]) if kind == "list" else mod.ref_kernel(data).as_subclass(Output)
+    ran.clear()
+    entry = _entry(sink, mod, data, result)
+    assert ran == [] and entry["parts"] is None
+    reply = judge.Judge(torch, mod, shared).check(ITEM, [{"seed": 7, "label": "seed 7", "sub": 0}], [entry], "timed")
+    assert reply["status"] == "FAIL" and "a subclass; return plain tensors" in reply["message"], reply

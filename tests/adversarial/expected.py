@@ -6,6 +6,7 @@ TIMING_ADVERSARIES = {
     "computes_in_capture": ("FAIL", "NaN in output (unwritten or poisoned?)"),
     "computes_in_dispatch": ("TAMPERED", "left a torch dispatch mode on"),
     "patches_tensor_method": ("TAMPERED", "torch.Tensor.reshape"),
+    "computes_in_a_signal": ("TAMPERED", "a handler of SIGALRM"),
     "patches_stats": ("TAMPERED", "harness.stats.summarize"),
     "writes_result_channel": ("TAMPERED", "verdict channel"),
     "late_thread": ("TAMPERED", "left a thread running"),
