@@ -221,6 +221,13 @@ class Guard:
         return None
 
 
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:  # a real-time signal between SIGRTMIN and SIGRTMAX has no name of its own
+        return f"signal {signum}"
+
+
 def _listed(names: list[str]) -> str:
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
@@ -258,7 +265,7 @@ def hooks() -> dict[str, int]:
     for signum in _SIGNALS:
         handler = signal.getsignal(signum)
         if callable(handler):
-            out[f"a handler of {signal.Signals(signum).name}"] = id(handler)
+            out[f"a handler of {_signal_name(signum)}"] = id(handler)
     for timer, name in _TIMERS:
         if signal.getitimer(timer) != (0.0, 0.0):
             out[f"an interval timer ({name})"] = 1
