@@ -400,8 +400,8 @@ def kineto_activities(torch, prof) -> list[Activity]:
 def kineto_reader(torch):
     """``kineto_activities`` through the record classes' methods taken now, or None where this torch
     has none. NOTE: bound before a submission is imported: its methods are pybind attributes a
-    submission can replace (``_KinetoEvent.end_ns`` returning ``start_ns() + 1000`` made every call
-    of the kernel method read 1 µs, seen on a CPU session); the guard watches them too."""
+    submission can replace from Python (``_KinetoEvent.end_ns`` returning ``start_ns() + 1000`` would
+    make every call of the kernel method read 1 µs); the guard watches them too."""
     try:
         event, result = torch._C._autograd._KinetoEvent, torch._C._autograd._ProfilerResult
         cpu = torch.autograd.DeviceType.CPU
