@@ -91,7 +91,7 @@ def _fingerprint(obj) -> tuple:
 
 def _is_callable_entry(value) -> bool:
     """A namespace entry that runs code when used: a function, builtin, method or descriptor."""
-    return callable(value) or isinstance(value, (property, staticmethod, classmethod)) or hasattr(value, "__get__")
+    return callable(value) or hasattr(value, "__get__")  # descriptors: property, staticmethod, classmethod ...
 
 
 def _cell_set(cell) -> bool:

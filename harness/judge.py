@@ -189,15 +189,14 @@ class ResultSink:
         """Queues the copy of ``result`` (a tensor or a list of tensors) on the current stream; its entry."""
         torch = self.torch
         listed = isinstance(result, (list, tuple))
-        if listed and type(result) not in (list, tuple):
-            # NOTE: iterating a list subclass runs its code, here after the timed region
-            return {"listed": listed, "parts": None, "subclass": f"{type(result).__module__}.{type(result).__qualname__}"}
-        items = list(result) if listed else [result]
-        if not all(isinstance(t, torch.Tensor) for t in items):
+        # NOTE: a subclass's own code (a list's __iter__, a tensor's handlers) would run inside this
+        # copy, after the timed region: refused before anything of it is touched
+        subclass = type(result) if listed and type(result) not in (list, tuple) else None
+        items = list(result) if listed and subclass is None else [result]
+        if subclass is None and not all(isinstance(t, torch.Tensor) for t in items):
             return {"listed": listed, "parts": None}
-        subclass = next((type(t) for t in items if type(t) is not torch.Tensor), None)
+        subclass = subclass or next((type(t) for t in items if type(t) is not torch.Tensor), None)
         if subclass is not None:
-            # NOTE: a subclass's own handlers would run inside this copy, after the timed region
             return {"listed": listed, "parts": None, "subclass": f"{subclass.__module__}.{subclass.__qualname__}"}
         parts = []
         with harness_work(torch):

@@ -36,13 +36,13 @@ or checked call) dequantises it and remembers the operands, keyed by the input t
 objects themselves, held by weak reference) together with their autograd version counters; later
 calls on the same, unchanged tensors only multiply. The harness refills its pool in place before
 every timed block (``harness.worker``: never-seen values in the same tensors, so a cache keyed by
-pointer alone would return stale results, and the block's output check would fail it) and then makes
-one untimed call on a scratch input. So a call that finds its own input new or rewritten also
-re-dequantises every remembered input that was rewritten since: the untimed scratch call refreshes the
-whole pool. After that call the worker flips the pool's signs by the parent's key
+pointer alone would return stale results, and the block's output check would fail it), makes one
+untimed call on a scratch input and flips the pool's signs by the parent's key
 (``harness.judge.mask_pool_signs``), rewriting every input again; for the peer alone (a file of the
 peers' folder) it then calls ``custom_kernel.refresh()``, untimed (``harness.worker.peer_refresh``),
-so the timed calls only multiply. A rewrite that bypasses the version counter
+which re-dequantises every remembered input rewritten since, so the timed calls only multiply. (A
+call re-dequantises its own input alone: the pool's, refreshed inside the scratch call as well, were
+dequantised twice a block.) A rewrite that bypasses the version counter
 (a raw pointer write from an extension) is not seen, nor is a tensor's storage swapped under it
 (``t.data = ...``). At most ``MAX_REMEMBERED_INPUTS`` inputs are remembered (least recently used
 out): more live inputs than that (a larger ``--pool``) and some timed calls dequantise, which a
@@ -143,9 +143,7 @@ class DequantisedInputs:
         if entry is not None and entry.holds(sources):
             self._entries.move_to_end(key)
             return entry.operands
-        operands = self._store(key, sources)
-        self.refresh(skip=key)
-        return operands
+        return self._store(key, sources)
 
     def _made(self, sources: tuple) -> _Entry:
         self.dequantisations += 1
@@ -163,12 +161,9 @@ class DequantisedInputs:
                               "forgotten and its next call dequantises inside the call", stacklevel=3)
         return entry.operands
 
-    def refresh(self, skip: tuple | None = None) -> None:
-        """Re-dequantise every remembered input rewritten in place since (but ``skip``'s); forget the
-        dead ones."""
+    def refresh(self) -> None:
+        """Re-dequantise every remembered input rewritten in place since; forget the dead ones."""
         for key in list(self._entries):
-            if key == skip:
-                continue
             alive = tuple(ref() for ref in self._entries[key].sources)
             if any(t is None for t in alive):
                 del self._entries[key]
