@@ -68,7 +68,14 @@ N-instantiations, the same opcodes as v47's in the same counts (4 HGMMA, 4 LDS.1
 first HGMMA group to its eleventh (v47: 1016 over nine), 7400 in the kernel (v47 6368); the consumer's
 highest register R154 (v47 R138: the fourth fragment set). Tall kernel: 127-130 instructions a block and
 loop spans as v47's; 9704 instructions (v47 9712: a few uniform address instructions outside the loops).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 7b1e3e5 (a one-GPU machine, session 48's first call). `test group_gemm v49 --dist
+all` 40 of 40 and `--shapes edges` 6 of 6 pass. `compare group_gemm v47 v49` (kernel method, one process): A 1.002x
+[0.999, 1.006] SAME (122.73 -> 122.43 us), B 1.000x SAME (72.79 -> 72.81), C 0.985x [0.976, 0.995] SLOWER (33.59 ->
+34.09), D 0.995x [0.988, 1.002] SAME (16.42 -> 16.51). Refuted: two more blocks of copies in flight gave C and D
+nothing (C a little less), so their loop does not wait on the ring's depth; with v48's loss (one copy fewer cost
+4%) the reading left is that 6 in flight is already enough and v48 lost by what it added to the consumer's
+chain, not by the depth it took. Not kept (attic/).
 
 Bad inputs: v47's checks, messages and order, unchanged (this version touches no check):
 | input | exception: message |

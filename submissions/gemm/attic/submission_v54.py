@@ -106,7 +106,15 @@ module's per-stream workspace; if that workspace later grows, or is dropped when
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
 Spec for tools/device_round.sh: `gemm:v54:v52`.
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 7b1e3e5 (a one-GPU machine, session 48's first call). `test gemm v54 --dist all`
+40 of 40, the reviewer's custom shapes (32x7168x4096, 64/80/128x7168x16384, 128x7168x4096; 20 of 20) and `run gemm
+v54 --graph` pass. `compare gemm v52 v54 --shape 128x7168x16384` (kernel method, one process): 0.976x [0.971, 0.981]
+SLOWER (59.83 -> 61.28 us), against the predicted ~1.015x: refuted. The atomics' tail costs more than v52's L2
+exchange by ~1.4 us: either the grid's 229,376 16-byte reductions (and the zeroing stores behind them) drain
+slower than the plain stores they replace, or the last CTA's 64 KB read alone costs more than two CTAs' 32 KB each
+(v22's lesson again); marks 6-8 would say which (not run: the issue's last listed idea is measured, and both
+readings leave the split-K sum no cheaper than v52's). Not kept (attic/).
 
 Exactness (v43's; the kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums
