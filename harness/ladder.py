@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
-from typing import Callable, ContextManager, Hashable, Sequence
+from typing import Callable, Collection, ContextManager, Hashable, Sequence
 
 from harness import runner
 from harness.config import Shape
@@ -50,9 +50,11 @@ class Job:
     shape: int  # index into that version's shapes
 
 
-def job_list(shape_counts: Sequence[int], methods: Sequence[str]) -> list[Job]:
-    """Every (version, method, shape) job in ladder order: version by version, method by method."""
-    return [Job(v, m, s) for v, count in enumerate(shape_counts) for m in methods for s in range(count)]
+def job_list(shape_counts: Sequence[int], methods: Sequence[str], skip: Collection[tuple[int, str]] = ()) -> list[Job]:
+    """Every (version, method, shape) job in ladder order: version by version, method by method;
+    none of the (version, method) groups in ``skip``."""
+    return [Job(v, m, s) for v, count in enumerate(shape_counts) for m in methods if (v, m) not in skip
+            for s in range(count)]
 
 
 def claim(pending: Sequence[Job], workers: int) -> int:
@@ -73,7 +75,8 @@ RunPiece = Callable[[Submission, list[Shape], runner.TimingPlan, Hashable], runn
 def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape]],
         plans: Sequence[runner.TimingPlan], gpus: Sequence[Hashable], run_piece: RunPiece,
         on_piece: Callable[[runner.JobOutcome, int, int], None] | None = None,
-        per_gpu: Callable[[Hashable], ContextManager] | None = None) -> dict[tuple[int, str], runner.JobOutcome]:
+        per_gpu: Callable[[Hashable], ContextManager] | None = None,
+        skip: Collection[tuple[int, str]] = ()) -> dict[tuple[int, str], runner.JobOutcome]:
     """Every version of ``subs`` on its shapes (``shapes_of``) with every plan (one per method),
     over ``gpus``.
 
@@ -84,10 +87,11 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
     manager, is entered by the GPU's thread before its first piece and left after its last (the
     table's shared process lives there: a child dies with the thread that started it). A piece that raises becomes FAIL
     results naming the harness error (the other GPUs go on); an ``on_piece`` that raises stops every
-    GPU after its current piece, and the error is raised here."""
+    GPU after its current piece, and the error is raised here. ``skip``: (version index, method)
+    groups not to time (``table --missing``: recorded already); they get no outcome."""
     shapes = [list(shapes_of(sub)) for sub in subs]
     by_method = {plan.method: plan for plan in plans}
-    pending = job_list([len(s) for s in shapes], list(by_method))
+    pending = job_list([len(s) for s in shapes], list(by_method), skip)
     total = len(pending)
     parts: dict[tuple[int, str], list[runner.JobOutcome]] = {}
     lock, told = threading.Lock(), threading.Lock()

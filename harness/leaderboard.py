@@ -514,6 +514,20 @@ def of_code(row: dict, code_hash: str | None) -> bool:
     return code_hash is None or not row.get("code_hash") or row["code_hash"] == code_hash
 
 
+def recorded_already(rows: list[dict], problem: str, version: str, code_hash: str, method: str, flush: str,
+                     gpu: str, shapes: list[str]) -> bool:
+    """Whether ``rows`` hold a passing row of this version's code (``code_hash``, a row without one
+    does not count: it cannot be told apart) with this method and flush on this GPU model, for
+    every shape key in ``shapes`` (the competition distribution, the one a table times): what
+    ``table --missing`` skips."""
+    seen = {row["shape"] for row in rows
+            if row.get("status") == "PASS" and row.get("mean_us") and row.get("problem") == problem
+            and row.get("version") == version and row.get("code_hash") == code_hash
+            and method_of(row) == method and flush_kind(row) == flush and row.get("gpu") == gpu
+            and row.get("dist") == "competition"}
+    return bool(shapes) and all(shape in seen for shape in shapes)
+
+
 def best(rows: list[dict], problem: str | None = None, method: str = "cold", flush: str = "dirty",
          hashes: dict[tuple[str, str], str] | None = None, every_hash: bool = False) -> list[dict]:
     """Fastest passing row per (problem, version, code_hash, shape, dist, gpu) among rows of one

@@ -150,3 +150,8 @@ def test_each_gpu_holds_its_context_around_all_its_pieces_in_its_own_thread():
     assert all(thread_of[gpu] == ident for _, gpu, ident in entered)  # entered and left on the GPU's thread
     assert all(thread_of[gpu] == ident for gpu, ident in pieces)  # which timed every piece of that GPU
     assert not any(inside.values())
+
+
+def test_job_list_leaves_out_the_skipped_version_method_groups():
+    assert ladder.job_list([2, 1], ["gpumode", "kernel"], skip={(0, "kernel"), (1, "gpumode")}) == _jobs(
+        (0, "gpumode", 0), (0, "gpumode", 1), (1, "kernel", 0))

@@ -398,3 +398,20 @@ def test_the_labs_own_sidecars_go_to_the_build_cache_and_old_ones_are_read_from_
     assert leaderboard.read_sidecar("gemm-v0-000000000000", board) == {"old": True}
     with pytest.raises(FileNotFoundError, match="no sidecar gemm-v9"):
         leaderboard.read_sidecar("gemm-v9-000000000000", board)
+
+
+def test_recorded_already_asks_a_passing_row_of_this_code_method_flush_and_gpu_on_every_shape():
+    base = {"problem": "gemm", "version": "v3", "code_hash": "abc", "timing_mode": "kernel", "flush": "dirty",
+            "gpu": "NVIDIA H200", "dist": "competition", "status": "PASS", "mean_us": "10"}
+    rows = [dict(base, shape="s1"), dict(base, shape="s2")]
+    ask = dict(problem="gemm", version="v3", code_hash="abc", method="kernel", flush="dirty", gpu="NVIDIA H200")
+    assert leaderboard.recorded_already(rows, shapes=["s1", "s2"], **ask)
+    assert not leaderboard.recorded_already(rows, shapes=["s1", "s2", "s3"], **ask)  # a shape not yet timed
+    assert not leaderboard.recorded_already(rows, shapes=[], **ask)
+    for field, other in (("code_hash", "def"), ("method", "gpumode"), ("flush", "clean"), ("gpu", "NVIDIA H100"),
+                         ("version", "v4")):
+        assert not leaderboard.recorded_already(rows, shapes=["s1"], **dict(ask, **{field: other})), field
+    failed = [dict(base, shape="s1", status="FAIL", mean_us=""), dict(base, shape="s2")]
+    assert not leaderboard.recorded_already(failed, shapes=["s1", "s2"], **ask)  # a failure is timed again
+    general = [dict(base, shape="s1", dist="general")]
+    assert not leaderboard.recorded_already(general, shapes=["s1"], **ask)

@@ -143,3 +143,39 @@ def test_table_all_times_every_lineage_in_one_list(monkeypatch, isolated_env):
 def test_table_all_takes_no_version_list():
     r = invoke("table", "all", "--versions", "v1")
     assert r.exit_code == 2 and "table all measures every lineage" in r.stderr
+
+
+def test_missing_times_only_what_is_not_recorded_and_goes_on_where_a_table_stopped(monkeypatch, isolated_env):
+    calls = _fake_machine(monkeypatch, broken=())
+    args = ("table", "gemm", "--versions", "v3,v4", "--gpus", "0,1", "--method", "gpumode", "--method", "kernel",
+            "--record", "--missing")
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    assert len(calls["timed"]) == 12 and len(leaderboard.read()) == 12  # nothing recorded yet: everything
+    # a table stopped part way: v4's kernel rows never written
+    board = isolated_env["leaderboard"]
+    kept = [row for row in leaderboard.read() if not (row["version"] == "v4" and row["timing_mode"] == "kernel")]
+    board.unlink()
+    leaderboard.append(kept)
+    calls["timed"].clear()
+    calls["built"].clear()
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    assert sorted((v, m, s) for v, m, s, _ in calls["timed"]) == [("v4", "kernel", s) for s in range(3)]
+    assert calls["built"] == [("full", ["v4"])]  # v3 has every method recorded: not built either
+    assert "kernel recorded already for this code on NVIDIA H200 (--missing): v3" in " ".join(r.output.split())
+    calls["timed"].clear()
+    r = invoke(*args)
+    assert r.exit_code == 0 and calls["timed"] == []
+    assert "nothing missing" in r.output
+    # another GPU model has none of these rows: everything again
+    _fake_machine(monkeypatch, names={0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"}, broken=())
+    r = invoke(*args)
+    assert r.exit_code == 0 and len(leaderboard.read()) == 24, r.output
+
+
+def test_missing_needs_record_and_a_measured_table():
+    r = invoke("table", "gemm", "--missing")
+    assert r.exit_code == 2 and "--missing times what leaderboard.csv lacks and records it: add --record" in r.stderr
+    r = invoke("table", "gemm", "--recorded", "--missing")
+    assert r.exit_code == 2 and "--missing has no effect with --recorded" in r.stderr

@@ -420,6 +420,10 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 @click.option("--shapes", "shapes_spec", default=None, help="benchmarks (default on a GPU) or tests.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the ladder plot (PNG).")
 @click.option("--record", is_flag=True, help="Append every measured row to leaderboard.csv (as each version's shapes finish).")
+@click.option("--missing", is_flag=True,
+              help="With --record: time only the (version, method) pairs leaderboard.csv has no passing row of on "
+                   "every shape for the version's current code on this GPU model, so a table stopped part way (or "
+                   "recorded a piece at a time) goes on where it stopped.")
 @allow_cpu_option
 @click.option("--published", is_flag=True, help="Print the writeup's table as published, measure nothing.")
 @click.option("--recorded", is_flag=True, help="Print the best recorded results (leaderboard.csv), measure nothing.")
@@ -438,7 +442,8 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 @gpus_option
 @common_options
 @clean_errors
-def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, allow_cpu, published, recorded, markdown, update_readme, commit, fmt,
+def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, missing, allow_cpu, published, recorded, markdown,
+              update_readme, commit, fmt,
               output_path, budget, min_samples, min_time, target, pool, method, flush_kind, graph, queued, warm,
               run_processes, gpus_spec, timeout, compile_timeout, untrusted):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures.
@@ -451,6 +456,8 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
     if commit is not None and not recorded:
         raise UserError("--commit picks recorded rows: add --recorded")
+    if missing and not record:
+        raise UserError("--missing times what leaderboard.csv lacks and records it: add --record")
     if commit is not None and not commit.strip():
         raise UserError("--commit: give a commit (a prefix of leaderboard.csv's git_commit)")
     fmt = output_format(fmt, output_path)
@@ -513,9 +520,14 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         shapes = shapes_of_problem[problem]
         render.print_cpu_preamble(problem, subs, f"the {shapes[0].set_name} shapes" if shapes else None)
     title = f"table {problem}"
+    recorded_here = _recorded_here(subs, plans, shapes_of_problem, cap, gpus) if missing else {}
+    if missing and len(recorded_here) == len(subs) * len(plans):
+        console.print(f"nothing missing: leaderboard.csv has every version's {', '.join(p.method for p in plans)} rows "
+                      f"for its current code on {next(iter(recorded_here.values()))} (table --missing measured nothing)")
+        return
     record_failures: list[str] = []
     outcomes = _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet,
-                               timeout, compile_timeout, untrusted)
+                               timeout, compile_timeout, untrusted, recorded_here)
     _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcomes, fmt, output_path, plot_path,
                   record_failures)
 
@@ -550,7 +562,9 @@ def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcom
                 console.print(f"plot written to {plot_path}")
         first = [outcomes[(s.label, s.problem, plan.method)] for s in subs if s.problem == name]
         _note_recorded_gpus(name, first)
-        skipped = [o for o in first if o.refused]
+        # NOTE: every method's refusals (table --missing skips a version's methods one by one), each once
+        skipped = list({(o.submissions[0].label, o.refused): o for p in plans for s in subs if s.problem == name
+                        for o in [outcomes[(s.label, s.problem, p.method)]] if o.refused}.values())
         if skipped:
             render.print_not_run(skipped)
         if runner.local_capability() is None and len(problems) == 1:
@@ -606,20 +620,48 @@ def _not_built(sub, shapes, plan, failure) -> runner.JobOutcome:
     return runner.JobOutcome([sub], None, [runner.ShapeResult(s, "competition", "FAIL", why) for s in shapes], plan=plan)
 
 
+def _recorded_here(subs, plans, shapes_of_problem, cap, gpus) -> dict:
+    """table --missing: (label, problem, method) -> this GPU model's name, for every version and
+    method leaderboard.csv already holds a passing row of on every shape, for the version's current
+    code (``leaderboard.recorded_already``)."""
+    if cap is None:
+        model = "cpu"
+    else:
+        import torch
+        model = torch.cuda.get_device_name(gpus[0] if gpus else 0)
+    rows = leaderboard.read()
+    return {(sub.label, sub.problem, p.method): model for sub in subs for p in plans
+            if leaderboard.recorded_already(rows, sub.problem, sub.label, sub.source_hash[:16], p.method, p.flush, model,
+                                            [shape.key for shape in shapes_of_problem[sub.problem]])}
+
+
 def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet, timeout,
-                    compile_timeout, untrusted) -> dict:
+                    compile_timeout, untrusted, recorded_here=None) -> dict:
     """Build all, then time every (version, shape, method) job over the GPUs (harness.ladder);
     with ``record`` each piece is recorded as it ends (a failure to record goes to ``record_failures``,
-    ``_record``). (label, problem, method) -> outcome."""
+    ``_record``). (label, problem, method) -> outcome. ``recorded_here`` (``_recorded_here``): the
+    (label, problem, method) groups not to time, each an outcome refused as recorded already."""
     from harness import ladder
-    failures = _prebuild(title, subs, cap, untrusted, compile_timeout, quiet)
+    recorded_here = recorded_here or {}
+    # NOTE: a version whose every method is recorded is not built either (a ladder resumed on a fresh
+    # machine builds only what it will time)
+    subs_left = [s for s in subs if any((s.label, s.problem, p.method) not in recorded_here for p in plans)]
+    failures = _prebuild(title, subs_left, cap, untrusted, compile_timeout, quiet)
     outcomes = {}
+    for (label, name, method), model in recorded_here.items():
+        sub = next(s for s in subs if (s.label, s.problem) == (label, name))
+        outcomes[(label, name, method)] = runner.JobOutcome(
+            [sub], None, refused=f"{label}: {method} recorded already for this code on {model} (--missing)",
+            plan=next(p for p in plans if p.method == method))
+    subs = subs_left
     for sub in subs:
         if sub.source_hash in failures:
             for p in plans:
-                outcomes[(sub.label, sub.problem, p.method)] = _not_built(sub, shapes_of_problem[sub.problem], p,
-                                                                        failures[sub.source_hash])
+                if (sub.label, sub.problem, p.method) not in recorded_here:
+                    outcomes[(sub.label, sub.problem, p.method)] = _not_built(sub, shapes_of_problem[sub.problem], p,
+                                                                            failures[sub.source_hash])
     to_time = [s for s in subs if s.source_hash not in failures]
+    skip = {(i, p.method) for i, s in enumerate(to_time) for p in plans if (s.label, s.problem, p.method) in recorded_here}
     recorded_rows = [0]
     several_problems = len(shapes_of_problem) > 1
     # NOTE: one process per GPU imports every version of the lab it may time (harness.ladder says why);
@@ -668,7 +710,7 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
 
         with isolation.reaped_on_signals():  # NOTE: the shared processes outlive each piece's runner.run
             timed = ladder.run(to_time, lambda s: shapes_of_problem[s.problem], plans, gpus or [None], run_piece,
-                               on_piece, per_gpu=per_gpu)
+                               on_piece, per_gpu=per_gpu, skip=skip)
     for (index, mode), outcome in timed.items():
         sub = to_time[index]
         outcomes[(sub.label, sub.problem, mode)] = outcome
@@ -676,7 +718,8 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
         for sub in subs:  # NOTE: never timed, so no piece recorded them: a build failure is a row too
             if sub.source_hash in failures:
                 for p in plans:
-                    recorded_rows[0] += _record(outcomes[(sub.label, sub.problem, p.method)], record_failures)
+                    if (sub.label, sub.problem, p.method) not in recorded_here:
+                        recorded_rows[0] += _record(outcomes[(sub.label, sub.problem, p.method)], record_failures)
         if not quiet:
             console.print(_recorded_line(recorded_rows[0]))
     return outcomes
@@ -691,7 +734,7 @@ def _print_gpus(outcomes) -> None:
 
 
 # table's options that only measuring reads (--published and --recorded refuse them).
-TABLE_MEASURING = ("shapes_spec", "record", "allow_cpu", "budget", "min_samples", "min_time", "target", "pool", "warm",
+TABLE_MEASURING = ("shapes_spec", "record", "missing", "allow_cpu", "budget", "min_samples", "min_time", "target", "pool", "warm",
                    "run_processes", "gpus_spec", "timeout", "compile_timeout", "untrusted")
 
 
