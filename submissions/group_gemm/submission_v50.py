@@ -94,7 +94,15 @@ cache on both, identically: a repeat builds nothing; group 1's b replaced by a c
 and its storage resized in place (its data pointer moved) each build a plan; the original set again
 builds nothing.
 Compile-only (nvcc 13.0): the kernels as v47's, 168 registers, no spills, no stack.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-29, commit fcdd192 (a one-GPU machine, session 48's third call). `test group_gemm v50 --dist
+all` 40 of 40 pass. `probe host` in the same call (medians of 100 calls, µs; this machine's host was ~1.5-2x slower
+than the first call's: its idle event pair 16.7-17.5 us against 9.2-12.5, v47's A 41.79 against 19.17): A v47 41.79
+(rest 35.35) -> v50 32.94 (rest 24.63): the host path 0.79x, its rest 0.70x, against the predicted ~0.52x of the
+rest (the cold case) or ~0.78x (L2 only): between the two; v50 B 27.54 (rest 17.69), D 12.37 (rest 5.23; v47's D
+not probed in this call). The device time is v47's (A 121.4 against 121.5 us, the same kernels). Scaled to the
+first machine by v47's figure there, A ~15.1 and B ~14-16 us meet issue 46's <= 20 at g = 8; D's ~10-12 us (the
+launch and the call's base, not the chains) still misses <= 10. Not compared (the kernel method cannot see a host
+path) and not recorded: the next call's `compare group_gemm v47 v50 --method gpumode` on D and its rows.
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.

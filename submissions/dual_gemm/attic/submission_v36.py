@@ -93,7 +93,21 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit fcdd192 (a one-GPU machine, session 48's third call). `test dual_gemm v36 --dist all`
+40 of 40 and the seven tails shapes above (128x6144x7168, 320/300x3072x7168, 384x3072x7232, 96x6144x7168,
+64/32x6144x4096; 28 of 28) pass. `compare dual_gemm v32 v36 --shape 512x3072x7168` (kernel method, one process):
+1.006x [0.999, 1.013] SAME (67.25 -> 66.83 us), under the predicted 1.018-1.028x. The marks (`probe marks`, 20
+calls, L2 flushed, medians (max), µs after the call's first stamp) answer the question the version was built to
+ask: the helpers raise their tails' flags at 24.90, 41.63 and 58.27 (59.46) (a tail every ~16.6 us: 3 x 24
+blocks at ~0.6 us and ~2.2 us of storing the 128 KB partial and the fence), the tile CTAs end their K loops at
+59.17 (61.18), in both CTA ranges alike (third tails 59.04, first and second 59.20): the flags come before the
+loops end, so the helpers do NOT set the pace and a shorter tail would lengthen the tile loops. K loop -> tail's
+flag seen 0.64 (the exchange and the acquire), tail's flag seen -> end 4.54 (11.58), end 64.32 (72.35) against
+v32's 65.12 (69.18): ~0.8 us off the median CTA, ~0.4 us off the kernel. What is left after a tile's loop is its
+merge and epilogue's bytes (128 KB of the tail's fp32 partial read and 64 KB of C written per CTA, 96 CTAs at
+once: ~18 MB through L2 in ~4.5 us) and the ~5 us before the GEMM's first CTA (prepass 2.34, its stores to the
+GEMM's start 2.66). Not kept (attic/).
 
 Exactness (v25's; v32 adds one fixed order, a split launch's tail last: ((0 + split 0) + split 1) + tail): a x sfa exact in fp16 (prepass), B1 and B2 x 2^-7 exact in fp16 (one
 HMUL2 by scale x 2^7), fp16 x fp16 products exact in fp32, fp32 accumulation (in the permuted K order),
