@@ -103,6 +103,9 @@ not probed in this call). The device time is v47's (A 121.4 against 121.5 us, th
 first machine by v47's figure there, A ~15.1 and B ~14-16 us meet issue 46's <= 20 at g = 8; D's ~10-12 us (the
 launch and the call's base, not the chains) still misses <= 10. Not compared (the kernel method cannot see a host
 path) and not recorded: the next call's `compare group_gemm v47 v50 --method gpumode` on D and its rows.
+Marks (MARK_NAMES: GEMM start, first stage decoded, K loop done, C staged, end, prepass start) were placed after
+that call, for C's first H200 timeline (`probe marks group_gemm v50 --shapes benchmarks:2`): without -DNVFP4_MARKS
+they compile to nothing, and the build's SASS is the measured one's instruction for instruction (8480, cuobjdump).
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
@@ -116,6 +119,7 @@ BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
 EXTENSION_NAME = "nvfp4_group_gemm_v50"
+MARK_NAMES = ["GEMM start", "first stage decoded", "K loop done", "C staged", "end", "prepass start"]
 FUNCTIONS = ["group_gemm_function"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -486,6 +490,7 @@ __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
 // 16 full sectors. Its loads read 128 contiguous bytes of each row's A and 16 of its scales.
 __global__ void __launch_bounds__(kDecodeThreads)
 decode_a_kernel(const __grid_constant__ Problem problem) {
+    if (threadIdx.x == 0) NVFP4_MARK(5);
     int g = 0;
     while (g + 1 < problem.num_groups && static_cast<int>(blockIdx.x) >= problem.groups[g + 1].decode_begin) ++g;
     const GroupDesc& d = problem.groups[g];
@@ -585,6 +590,7 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, uint
         decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
     };
     decode_slot(0, 0, frag[0]);
+    if (cthread == 0) NVFP4_MARK(1);
     uint32_t phase = 0;  // parity of the ring's current lap
     for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
         #pragma unroll
@@ -606,6 +612,7 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, uint
     }
     wgmma_wait_all();  // NOTE: the accumulators are final only once the last group has completed
     mbar_arrive(empty + 8 * ((num_k - 1) % kStages));  // NOTE: every block's stage is released, as in v23
+    if (cthread == 0) NVFP4_MARK(2);
 
     // NOTE: the other warpgroup may still be reading A tiles from any slot (it can lag by up to the
     // ring's depth): the ring is reused for C only once all 256 consumer threads are here.
@@ -638,8 +645,10 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, uint
     fence_proxy_async_shared();
     named_barrier_sync(2 + wg, 128);  // NOTE: this warpgroup's 128 threads have written and fenced
     if (cthread % 128 == 0) {
+        if (cthread == 0) NVFP4_MARK(3);
         tensor_store_2d(&d.c_map, static_cast<uint32_t>(__cvta_generic_to_shared(c_tile)), n0 + wg * C_HALF_COLS, m0);
         tensor_store_wait_read();
+        if (cthread == 0) NVFP4_MARK(4);
     }
 }
 
@@ -656,6 +665,7 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     const uint32_t ring = (smem_base + 1023u) & ~1023u;
     const uint8_t* ring_generic = smem_raw + (ring - smem_base);  // the same bytes, for plain loads
     const uint32_t full = ring + kStages * R::STAGE_BYTES, empty = full + 8 * kStages;
+    if (threadIdx.x == 0) NVFP4_MARK(0);
 
     const int tile = blockIdx.x;
     int g = 0;
