@@ -179,3 +179,51 @@ def test_missing_needs_record_and_a_measured_table():
     assert r.exit_code == 2 and "--missing times what leaderboard.csv lacks and records it: add --record" in r.stderr
     r = invoke("table", "gemm", "--recorded", "--missing")
     assert r.exit_code == 2 and "--missing has no effect with --recorded" in r.stderr
+
+
+def test_missing_with_nothing_missing_still_writes_its_document(monkeypatch, isolated_env, tmp_path):
+    calls = _fake_machine(monkeypatch, broken=())
+    args = ("table", "gemm", "--versions", "v3,v4", "--gpus", "0", "--method", "gpumode", "--method", "kernel",
+            "--record", "--missing")
+    assert invoke(*args).exit_code == 0
+    calls["timed"].clear()
+    r = invoke(*args, "--format", "json")
+    assert r.exit_code == 0 and calls["timed"] == [], r.output
+    doc = json.loads(r.stdout)  # JSON alone on stdout, no human line before it
+    assert doc["rows"] == []
+    assert sorted((n["version"], n["method"]) for n in doc["not_run"]) == [
+        ("v3", "gpumode"), ("v3", "kernel"), ("v4", "gpumode"), ("v4", "kernel")]  # each pair, none lost to a key
+    assert all(n["problem"] == "gemm" and "recorded already" in n["why"] for n in doc["not_run"])
+    out = tmp_path / "table.json"
+    r = invoke(*args, "-o", out)
+    assert r.exit_code == 0 and json.loads(out.read_text())["rows"] == [], r.output
+    assert "nothing missing" in r.stdout and "device: unknown" not in r.stdout  # no empty table printed
+
+
+def test_missing_counts_what_this_machine_cannot_run_as_nothing_missing(monkeypatch, isolated_env):
+    """A version refused here (another arch) can never be recorded here: a finished ladder resumed
+    beside it says nothing missing and exits 0, as the first table did."""
+    _fake_machine(monkeypatch, broken=())
+    timed = runner.run
+
+    def refusing(subs, shapes, dists, mode, plan=None, **kwargs):
+        if subs[0].label == "v4":
+            why = "needs an NVIDIA GPU with sm_100a; this one is sm_90"
+            return runner.JobOutcome(list(subs), None, [runner.ShapeResult(s, d, "SKIP", why) for s in shapes for d in dists],
+                                     plan=plan, refused=f"v4: {why}")
+        return timed(subs, shapes, dists, mode, plan=plan, **kwargs)
+
+    monkeypatch.setattr(runner, "run", refusing)
+    args = ("table", "gemm", "--versions", "v3,v4", "--gpus", "0", "--record", "--missing")
+    assert invoke(*args).exit_code == 0
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "nothing missing" in text and "needs an NVIDIA GPU with sm_100a; this one is sm_90: v4" in text
+
+
+def test_missing_refuses_what_it_would_leave_out():
+    r = invoke("table", "gemm", "--record", "--missing", "--plot", "ladder.png")
+    assert r.exit_code == 2 and "--recorded --plot FILE draws the whole ladder" in r.stderr and "Traceback" not in r.output
+    r = invoke("table", "gemm", "--record", "--missing", "--method", "cold", "--warm")
+    assert r.exit_code == 2 and "--missing cannot tell which lack them" in r.stderr and "Traceback" not in r.output

@@ -458,6 +458,15 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         raise UserError("--commit picks recorded rows: add --recorded")
     if missing and not record:
         raise UserError("--missing times what leaderboard.csv lacks and records it: add --record")
+    if missing and plot_path:
+        # NOTE: the plot would hold only the pairs timed now (none when nothing is missing)
+        raise UserError(f"--plot draws what this table measures, and --missing leaves out what leaderboard.csv holds: "
+                        f"nvfp4 table {problem} --recorded --plot FILE draws the whole ladder from the records")
+    if missing and warm:
+        # NOTE: a row does not say whether warm calls were timed beside it, so a cold pair recorded
+        # without --warm would count as recorded and its warm times would never be taken
+        raise UserError("--warm: leaderboard.csv's rows do not say whether warm calls were timed beside them, so "
+                        "--missing cannot tell which lack them")
     if commit is not None and not commit.strip():
         raise UserError("--commit: give a commit (a prefix of leaderboard.csv's git_commit)")
     fmt = output_format(fmt, output_path)
@@ -520,41 +529,50 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         shapes = shapes_of_problem[problem]
         render.print_cpu_preamble(problem, subs, f"the {shapes[0].set_name} shapes" if shapes else None)
     title = f"table {problem}"
+    # NOTE: nothing missing still goes through the report: --format json and -o get their document
+    # (no rows, every pair under not_run), and the versions this machine cannot run are said as ever
     recorded_here = _recorded_here(subs, plans, shapes_of_problem, cap, gpus) if missing else {}
-    if missing and len(recorded_here) == len(subs) * len(plans):
-        console.print(f"nothing missing: leaderboard.csv has every version's {', '.join(p.method for p in plans)} rows "
-                      f"for its current code on {next(iter(recorded_here.values()))} (table --missing measured nothing)")
-        return
     record_failures: list[str] = []
     outcomes = _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet,
                                timeout, compile_timeout, untrusted, recorded_here)
     _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcomes, fmt, output_path, plot_path,
-                  record_failures)
+                  record_failures, recorded_here)
 
 
 def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcomes, fmt, output_path, plot_path,
-                  record_failures) -> None:
+                  record_failures, recorded_here=None) -> None:
     """table's report of the measured outcomes (recorded already): the document, then per lineage
-    and method the table, the GPUs, the plot and the versions not run; and the exit code."""
+    and method the table, the GPUs, the plot and the versions not run; and the exit code.
+    ``recorded_here`` (``_recorded_here``): the pairs table --missing left out, done already."""
     plan = plans[0]
     quiet = fmt != "table" and not output_path
+    measured = [o for o in outcomes.values() if not o.refused]
     # NOTE: a version refused beside measured ones is listed as not run; the table fails when a measured
-    # version failed, or when every version was refused (nothing measured: as run's refusal, exit 1)
-    ok = (any(not o.refused for o in outcomes.values())
-          and all(o.ok for o in outcomes.values() if not o.refused))
+    # version failed, or when every version was refused (nothing measured: as run's refusal, exit 1),
+    # unless --missing found pairs recorded already: those are done, and what this machine cannot run
+    # (another arch) it could never record, so a finished ladder resumed is a success
+    ok = bool(measured or recorded_here) and all(o.ok for o in measured)
     rows = [{"problem": sub.problem, "method": p.method, **row} for sub in subs for p in plans
             for o in [outcomes[(sub.label, sub.problem, p.method)]] if not o.refused for row in _table_rows(o)]
+    # NOTE: one entry per (problem, version, method): table all has a v0 per lineage, and --missing
+    # leaves out a version's methods one by one
+    not_run = [{"problem": sub.problem, "version": sub.label, "method": p.method, "why": o.refused}
+               for sub in subs for p in plans for o in [outcomes[(sub.label, sub.problem, p.method)]] if o.refused]
     emit(report.document("table", problem, rows, device=next((o.device for o in outcomes.values() if o.device), None),
-                         plan=plan, methods=[p.method for p in plans],
-                         not_run={o.submissions[0].label: o.refused for o in outcomes.values() if o.refused}),
+                         plan=plan, methods=[p.method for p in plans], not_run=not_run),
          fmt, output_path)
     if quiet:
         _exit(ok, record_failures)
+    if recorded_here and not measured:
+        console.print(f"nothing missing: leaderboard.csv has every (version, method) this machine can run, for its "
+                      f"current code on {next(iter(recorded_here.values()))} (table --missing measured nothing)")
     for name in problems:
         shapes = shapes_of_problem[name]
         on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(cfg[name].benchmarks)
         for p in plans:
             ladder_outcomes = [outcomes[(s.label, s.problem, p.method)] for s in subs if s.problem == name]
+            if all(o.refused for o in ladder_outcomes) and not plot_path:
+                continue  # NOTE: no row to show; an empty table printed only its shapes and "device: unknown"
             render.print_table(name, cfg[name], shapes, ladder_outcomes, on_benchmarks)
             _print_gpus(ladder_outcomes)
             if plot_path:
