@@ -415,3 +415,14 @@ def test_recorded_already_asks_a_passing_row_of_this_code_method_flush_and_gpu_o
     assert not leaderboard.recorded_already(failed, shapes=["s1", "s2"], **ask)  # a failure is timed again
     general = [dict(base, shape="s1", dist="general")]
     assert not leaderboard.recorded_already(general, shapes=["s1"], **ask)
+
+
+def test_recorded_already_does_not_count_a_row_without_code_hash():
+    """A row from before the code_hash column cannot be told apart from an edited version's: table
+    --missing times the version again rather than trust it (``of_code`` counts it, for reading)."""
+    row = {"problem": "gemm", "version": "v3", "code_hash": "", "timing_mode": "kernel", "flush": "dirty",
+           "gpu": "NVIDIA H200", "dist": "competition", "status": "PASS", "mean_us": "10", "shape": "s1"}
+    assert leaderboard.of_code(row, "abc")
+    assert not leaderboard.recorded_already([row], "gemm", "v3", "abc", "kernel", "dirty", "NVIDIA H200", ["s1"])
+    assert leaderboard.recorded_already([dict(row, code_hash="abc")], "gemm", "v3", "abc", "kernel", "dirty",
+                                        "NVIDIA H200", ["s1"])

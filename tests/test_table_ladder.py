@@ -227,3 +227,19 @@ def test_missing_refuses_what_it_would_leave_out():
     assert r.exit_code == 2 and "--recorded --plot FILE draws the whole ladder" in r.stderr and "Traceback" not in r.output
     r = invoke("table", "gemm", "--record", "--missing", "--method", "cold", "--warm")
     assert r.exit_code == 2 and "--missing cannot tell which lack them" in r.stderr and "Traceback" not in r.output
+
+
+def test_missing_with_a_recorded_method_and_a_failing_build_records_and_reports_only_the_missing_one(
+        monkeypatch, isolated_env):
+    _fake_machine(monkeypatch, broken=())
+    assert invoke("table", "gemm", "--versions", "v2", "--gpus", "0", "--method", "gpumode", "--record").exit_code == 0
+    calls = _fake_machine(monkeypatch, broken=("v2",))  # a fresh machine where its build fails
+    r = invoke("table", "gemm", "--versions", "v2", "--gpus", "0", "--method", "gpumode", "--method", "kernel",
+               "--record", "--missing", "--format", "json")
+    assert r.exit_code == 1 and calls["timed"] == [], r.output  # the kernel rows FAIL: not built
+    doc = json.loads(r.stdout)
+    assert {(row["method"], row["status"]) for row in doc["rows"]} == {("kernel", "FAIL")}
+    assert [(n["version"], n["method"]) for n in doc["not_run"]] == [("v2", "gpumode")]
+    rows = leaderboard.read()
+    assert sorted({(row["timing_mode"], row["status"]) for row in rows}) == [("gpumode", "PASS"), ("kernel", "FAIL")]
+    assert len(rows) == 6  # gpumode's three PASS rows kept, no FAIL row beside them; kernel's three FAIL
