@@ -493,3 +493,25 @@ def test_sass_compiles_a_multi_arch_version_to_one_cubin(tmp_path):
     cubin = tmp_path / "k.cubin"
     sass.compile_cubin(source, "sm_90", shutil.which("nvcc"), cubin)
     assert cubin.read_bytes()[:4] == b"\x7fELF"  # one ELF cubin, not a fatbin
+
+
+def test_probe_host_sets_two_versions_host_paths_side_by_side_with_an_interval():
+    result = _invoke("host", "gemm", "v0", "peer", "--shape", SMALL["gemm"], "--calls", "8", "--rounds", "2",
+                     "--pool", "2", "--json")
+    assert result.exit_code == 0, result.output
+    (r,) = json.loads(result.stdout)["shapes"]
+    assert r["versions"] == ["v0", "peer"] and r["rounds"] == 2 and r["calls_per_round"] == 4
+    assert all(check["ok"] for check in r["checks"]) and all(us > 0 for us in r["host_us"])
+    assert r["lo"] <= r["speedup"] <= r["hi"] and r["verdict"] in ("FASTER", "SLOWER", "SAME", "AMBIGUOUS")
+    text = _invoke("host", "gemm", "v0", "peer", "--shape", SMALL["gemm"], "--calls", "4", "--rounds", "2", "--pool", "1")
+    assert text.exit_code == 0 and "peer over v0:" in text.stdout and "taken in turn" in text.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (("v0", "--rounds", "4"), "--rounds splits the calls of two versions taken in turn: name a second version"),
+    (("v0", "v0"), "v0 and v0 are the same file: name two versions"),
+    (("v0", "peer", "--calls", "6", "--rounds", "4"), "the interval needs at least 2 rounds of at least 2 calls each"),
+])
+def test_probe_host_refuses_what_two_versions_would_ignore_or_cannot_measure(args, message):
+    result = _invoke("host", "gemm", *args, "--shape", SMALL["gemm"])
+    assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.output

@@ -1,7 +1,8 @@
 """``nvfp4 probe ...``: the commands of harness/probes/ (the measurements themselves live there).
 
-Every command here measures where time goes; none decides which version is faster (``compare``
-does) and none records anything. They run the team's own versions in this process, see
+Every command here measures where time goes; none decides which version's device time is faster
+(``compare`` does; ``probe host A B`` sets two host paths side by side, which ``compare`` cannot see
+by the kernel method) and none records anything. They run the team's own versions in this process, see
 :mod:`harness.probes.common`. The cuBLAS peer is not a command: it is the version label ``peer``
 (``nvfp4 compare gemm peer v34``, ``nvfp4 run gemm peer``; :mod:`harness.probes.peer`).
 """
@@ -70,20 +71,40 @@ def probe():
 @probe.command("host")
 @click.argument("problem")
 @click.argument("version")
+@click.argument("other", required=False)
 @_shape_options
-@click.option("--calls", type=COUNT, default=100, show_default=True, help="Calls per figure.")
+@click.option("--calls", type=COUNT, default=100, show_default=True, help="Calls per figure (per version with OTHER).")
 @click.option("--pool", type=COUNT, default=4, show_default=True,
               help="Distinct inputs, called in turn.")
+@click.option("--rounds", type=COUNT, default=None,
+              help="With OTHER: rounds per version, taken in turn (default 10); the calls are split over them.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @clean_errors
-def host_cmd(problem, version, shapes_spec, custom, calls, pool, as_json):
+def host_cmd(problem, version, other, shapes_spec, custom, calls, pool, rounds, as_json):
     """What a call costs on the host against what it costs on the device.
 
     Host path (CPU time of a call from an idle device), device time (the kernel method), the cold
     call (events around it), an event pair's floor, what the host leaves exposed, and the host path
     split over the CPU ops torch.profiler sees. Default shape: benchmark 0 (tests 0 without a GPU);
-    without a GPU only the host figures."""
+    without a GPU only the host figures.
+
+    With OTHER, a second version: the two host paths side by side, timed in turn in this process
+    (one host's pace is not another's, so two runs' host paths are no ratio), and OTHER's speedup over
+    VERSION with its 95% interval."""
     from harness.probes import host
+    if rounds is not None and other is None:
+        raise UserError("--rounds splits the calls of two versions taken in turn: name a second version")
+    if other is not None:
+        pair = (submissions.resolve(problem, version), submissions.resolve(problem, other))
+        if pair[0].path == pair[1].path:
+            raise UserError(f"{version} and {other} are the same file: name two versions")
+        rounds = rounds or host.ROUNDS
+        if rounds < 2 or calls < 2 * rounds:
+            raise UserError(f"--rounds {rounds} with --calls {calls}: the interval needs at least 2 rounds of at least "
+                            "2 calls each (raise --calls or lower --rounds)")
+        results = host.compare(pair, _shapes(problem, shapes_spec, custom, True), calls=calls, pool=pool, rounds=rounds)
+        _emit({"shapes": results}, [line for r in results for line in host.format_comparison(r)], as_json)
+        return
     sub = submissions.resolve(problem, version)
     results = host.measure(sub, _shapes(problem, shapes_spec, custom, True), calls=calls, pool=pool)
     _emit({"shapes": results}, [line for r in results for line in host.format_report(r)], as_json)

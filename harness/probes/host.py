@@ -19,6 +19,13 @@ side bounds a call, from one process:
   call; the profiler's own cost inflates each a little), and the rest (Python, C++ between ops).
 
 Without a GPU only the host figures are measured (the device ones are None).
+
+With two versions (``compare``) it sets their host paths side by side: both imported in this
+process, each on its own inputs, their calls timed in rounds taken in turn (A B, B A, ...), and the
+host path's speedup of B over A with its 95% interval from the rounds' medians. NOTE: one host's pace
+is not another's: v47's host path on group_gemm's shape A read 19.17 µs on one H200 machine and 41.79
+on another the same day (its idle event pair 9.2 and 17.1 µs), so two versions' host paths measured in
+two runs are not a ratio.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from harness.probes import common
 from harness.submissions import Submission
 
 WARMUP_PASSES = 3  # builds, first-call set-up (workspaces, tensor maps), the allocator's pools
+ROUNDS = 10  # rounds per version in ``compare``: the interval comes from the rounds' medians, paired
 
 
 def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int = 4, top: int = 12) -> list[dict]:
@@ -69,6 +77,61 @@ def _measure_shape(torch, sub: Submission, kernel, shape: Shape, calls: int, poo
                       events_us=common.median(events))
         result["exposed_us"] = result["cold_us"] - result["device_us"] - result["events_us"]
     return result
+
+
+def compare(subs: tuple[Submission, Submission], shapes: list[Shape], *, calls: int = 100, pool: int = 4,
+            rounds: int = ROUNDS) -> list[dict]:
+    """Two versions' host paths, interleaved in this process (the module's docstring), one dict per
+    shape: each one's median host µs a call over ``calls`` calls in ``rounds`` rounds, and the
+    speedup of the second over the first (A's time / B's) with its interval and verdict."""
+    torch = common.bound_torch()
+    for sub in subs:
+        common.refuse_unrunnable(sub, torch)
+    from harness import loader
+    kernels = [loader.import_submission(s.path, s.label, source_hash=s.source_hash) for s in subs]
+    return [_compare_shape(torch, subs, kernels, shape, calls, pool, rounds) for shape in shapes]
+
+
+def _compare_shape(torch, subs, kernels, shape: Shape, calls: int, pool: int, rounds: int) -> dict:
+    from harness import stats, timing
+    # NOTE: each version its own inputs: a call writes its output into its input set, and a version's
+    # cache keyed by the set's pointers must never see the other's
+    data_sets = [common.inputs(sub.problem, shape, pool) for sub in subs]
+    checks = [common.check(sub.problem, data[0], kernel(data[0])) for sub, kernel, data in zip(subs, kernels, data_sets)]
+    for _ in range(WARMUP_PASSES):
+        for kernel, data in zip(kernels, data_sets):
+            for inputs in data:
+                kernel(inputs)
+    per_round = max(1, -(-calls // rounds))
+    medians: list[list[list[float]]] = [[], []]
+    every: list[list[float]] = [[], []]
+    for r in range(rounds):
+        # NOTE: the order alternates, so a round's drift (a core's clock, the other process on it)
+        # falls on each version as often as on the other
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            times = timing.host_call_times(kernels[i], data_sets[i], per_round)
+            medians[i].append([common.median(times)])
+            every[i] += times
+    speedup, lo, hi = stats.paired_ratio_interval(medians[0], medians[1])
+    return {"problem": subs[0].problem, "versions": [s.label for s in subs], "shape": shape.label,
+            "device": common.device_name(torch), "torch": torch.__version__, "rounds": rounds,
+            "calls_per_round": per_round, "checks": checks, "host_us": [common.median(t) for t in every],
+            "speedup": speedup, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi)}
+
+
+def format_comparison(r: dict) -> list[str]:
+    """The lines ``nvfp4 probe host PROBLEM A B`` prints."""
+    a, b = r["versions"]
+    lines = [f"{r['problem']} {a} and {b}, {r['shape']}, {r['device']}, torch {r['torch']}: host path (CPU time of a "
+             f"call, device idle), {r['rounds']} rounds of {r['calls_per_round']} calls each, taken in turn (µs a call, "
+             "medians)"]
+    for label, check in zip(r["versions"], r["checks"]):
+        if not check["ok"]:
+            lines.append(f"WRONG OUTPUT from {label} ({check['message']}): these are the times of a broken kernel")
+    lines += [f"  {label:<50} {_us(us)}" for label, us in zip(r["versions"], r["host_us"])]
+    lines.append(f"  {b} over {a}: {r['speedup']:.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']} (the host path's "
+                 "speedup from the rounds' medians, paired; the device is `compare`'s)")
+    return lines
 
 
 CALL_RANGE = "nvfp4.probe.call"  # the profiler range around each call; ops outside it are the probe's
