@@ -366,8 +366,9 @@ def _time_kernels(b, fn, pool, flush_kind, telemetry, capture) -> Block:
         sample, extra = _sample_telemetry(telemetry)
         b.synchronize()
         wall_us = (_now() - t0 - extra) * 1e6
-    activities = b.kineto(prof) if b.kineto is not None else kineto_activities(b.torch, prof)
-    per_call, stray = kernel_times(activities, len(pool))
+    if b.kineto is None:
+        raise RuntimeError("the kernel method reads torch.profiler's kineto records, and this torch has none")
+    per_call, stray = kernel_times(b.kineto(prof), len(pool))
     span_us = b.elapsed(before, captured) * 1e3
     kernel = {"span_us": [c["span_us"] for c in per_call], "sum_us": [c["sum_us"] for c in per_call],
               "activities": [c["activities"] for c in per_call], "host_us": host_us, "stray_activities": stray}
@@ -388,18 +389,10 @@ class Activity:
     linked: int
 
 
-def kineto_activities(torch, prof) -> list[Activity]:
-    """The records of a finished torch.profiler session, read from kineto's own events (no
-    FunctionEvent tree is built)."""
-    cpu = torch.autograd.DeviceType.CPU
-    return [Activity(e.device_type() != cpu, e.name(), int(e.start_ns()), int(e.end_ns()),
-                     int(e.correlation_id()), int(e.linked_correlation_id()))
-            for e in prof.profiler.kineto_results.events()]
-
-
 def kineto_reader(torch):
-    """``kineto_activities`` through the record classes' methods taken now, or None where this torch
-    has none. NOTE: bound before a submission is imported: its methods are pybind attributes a
+    """The reader of a finished torch.profiler session's records (kineto's own events: no
+    FunctionEvent tree is built), through the record classes' methods taken now; None where this
+    torch has none. NOTE: bound before a submission is imported: its methods are pybind attributes a
     submission can replace from Python (``_KinetoEvent.end_ns`` returning ``start_ns() + 1000`` would
     make every call of the kernel method read 1 µs); the guard watches them too."""
     try:

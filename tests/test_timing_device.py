@@ -91,11 +91,10 @@ def device(monkeypatch):
     bound = timing.Bound(fake_torch, Event, Event.record, Event.elapsed_time, dev.synchronize,
                          profile=lambda activities: Profile(dev), record_function=record_function,
                          sleep=lambda cycles: dev.work(cycles / timing.SLEEP_CYCLES_PER_US, "sleep"),
-                         flush_buffer=flush_buffer)
+                         flush_buffer=flush_buffer, kineto=lambda prof: prof.acts)
     monkeypatch.setattr(timing, "_bound", bound)
     monkeypatch.setattr(timing, "_now", dev.now)
     monkeypatch.setattr(timing, "reset_persisting_l2", lambda: "ok")
-    monkeypatch.setattr(timing, "kineto_activities", lambda torch, prof: prof.acts)
     return dev
 
 
@@ -264,11 +263,20 @@ def test_kineto_records_are_read_with_their_ids():
             return self.args[5]
 
     cpu, cuda = "CPU", "CUDA"
-    fake_torch = SimpleNamespace(autograd=SimpleNamespace(DeviceType=SimpleNamespace(CPU=cpu)))
-    prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: [
+    class Result:
+        def __init__(self, records):
+            self.records = records
+
+        def events(self):
+            return self.records
+
+    fake_torch = SimpleNamespace(autograd=SimpleNamespace(DeviceType=SimpleNamespace(CPU=cpu)),
+                                 _C=SimpleNamespace(_autograd=SimpleNamespace(_KinetoEvent=Event, _ProfilerResult=Result)))
+    prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=Result([
         Event(cpu, "cudaLaunchKernel", 10, 20, 7, 0), Event(cuda, "gemm", 30, 90, 7, 7)])))
-    assert timing.kineto_activities(fake_torch, prof) == [timing.Activity(False, "cudaLaunchKernel", 10, 20, 7, 0),
-                                                          timing.Activity(True, "gemm", 30, 90, 7, 7)]
+    assert timing.kineto_reader(fake_torch)(prof) == [timing.Activity(False, "cudaLaunchKernel", 10, 20, 7, 0),
+                                                      timing.Activity(True, "gemm", 30, 90, 7, 7)]
+    assert timing.kineto_reader(SimpleNamespace(_C=SimpleNamespace(_autograd=SimpleNamespace()))) is None
 
 
 def test_timing_before_bind_says_so(monkeypatch):
