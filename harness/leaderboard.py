@@ -215,7 +215,7 @@ def outcome_rows(outcome: "JobOutcome", sub_index: int = 0) -> tuple[list[dict],
         tele = dev.get("telemetry") or {}
         st = r.stats[sub_index] if (r.stats and r.ok) else None
         row = {"timestamp": stamp, "problem": sub.problem, "version": sub.label, "file": rel, "sha256": sub.sha256,
-               "code_hash": sub.source_hash[:16],
+               "code_hash": code_hash(sub),
                "shape_set": r.shape.set_name, "shape_index": r.shape.index, "shape": r.shape.key, "dist": r.dist,
                "status": r.status, "message": r.message[:300], "gpu": dev.get("gpu", ""),
                "gpu_uuid": tele.get("uuid", ""), "sm_count": dev.get("sm_count", ""), "driver": dev.get("driver", ""),
@@ -501,11 +501,16 @@ def flush_kind(row: dict) -> str:
     return row.get("flush") or "dirty"
 
 
+def code_hash(sub) -> str:
+    """The ``code_hash`` column's value for submission ``sub``: what ties a row to the code it measured."""
+    return sub.source_hash[:16]
+
+
 def current_hashes(problems) -> dict[tuple[str, str], str]:
     """(problem, version) -> the code_hash its file has now, for every version of ``problems`` (the
     attic's included): what ``best`` keys a version's rows by."""
     from harness import submissions  # NOTE: here, not at the top: submissions is not needed to read rows
-    return {(s.problem, s.label): s.source_hash[:16] for p in problems for s in submissions.versions(p, include_attic=True)}
+    return {(s.problem, s.label): code_hash(s) for p in problems for s in submissions.versions(p, include_attic=True)}
 
 
 def of_code(row: dict, code_hash: str | None) -> bool:

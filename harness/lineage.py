@@ -48,7 +48,7 @@ def markdown_table(problem: str, method: str = timing.DEFAULT_METHOD, include_at
              + "`: edit the docstrings and leaderboard.csv, not this table -->",
              _md_row(head), "|" + "---|" * len(head)]
     for sub in shown:
-        mine = [r for r in recorded if r["version"] == sub.label and leaderboard.of_code(r, sub.source_hash[:16])]
+        mine = [r for r in recorded if r["version"] == sub.label and leaderboard.of_code(r, leaderboard.code_hash(sub))]
         best, group = _best_group(mine, labels, method, flush)
         cells = [_md_us(_mean(best[label])) if label in best else NO_FIGURE for label in pc.benchmark_labels]
         lines.append(_md_row([f"{sub.label} {sub.mark}".strip(), sub.summary, *cells,

@@ -649,7 +649,7 @@ def _recorded_here(subs, plans, shapes_of_problem, cap, gpus) -> dict:
         model = torch.cuda.get_device_name(gpus[0] if gpus else 0)
     rows = leaderboard.read()
     return {(sub.label, sub.problem, p.method): model for sub in subs for p in plans
-            if leaderboard.recorded_already(rows, sub.problem, sub.label, sub.source_hash[:16], p.method, p.flush, model,
+            if leaderboard.recorded_already(rows, sub.problem, sub.label, leaderboard.code_hash(sub), p.method, p.flush, model,
                                             [shape.key for shape in shapes_of_problem[sub.problem]])}
 
 
@@ -870,7 +870,7 @@ def _note_recorded_gpus(problem, outcomes) -> None:
     rows = [r for r in leaderboard.read() if r["problem"] == problem and r.get("status") == "PASS"]
     for o in outcomes:
         sub = o.submissions[0]
-        gpus = sorted({r["gpu"] for r in rows if r["version"] == sub.label and r.get("code_hash") == sub.source_hash[:16]})
+        gpus = sorted({r["gpu"] for r in rows if r["version"] == sub.label and r.get("code_hash") == leaderboard.code_hash(sub)})
         others = [g for g in gpus if g != here]
         if others:
             console.print(f"[yellow]note:[/yellow] {sub.label}'s recorded results come from {', '.join(others)}"
