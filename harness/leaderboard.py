@@ -520,16 +520,16 @@ def of_code(row: dict, code_hash: str | None) -> bool:
 
 
 def recorded_already(rows: list[dict], problem: str, version: str, code_hash: str, method: str, flush: str,
-                     gpu: str, shapes: list[str]) -> bool:
+                     gpu: str, shapes: list[str], dist: str) -> bool:
     """Whether ``rows`` hold a passing row of this version's code (``code_hash``, a row without one
     does not count: it cannot be told apart) with this method and flush on this GPU model, for
-    every shape key in ``shapes`` (the competition distribution, the one a table times): what
-    ``table --missing`` skips."""
+    every shape key in ``shapes`` and the distribution ``dist`` (a table times the competition's):
+    what ``table --missing`` skips."""
     seen = {row["shape"] for row in rows
             if row.get("status") == "PASS" and row.get("mean_us") and row.get("problem") == problem
             and row.get("version") == version and row.get("code_hash") == code_hash
             and method_of(row) == method and flush_kind(row) == flush and row.get("gpu") == gpu
-            and row.get("dist") == "competition"}
+            and row.get("dist") == dist}
     return bool(shapes) and all(shape in seen for shape in shapes)
 
 

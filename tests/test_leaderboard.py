@@ -404,7 +404,8 @@ def test_recorded_already_asks_a_passing_row_of_this_code_method_flush_and_gpu_o
     base = {"problem": "gemm", "version": "v3", "code_hash": "abc", "timing_mode": "kernel", "flush": "dirty",
             "gpu": "NVIDIA H200", "dist": "competition", "status": "PASS", "mean_us": "10"}
     rows = [dict(base, shape="s1"), dict(base, shape="s2")]
-    ask = dict(problem="gemm", version="v3", code_hash="abc", method="kernel", flush="dirty", gpu="NVIDIA H200")
+    ask = dict(problem="gemm", version="v3", code_hash="abc", method="kernel", flush="dirty", gpu="NVIDIA H200",
+               dist="competition")
     assert leaderboard.recorded_already(rows, shapes=["s1", "s2"], **ask)
     assert not leaderboard.recorded_already(rows, shapes=["s1", "s2", "s3"], **ask)  # a shape not yet timed
     assert not leaderboard.recorded_already(rows, shapes=[], **ask)
@@ -423,6 +424,7 @@ def test_recorded_already_does_not_count_a_row_without_code_hash():
     row = {"problem": "gemm", "version": "v3", "code_hash": "", "timing_mode": "kernel", "flush": "dirty",
            "gpu": "NVIDIA H200", "dist": "competition", "status": "PASS", "mean_us": "10", "shape": "s1"}
     assert leaderboard.of_code(row, "abc")
-    assert not leaderboard.recorded_already([row], "gemm", "v3", "abc", "kernel", "dirty", "NVIDIA H200", ["s1"])
+    assert not leaderboard.recorded_already([row], "gemm", "v3", "abc", "kernel", "dirty", "NVIDIA H200", ["s1"],
+                                            "competition")
     assert leaderboard.recorded_already([dict(row, code_hash="abc")], "gemm", "v3", "abc", "kernel", "dirty",
-                                        "NVIDIA H200", ["s1"])
+                                        "NVIDIA H200", ["s1"], "competition")

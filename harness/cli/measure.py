@@ -412,6 +412,8 @@ def regression_gate(ratios: list[dict], geomean, margin: float, fail_on: str | N
 
 
 # ----------------------------------------------------------------------------------------- table
+TABLE_DIST = "competition"  # the inputs a table times (and table --missing looks for)
+
 @main.command("table")
 @click.argument("problem")
 @click.option("--versions", default=None, help="Comma-separated versions (default: the lineage's main folder).")
@@ -635,7 +637,7 @@ def _first_line(message: str) -> str:
 def _not_built(sub, shapes, plan, failure) -> runner.JobOutcome:
     """A version whose build failed: a FAIL row per shape with the build's error, never timed."""
     why = f"does not build: {_first_line(failure.message)}" + (f" (log: {failure.log})" if failure.log else "")
-    return runner.JobOutcome([sub], None, [runner.ShapeResult(s, "competition", "FAIL", why) for s in shapes], plan=plan)
+    return runner.JobOutcome([sub], None, [runner.ShapeResult(s, TABLE_DIST, "FAIL", why) for s in shapes], plan=plan)
 
 
 def _recorded_here(subs, plans, shapes_of_problem, cap, gpus) -> dict:
@@ -650,7 +652,7 @@ def _recorded_here(subs, plans, shapes_of_problem, cap, gpus) -> dict:
     rows = leaderboard.read()
     return {(sub.label, sub.problem, p.method): model for sub in subs for p in plans
             if leaderboard.recorded_already(rows, sub.problem, sub.label, leaderboard.code_hash(sub), p.method, p.flush, model,
-                                            [shape.key for shape in shapes_of_problem[sub.problem]])}
+                                            [shape.key for shape in shapes_of_problem[sub.problem]], TABLE_DIST)}
 
 
 def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet, timeout,
@@ -716,7 +718,7 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
                     if "line" in event:
                         event["line"] = f"{tag} {event['line']}"
                 prog(event)
-            return runner.run([sub], shapes, ["competition"], "run", plan=plan, timeout_s=timeout,
+            return runner.run([sub], shapes, [TABLE_DIST], "run", plan=plan, timeout_s=timeout,
                               compile_timeout_s=compile_timeout, capability=cap, progress=relay,
                               gpus=[gpu] if gpu is not None else None, untrusted_all=untrusted,
                               shared=shared_for(sub, gpu))
