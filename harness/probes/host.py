@@ -49,13 +49,20 @@ def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int
     return [_measure_shape(torch, sub, kernel, shape, calls, pool, top) for shape in shapes]
 
 
-def _measure_shape(torch, sub: Submission, kernel, shape: Shape, calls: int, pool: int, top: int) -> dict:
-    from harness import timing
+def _ready(sub: Submission, kernel, shape: Shape, pool: int) -> tuple[list, dict]:
+    """``pool`` input sets of ``shape`` for ``sub``, its first output checked, every set called
+    ``WARMUP_PASSES`` times: the sets and the check."""
     data_sets = common.inputs(sub.problem, shape, pool)
     checked = common.check(sub.problem, data_sets[0], kernel(data_sets[0]))
     for _ in range(WARMUP_PASSES):
         for data in data_sets:
             kernel(data)
+    return data_sets, checked
+
+
+def _measure_shape(torch, sub: Submission, kernel, shape: Shape, calls: int, pool: int, top: int) -> dict:
+    from harness import timing
+    data_sets, checked = _ready(sub, kernel, shape, pool)
     cuda = torch.cuda.is_available()
 
     host = common.median(timing.host_call_times(kernel, data_sets, calls))
@@ -96,12 +103,7 @@ def _compare_shape(torch, subs, kernels, shape: Shape, calls: int, pool: int, ro
     from harness import stats, timing
     # NOTE: each version its own inputs: a call writes its output into its input set, and a version's
     # cache keyed by the set's pointers must never see the other's
-    data_sets = [common.inputs(sub.problem, shape, pool) for sub in subs]
-    checks = [common.check(sub.problem, data[0], kernel(data[0])) for sub, kernel, data in zip(subs, kernels, data_sets)]
-    for _ in range(WARMUP_PASSES):
-        for kernel, data in zip(kernels, data_sets):
-            for inputs in data:
-                kernel(inputs)
+    data_sets, checks = zip(*(_ready(sub, kernel, shape, pool) for sub, kernel in zip(subs, kernels)))
     per_round = max(1, -(-calls // rounds))
     medians: list[list[list[float]]] = [[], []]
     every: list[list[float]] = [[], []]
