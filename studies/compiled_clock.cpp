@@ -13,7 +13,9 @@
 //   sha256(msg) -> 32 bytes; hmac_sha256(key, msg) -> 32 bytes        (self-checks, any key)
 //   bind(key_fd, out_fd, runtime=None) -> str   once: reads the 32-byte key from key_fd and closes it,
 //       keeps out_fd for records, resolves the CUDA runtime (runtime: a library path, else torch's)
-//   time_batches(fn, groups, flush, capture, stream=0, tag=0) -> list of fn's results
+//   time_batches(fn, groups, flush, capture, stream=0, tag=0, loop=None) -> list of fn's results; loop: a
+//       Python function loop(fn, group, results) that makes a batch's calls in place of the C loop (the
+//       study's third arm: the events in C, the calls by Python bytecode as GPU MODE's eval makes them)
 //   state() -> dict (seq, refused calls, where the runtime came from); never the key
 
 #define PY_SSIZE_T_CLEAN
@@ -389,12 +391,12 @@ void json_string(std::string& s, const char* text) {  // error names and fixed w
 // before, flush, record start, the calls queued back to back, record end, the captures, record
 // captured, synchronise, wall clock stops. The figures are computed after the last batch.
 PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
-    static const char* names[] = {"fn", "groups", "flush", "capture", "stream", "tag", nullptr};
-    PyObject *fn, *groups_in, *flush, *capture;
+    static const char* names[] = {"fn", "groups", "flush", "capture", "stream", "tag", "loop", nullptr};
+    PyObject *fn, *groups_in, *flush, *capture, *loop = Py_None;
     unsigned long long stream_value = 0;
     long long tag = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|KL:time_batches", const_cast<char**>(names), &fn, &groups_in,
-                                     &flush, &capture, &stream_value, &tag))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|KLO:time_batches", const_cast<char**>(names), &fn, &groups_in,
+                                     &flush, &capture, &stream_value, &tag, &loop))
         return nullptr;
     if (!g_bound) {
         PyErr_SetString(PyExc_RuntimeError, "bind() first");
@@ -472,7 +474,17 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
         Py_DECREF(r);
         check(rt.record(ev[1], stream), "cudaEventRecord");
         const Py_ssize_t first = PyList_GET_SIZE(results);
-        for (Py_ssize_t i = 0; i < n; ++i) {
+        if (loop != Py_None) {
+            r = PyObject_CallFunctionObjArgs(loop, fn, group, results, nullptr);
+            if (!r) { python_failed = true; python_step = "call"; break; }
+            Py_DECREF(r);
+            if (PyList_GET_SIZE(results) != first + n) {
+                python_failed = true; python_step = "loop";
+                PyErr_SetString(PyExc_RuntimeError, "the loop made a wrong number of calls");
+                break;
+            }
+        }
+        for (Py_ssize_t i = 0; i < n && loop == Py_None; ++i) {
             r = PyObject_CallOneArg(fn, PyTuple_GET_ITEM(group, i));
             if (!r) { python_failed = true; python_step = "call"; break; }
             const int appended = PyList_Append(results, r);
@@ -564,7 +576,7 @@ PyMethodDef methods[] = {
     {"bind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_bind)), METH_VARARGS | METH_KEYWORDS,
      "bind(key_fd, out_fd, runtime=None): once, before any submission is imported."},
     {"time_batches", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_time_batches)),
-     METH_VARARGS | METH_KEYWORDS, "time_batches(fn, groups, flush, capture, stream=0, tag=0) -> results."},
+     METH_VARARGS | METH_KEYWORDS, "time_batches(fn, groups, flush, capture, stream=0, tag=0, loop=None) -> results."},
     {"state", py_state, METH_NOARGS, "seq, refused calls, runtime path (never the key)."},
 #endif
     {nullptr, nullptr, 0, nullptr}};

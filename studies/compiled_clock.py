@@ -380,6 +380,13 @@ def _summary(blocks: list[list[float]]) -> dict:
     return out
 
 
+def python_loop(fn, group, results):
+    """The third arm's batch: the calls as GPU MODE's eval makes them (Python bytecode), between the
+    compiled clock's events."""
+    for data in group:
+        results.append(fn(data))
+
+
 def gpu_study(args) -> int:
     """The GPU study; ``args.dry_run``: its code path on a CPU (v0s, the first tests shape, small pools,
     the fake runtime, no flush), to check the study itself before a GPU session: its figures mean nothing."""
@@ -450,12 +457,12 @@ def gpu_study(args) -> int:
                                         capture=sink.put)
                 return blk.times_us, blk.wall_us, blk.span_us
 
-            def compiled_block(tag):
+            def compiled_block(tag, loop=None):
                 sink.reset()
                 timing.reset_persisting_l2()
                 prelude()
                 t0 = time.perf_counter()
-                clock.time_batches(kernel, groups, flush, sink.put, stream, tag)
+                clock.time_batches(kernel, groups, flush, sink.put, stream, tag, loop)
                 wall_parent = (time.perf_counter() - t0) * 1e6
                 rec = records.next()
                 problem = parent_check(rec, tag, [len(g) for g in groups], wall_parent)
@@ -463,25 +470,26 @@ def gpu_study(args) -> int:
                     raise SystemExit(f"{sub.problem} {shape.label}: the parent refuses a record: {problem}")
                 return rec["times_us"], sum(rec["wall_us"]), sum(rec["span_us"])
 
-            arms = {"P": [], "C": []}
-            escapes = {"P": 0, "C": 0}
-            ratios = []
+            arms = {"P": [], "C": [], "H": []}
+            escapes = {"P": 0, "C": 0, "H": 0}
+            ratios, hybrid = [], []
             start = time.perf_counter()
             rnd = 0
             while rnd < args.max_rounds and (rnd < args.min_rounds or time.perf_counter() - start < args.seconds):
                 means = {}
-                for arm in ("PC" if rnd % 2 == 0 else "CP"):
+                for arm in ("PCH", "CHP", "HPC", "PHC", "HCP", "CPH")[rnd % 6]:
                     if arm == "P":
                         times, wall, span = python_block()
                     else:
                         tag += 1
-                        times, wall, span = compiled_block(tag)
+                        times, wall, span = compiled_block(tag, python_loop if arm == "H" else None)
                     arms[arm].append(times)
                     escapes[arm] += timing.escape_of("gpumode", pool_n, wall, span) is not None
                     means[arm] = statistics.fmean(times)
                 ratios.append(means["C"] / means["P"])
+                hybrid.append(means["H"] / means["P"])
                 rnd += 1
-            p, c = _summary(arms["P"]), _summary(arms["C"])
+            p, c, h = _summary(arms["P"]), _summary(arms["C"]), _summary(arms["H"])
             logs = [math.log(r) for r in ratios]
             centre = statistics.fmean(logs)
             half = _t95(len(logs)) * statistics.stdev(logs) / math.sqrt(len(logs))
@@ -492,6 +500,12 @@ def gpu_study(args) -> int:
             print(f"{label:<34} {p['mean']:>10.2f} {c['mean']:>12.2f} {c['mean'] / p['mean']:>10.4f} "
                   f"{f'[{lo:.4f}, {hi:.4f}]':>16} {rnd:>6}  {fr}{esc}", flush=True)
             rows.append((label, c["mean"] / p["mean"], lo, hi))
+            hlogs = [math.log(r) for r in hybrid]
+            hc = statistics.fmean(hlogs)
+            hh = _t95(len(hlogs)) * statistics.stdev(hlogs) / math.sqrt(len(hlogs))
+            hfr = f"  first/rest H {h['first']:.1f}/{h['rest']:.1f}" if "first" in h else ""
+            print(f"{'  H (C events, Python loop)':<34} {'':>10} {h['mean']:>12.2f} {h['mean'] / p['mean']:>10.4f} "
+                  f"{f'[{math.exp(hc - hh):.4f}, {math.exp(hc + hh):.4f}]':>16} {rnd:>6}{hfr}", flush=True)
             sink._unmap()  # NOTE: unpinned and unmapped before the next shape's sink
             os.close(sink.fd)
             del pool, scratch, groups, sink
