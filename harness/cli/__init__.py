@@ -144,9 +144,9 @@ METHODS = tuple(m for m in timing.METHODS if m != "warm")
 
 
 def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, several_methods: bool = False,
-                   compare: bool = False):
-    """The timing options of run, table and compare; ``method`` and ``budget`` are the command's
-    defaults; ``several_methods``: --method may be repeated (a tuple of methods, table's). ``compare``
+                   compare: bool = False, target: float = 1e-3):
+    """The timing options of run, table and compare; ``method``, ``budget`` and ``target`` are the
+    command's defaults; ``several_methods``: --method may be repeated (a tuple of methods, table's). ``compare``
     leaves out what compare would ignore: --min-repeats and --target (it stops by its verdict and
     --precision) and --warm (its verdict is on the method's times alone)."""
     def decorate(fn):
@@ -156,7 +156,7 @@ def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, sev
             fn = click.option("--min-repeats", "min_samples", type=COUNT, default=10, show_default=True,
                               help="Samples per shape before the stopping rule may stop.")(fn)
             fn = click.option("--target", type=Number(float, min=0, min_open=True, max=1, what="a fraction of the mean"),
-                              default=1e-3, show_default=True,
+                              default=target, show_default=True,
                               help="Stop once the standard error is under this fraction of the mean.")(fn)
         fn = click.option("--min-time", type=Number(float, min=0, what="seconds"), default=0.1, show_default=True,
                           help="Seconds of timing per shape before the stopping rule may stop.")(fn)

@@ -439,7 +439,12 @@ TABLE_DIST = "competition"  # the inputs a table times (and table --missing look
               help="With --recorded: only rows recorded at this commit (a prefix of leaderboard.csv's git_commit), "
                    "so the table is one run's, like for like.")
 @output_options
-@timing_options(several_methods=True)
+# NOTE: a table's row stops at a standard error of 0.25% of its mean (a 95% interval of about ±0.5%) or
+# after 1 s: with run's defaults (0.1%, 3 s) every row ran its whole budget, and `table group_gemm` on a
+# fresh one-GPU H200 took 121 s of builds and ~3.7 s a row, 128 rows, over 8 minutes (2026-11-29); rows
+# timed with 1 s reached 0.15-0.5% (dual_gemm's ladder, same day), inside the smallest step between two
+# ladder versions (~1-3%). --budget and --target still set both.
+@timing_options(several_methods=True, budget=1.0, target=2.5e-3)
 @run_processes_option
 @gpus_option
 @common_options
