@@ -46,10 +46,12 @@ _WATCHED_ATTRS = {
     "torch._C._autograd._ProfilerResult": ("events",),
     # the harness's own tensor work runs under DisableTorchFunction (harness_work); dispatch modes are counted
     "torch._C": ("DisableTorchFunction", "_len_torch_dispatch_stack"),
+    # the compiled clock (harness.clock), where the worker bound one: its functions by name
+    "_nvfp4_clock": ("bind", "draw_key", "time_batches"),
 }
 # Modules whose every function is watched (the harness's own timing, checking and channel code).
 _WATCHED_MODULES = ("harness.timing", "harness.stats", "harness.channel", "harness.guard", "harness.worker",
-                    "harness.judge", "harness.telemetry", "reference.checking", "reference.exact", "reference.codec",
+                    "harness.clock", "harness.judge", "harness.telemetry", "reference.checking", "reference.exact", "reference.codec",
                     "reference.distributions")
 # Modules whose every module-level name is watched, constants included: a replaced clock
 # (``timing._now``), bound reference (``timing._bound``) or threshold (``timing.ESCAPE_REL``) is TAMPERED.

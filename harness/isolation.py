@@ -55,7 +55,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, channel, judge, paths, sandbox
+from harness import build_cache, channel, clock, judge, paths, sandbox
 from harness.errors import UserError
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -80,6 +80,9 @@ RUNNER_EVENTS = ("start", "done")
 MULTILINE_FIELDS = frozenset({"detail"})
 IMPORT_STATUSES = ("FAIL", "TAMPERED")  # what an import_error may claim; anything else reads FAIL
 MAX_EVENT_DEPTH = 32  # genuine events nest 4 levels (device -> telemetry -> ...); deeper is hostile
+# The compiled clock's records a child may leave unread by the parent: a block makes at most four (a
+# key and a loop record per timed pass, two passes); more is a child drawing keys to flood the parent.
+MAX_CLOCK_RECORDS = 16
 
 # Terminal escape sequences (ECMA-48): CSI (ESC [ or 8-bit 0x9b) with parameters and a final byte;
 # OSC (ESC ] or 0x9d) and DCS/SOS/PM/APC strings up to their terminator (BEL or ST), or to the end
@@ -228,6 +231,12 @@ def _gpu_here() -> bool:
         return False
 
 
+def _clock_cuda() -> bool:
+    """Whether a child's compiled clock times with CUDA events (else the host clock): the parent's
+    decision, by whether this machine has a GPU, never the child's (harness.clock)."""
+    return _gpu_here()
+
+
 def _beyond_wall(reply: dict, pool: int, took_us: float) -> str | None:
     """Why a block's reported times cannot be true by the parent's own clock, or None: the calls
     of a block ran inside the request that timed them, so their total is at most its wall time."""
@@ -297,6 +306,14 @@ class Child:
         self.failed_import: int | None = None
         self._imports_seen = 0
         self._device_seen = False  # per process: the worker reports its device once
+        # the compiled clock's side (harness.clock): its record pipe, verified records not yet taken, the
+        # tag of the last block asked for, whether the child times with CUDA, gpumode's calls per batch
+        self._clock_read: int | None = None
+        self._clock_receiver: channel.Receiver | None = None
+        self._clock_records: list[dict] = []
+        self._tag = 0
+        self._clock_cuda = False
+        self._batch = 1
 
     @property
     def label(self) -> str:
@@ -318,6 +335,8 @@ class Child:
         ``await_ready`` may run on any thread."""
         if self.import_failure:
             raise self.import_failure
+        # NOTE: built here, by the parent, before any worker starts: a sandboxed child only loads the file
+        library = None if self.is_judge else clock.library()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         log_path = build_cache.logs_dir() / (f"{self.job['problem']}-{self.label.replace('/', '_')}-"
                                              f"{self.job['mode']}-{stamp}-{os.getpid()}-{len(self.logs)}.log")
@@ -331,7 +350,22 @@ class Child:
                                 compile_timeout_s=self.compile_timeout_s, extra_env=self.extra_env,
                                 results_fd=self._results_fd)
             self._judge.launch()
-        fds = (cmd_read, event_write, self._results_fd)
+        clock_fds: tuple[int, ...] = ()
+        if library is not None:
+            key_read, key_write = os.pipe()
+            self._clock_read, record_write = os.pipe()
+            clock_fds = (key_read, record_write)
+            # NOTE: the clock's key: 32 bytes into a pipe whose write end is closed before the child
+            # starts (so a child that dies at once is no broken pipe here), read by the clock into C
+            # memory before the submission is imported; never on the command pipe
+            clock_key = secrets.token_bytes(clock.KEY_BYTES)
+            os.write(key_write, clock_key)
+            os.close(key_write)
+            self._clock_receiver = channel.Receiver(clock_key)
+            self._clock_records = []
+            os.set_blocking(self._clock_read, False)
+            self._clock_cuda = _clock_cuda()
+        fds = (cmd_read, event_write, self._results_fd, *clock_fds)
         argv = [sys.executable, "-m", "harness.worker", *map(str, fds)]
         box = sandbox.available() if self.untrusted else None
         if box is not None and _gpu_here():
@@ -346,7 +380,8 @@ class Child:
                 folder.mkdir(parents=True, exist_ok=True)
             # NOTE: the submission's file alone shown read-only, never its folder: a file at ~/sub.py
             # must not read ~/.ssh (a helper module beside a file in a hidden folder is not shown either)
-            own = sorted({str(Path(s["path"]).resolve()) for s in (self.submission, *self.together)})
+            own = sorted({str(Path(s["path"]).resolve()) for s in (self.submission, *self.together)} |
+                         ({str(library)} if library is not None else set()))
             argv, env = box.wrap(argv, repo_root=paths.REPO_ROOT, code_root=paths.CODE_ROOT, writable_dir=self._tmp,
                                  pass_fds=fds, env=env, rw_paths=ext, ro_paths=own)
             self.sandboxed = box.describe()
@@ -361,6 +396,8 @@ class Child:
         self.failed_import = None
         os.close(cmd_read)
         os.close(event_write)
+        for fd in clock_fds:
+            os.close(fd)
         # NOTE: a child that stops reading its commands must not block the parent in os.write once
         # the pipe's 64 KiB are full: writes wait in select, under the command's deadline (_send).
         os.set_blocking(self._cmd_write, False)
@@ -370,6 +407,8 @@ class Child:
         self._receiver = channel.Receiver(key)
         job = dict(self.job, submission=self.submission, together=self.together, repo_root=str(paths.REPO_ROOT),
                    code_root=str(paths.CODE_ROOT))
+        if library is not None:
+            job["clock"] = {"library": str(library), "cuda": self._clock_cuda}
         self._launched_at = started = time.monotonic()
         try:
             self._send({"key": key.hex(), "job": job}, started + self.compile_timeout_s)
@@ -456,11 +495,13 @@ class Child:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for fd in (self._cmd_write, self._event_read):
+        for fd in (self._cmd_write, self._event_read, self._clock_read):
             try:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
             except OSError:
                 pass
+        self._clock_read = None
         self.proc = None
         self._remove_tmp()
 
@@ -472,47 +513,100 @@ class Child:
         sends can move."""
         if not self.alive():
             self.start()
+        if command["cmd"] == "block":
+            self._tag += 1
+            command = dict(command, tag=self._tag)  # NOTE: every clock record of this block must carry it
         started = time.monotonic()
         try:
             self._send(command, started + timeout_s)
         except OSError:
             pass  # the child is gone; _await reports how
-        keys: list[int] = []
-        while True:
-            event = self._await(("reply", "key"), timeout_s, "on this shape", since=started)
-            if event["event"] == "reply":
-                break
-            # NOTE: a block's values are decided by a key given only after its untimed call
-            # (harness.judge.mask_pool_signs); asked outside a block, or more often than the block's
-            # passes (one, two where the escape check timed it again), is a key taken by something else
-            if command["cmd"] != "block" or len(keys) == 2:
-                self._kill()
-                when = "outside a block" if command["cmd"] != "block" else "a third time in one block"
-                return {"status": "TAMPERED", "message": f"TAMPERED: the child asked for a key {when} (keys are "
-                        "given one per timed pass: something besides the harness asked)"}
-            keys.append(secrets.randbits(63))
-            try:
-                self._send({"cmd": "key", "key": keys[-1]}, started + timeout_s)
-            except OSError:
-                pass  # the child is gone; the next _await reports how
+        event = self._await(("reply",), timeout_s, "on this shape", since=started)
         took_us = (time.monotonic() - started) * 1e6
         reply = {k: v for k, v in event.items() if k != "event"}
         results = reply.pop("results", None)
+        records = self._take_clock_records()
         if reply.get("status") == "CRASH" or reply.pop("restart", False):
             self._kill()
-        elif command["cmd"] in ("test", "prepare", "block") and reply.get("status") == "PASS" and not self.is_judge:
+            return reply
+        if self.is_judge:
+            return reply
+        refused = self._clock_refusal(command, reply, records)
+        if refused:
+            self._kill()
+            return dict(reply, status="TAMPERED", message=f"TAMPERED: {refused}")
+        if command["cmd"] in ("test", "prepare", "block") and reply.get("status") == "PASS":
+            key = None
             if command["cmd"] == "block":
+                try:
+                    got = clock.read_block(records, tag=command["tag"], method=command["method"],
+                                           calls=clock.batch_sizes(self._pool, self._batch), wall_us=took_us,
+                                           retried=bool(reply.get("escape_retried")))
+                except clock.Refused as exc:
+                    self._kill()
+                    return dict(reply, status="TAMPERED", message=f"TAMPERED: {exc}")
+                key = got.key
+                if got.times_us is not None:
+                    # NOTE: gpumode's figures are the compiled clock's record's, never the child's reply
+                    reply.update(times_us=got.times_us, wall_us=got.wall_us, span_us=got.span_us)
+                    reply.pop("escape_retried", None)
+                    if got.escape_retried:
+                        reply["escape_retried"] = got.escape_retried
+                    if got.escape:
+                        return dict(reply, status="FAIL", message=f"{got.escape} (and in the block before, timed "
+                                    f"again: {got.escape_retried})")
                 beyond = _beyond_wall(reply, self._pool, took_us)
                 if beyond:
                     self._kill()
                     return dict(reply, status="TAMPERED", message=f"TAMPERED: {beyond}")
-                if len(keys) != (2 if reply.get("escape_retried") else 1):
-                    self._kill()
-                    return dict(reply, status="TAMPERED", message=f"TAMPERED: the child asked for {len(keys)} keys for "
-                                f"a block timed {'twice' if reply.get('escape_retried') else 'once'} (its values were "
-                                "not the ones the parent decided)")
-            reply = self._judged(command, reply, results, started + timeout_s, keys[-1] if keys else None)
+            reply = self._judged(command, reply, results, started + timeout_s, key)
         return reply
+
+    def _clock_refusal(self, command: dict, reply: dict, records: list[dict]) -> str | None:
+        """Why the compiled clock's records of one request make the child's work TAMPERED whatever its
+        reply says, or None: any record outside a block (a key drawn by something besides the harness)
+        and any refused call of the clock. A block that says PASS is :func:`harness.clock.read_block`'s."""
+        if command["cmd"] != "block":
+            if records:
+                kinds = ", ".join(sorted({str(r.get("event")) for r in records}))
+                return (f"the compiled clock wrote {len(records)} record(s) ({kinds}) during a {command['cmd']}: a key "
+                        "drawn or a loop run outside a block, by something besides the harness")
+            return None
+        refused = [r.get("refused") for r in records if r.get("refused")]
+        if refused and reply.get("status") != "PASS":
+            return (f"{refused[-1]!r} call(s) of the compiled clock refused (a key drawn or a loop run from inside a "
+                    "call): something besides the harness called it")
+        return None
+
+    def _take_clock_records(self) -> list[dict]:
+        """The clock's records written so far (those of the request just answered: the child wrote
+        them before its reply), read to the end of what the pipe holds."""
+        self._read_clock(drain=True)
+        records, self._clock_records = self._clock_records, []
+        return records
+
+    def _read_clock(self, drain: bool = False) -> None:
+        """One bounded read of the clock's record pipe (``drain``: until it is empty), verified under
+        the clock's key; TAMPERED (the child killed) for a line it did not sign, out of order, or
+        past ``MAX_CLOCK_RECORDS`` unread."""
+        while self._clock_read is not None:
+            try:
+                chunk = os.read(self._clock_read, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:  # the child closed it or is gone: a record missing is read_block's to refuse
+                os.close(self._clock_read)
+                self._clock_read = None
+                return
+            try:
+                self._clock_records += [_printable_tree(r) for r in self._clock_receiver.feed(chunk)]
+                if len(self._clock_records) > MAX_CLOCK_RECORDS:
+                    raise channel.Tampered(f"more than {MAX_CLOCK_RECORDS} records of the compiled clock in one request")
+            except channel.Tampered as exc:
+                self._kill()
+                raise ChildFailure("TAMPERED", f"TAMPERED: the compiled clock's pipe: {exc}") from None
+            if not drain:
+                return
 
     def _judged(self, command: dict, reply: dict, results, deadline: float, key: int | None = None) -> dict:
         """The child's PASS reply with the judge's verdict on its outputs (``harness.judge``)."""
@@ -524,6 +618,8 @@ class Child:
                 return dict(reply, status="FAIL", message=f"the child reported a pool of {pool!r} input sets "
                             f"for {command['pool']} asked")
             self._pool = pool
+            # NOTE: as the worker cuts gpumode's pool: one call a batch on a machine without CUDA
+            self._batch = max(1, int(command.get("batch", 1))) if self._clock_cuda else 1
         calls = judge.expected_calls(command, self._item, self._pool, 1 + len(self.together), reply, key)
         kind = "test" if command["cmd"] == "test" else "timed"
         try:
@@ -575,8 +671,11 @@ class Child:
                 self._kill()
                 raise ChildFailure("TIMEOUT", f"TIMEOUT: no result after {deadline - started:.0f} s {where} "
                                    "(process group killed)")
-            ready, _, _ = select.select([self._event_read], [], [], min(wait, 1.0))
-            if not ready:
+            watched = [self._event_read] + ([self._clock_read] if self._clock_read is not None else [])
+            ready, _, _ = select.select(watched, [], [], min(wait, 1.0))
+            if self._clock_read is not None and self._clock_read in ready:
+                self._read_clock()  # NOTE: read as it comes, so a child never blocks on a full record pipe
+            if self._event_read not in ready:
                 continue
             # NOTE: one bounded read per turn, and the deadline is checked before the next: a child
             # that floods the pipe with valid events cannot keep the parent in here past it.

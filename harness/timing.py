@@ -206,7 +206,7 @@ def idle_event_pair_us(calls: int) -> list[float]:
 
 
 def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty", batch: int = 1, poison=None,
-               graph=None, telemetry=None, prelude=None, capture=None) -> Block:
+               graph=None, telemetry=None, prelude=None, capture=None, clock=None, tag: int = 0) -> Block:
     """Times ``fn(data)`` once per input set in ``pool`` by ``method`` (``METHODS``).
 
     ``flush_kind``: ``FLUSHES``; ``batch``: calls per pair of events in ``gpumode``; ``poison(data)``
@@ -215,6 +215,9 @@ def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty
     ``prelude()`` runs untimed before the first call; ``capture(result)`` is called for each result
     right after the end event that closes its timed region, before anything else (it queues the
     copy the judge checks: the output as it stood when its time was taken; ``harness.judge``).
+    ``clock``: the compiled clock (``harness.clock``), bound in this process: ``gpumode`` is timed by
+    it, on a GPU or not, and its figures go to the parent in the record tagged ``tag`` (the worker
+    always gives one; the Python loop stays for in-process callers: studies, probes, tests).
     """
     capture = capture or (lambda result: None)
     if method not in METHODS:
@@ -223,6 +226,14 @@ def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty
         raise ValueError(f"unknown flush {flush_kind!r}; expected one of {', '.join(FLUSHES)}")
     b = bound()
     torch = b.torch
+    if method == "gpumode" and clock is not None:
+        cuda = torch.cuda.is_available()
+        if cuda:
+            b.l2_status = reset_persisting_l2()
+        if prelude:
+            prelude()  # NOTE: see the note below; the worker's prelude makes its untimed call through the clock
+        return _time_batches_compiled(b, clock, fn, pool, max(1, int(batch)), flush_kind if cuda else "none",
+                                      telemetry, capture, tag)
     if not torch.cuda.is_available():
         return _time_block_cpu(fn, pool, method, poison, prelude, batch, capture)
     b.l2_status = reset_persisting_l2()
@@ -327,6 +338,22 @@ def _time_batches(b, fn, pool, batch, flush_kind, telemetry, capture) -> Block:
     wall_us = sum(walls)
     span_us = sum(b.elapsed(before, captured) * 1e3 for before, _, _, captured in events)
     return Block(times, results, wall_us, span_us, escape_of("gpumode", len(pool), wall_us, span_us), sample)
+
+
+def _time_batches_compiled(b, clock, fn, pool, batch, flush_kind, telemetry, capture, tag) -> Block:
+    """``gpumode`` through the compiled clock (``harness/clock.cpp``): the loop of :func:`_time_batches`
+    with its events, its dirty flush (a cudaMemsetAsync of the flush buffer bound at start) and its
+    arithmetic in C, the calls made by Python bytecode between the events as GPU MODE's eval makes
+    them; the figures go to the parent in a signed record. What comes back here is the worker's copy,
+    to decide whether to time the block again; the parent reads the record."""
+    groups = [pool[i:i + batch] for i in range(0, len(pool), batch)]
+    cuda = b.torch.cuda.is_available()
+    stream = b.torch.cuda.current_stream().cuda_stream if cuda else 0
+    sample = telemetry.sample if telemetry else None
+    results, figures, sampled = clock.time_batches(fn, groups, flush_kind, capture, stream, tag, sample)
+    wall_us, span_us = sum(figures["wall_us"]), sum(figures["span_us"])
+    return Block(figures["times_us"], results, wall_us, span_us, escape_of("gpumode", len(pool), wall_us, span_us),
+                 sampled)
 
 
 def _time_kernels(b, fn, pool, flush_kind, telemetry, capture) -> Block:

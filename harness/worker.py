@@ -1,10 +1,11 @@
 """The child process: imports one submission, then calls and times it on the parent's commands.
 
-Started by :mod:`harness.isolation` as ``python -m harness.worker CMD_FD EVENT_FD RESULTS_FD``. The
-first line on the command pipe carries the channel key and the job; everything the harness times
-and checks with is bound (``timing.bind``, ``guard.Guard.snapshot``) before the submission is
-imported (``harness.loader.import_submission``). Then one command per line, one signed reply per
-command (``harness.channel``). Every call's output goes to the shared file ``RESULTS_FD``
+Started by :mod:`harness.isolation` as ``python -m harness.worker CMD_FD EVENT_FD RESULTS_FD
+[CLOCK_KEY_FD CLOCK_RECORD_FD]``. The first line on the command pipe carries the channel key and the
+job; everything the harness times and checks with is bound (``timing.bind``, the compiled clock from
+the two clock descriptors, ``guard.Guard.snapshot``) before the submission is imported
+(``harness.loader.import_submission``). Then one command per line, one signed reply per command
+(``harness.channel``). Every call's output goes to the shared file ``RESULTS_FD``
 (``harness.judge.ResultSink``) with its input set's fingerprint; the verdict on the values is the
 judge's, a second process of this module started with ``judge`` in its job, which never imports a
 submission (:func:`_judge_loop`). What the child checks itself can only add a FAIL:
@@ -16,11 +17,13 @@ submission (:func:`_judge_loop`). What the child checks itself can only add a FA
   for ``graph`` the capture.
 - ``block``: every pool set refilled in place with never-seen inputs (same tensors, new values: a
   cache keyed by ``id`` or ``data_ptr`` returns stale results), outputs poisoned, an untimed call
-  on a scratch set, then a key asked of the parent and the pool's signs flipped by it
-  (``harness.judge.mask_pool_signs``: what that call computed from the pool is of other inputs), one
-  call per set timed (``timing.time_block``, each output copied for the judge right after its end
-  event), then the outputs' form, the inputs' fingerprints, the guard and the threads. Raw samples
-  go to the parent, which owns every statistic and verdict.
+  on a scratch set made by the compiled clock, which then draws the block's key and sends it to the
+  parent (``harness.clock``), the pool's signs flipped by it (``harness.judge.mask_pool_signs``: what
+  that call computed from the pool is of other inputs), one call per set timed (``timing.time_block``;
+  ``gpumode`` by the compiled clock, whose figures go to the parent in its own signed record; each
+  output copied for the judge right after its end event), then the outputs' form, the inputs'
+  fingerprints, the guard and the threads. Raw samples go to the parent, which owns every statistic
+  and verdict.
 
 A CUDA error poisons the context: the reply is CRASH and the child exits; the parent starts a
 fresh one for what is left.
@@ -96,10 +99,12 @@ class Worker:
     team's own versions several, which share the pool (identical inputs) and take turns block by
     block. Commands name the kernel by its index (``sub``); ``self.kernel`` is the one in hand."""
 
-    def __init__(self, torch, mod, kernels, guard, channel, telemetry, sink=None, ask_key=None, refreshers=None):
+    def __init__(self, torch, mod, kernels, guard, channel, telemetry, sink=None, clock=None, refreshers=None):
         self.torch, self.mod = torch, mod
-        # the parent's key for a block's values (harness.judge.mask_pool_signs), asked after its untimed call
-        self.ask_key = ask_key
+        # the compiled clock (harness.clock): it makes the untimed call before a block, then draws the
+        # key for the block's values (harness.judge.mask_pool_signs), and times gpumode
+        self.clock = clock
+        self.tag = 0  # the block the parent asked for: every clock record of it carries this tag
         self.sink = sink  # harness.judge.ResultSink: where every call's output goes for the judge
         self.kernels = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
         self.kernel = self.kernels[0]
@@ -363,10 +368,12 @@ class Worker:
                         "restart": True}
         return None
 
-    def block(self, round_index: int, method: str, warm: bool, sub: int = 0) -> dict:
+    def block(self, round_index: int, method: str, warm: bool, sub: int = 0, tag: int = 0) -> dict:
         """One timed block of kernel ``sub`` on round ``round_index``'s inputs (regenerated here, so
-        every kernel of a compare times identical inputs)."""
+        every kernel of a compare times identical inputs); ``tag``: the parent's name for it, carried by
+        every record of the compiled clock."""
         self.use(sub)
+        self.tag = tag
         self._begin()
         if self.sink is not None:
             # NOTE: room for the block (and --warm's) before it starts: the file is never remapped
@@ -395,18 +402,17 @@ class Worker:
 
     def _prelude(self, method: str, refill: bool):
         """The untimed work right before a block: the pool's inputs of ``pool_round``, then a call on
-        the scratch set (the submission's host path warm again after the generation's work), then
-        the pool's signs flipped by a key the parent gives only now (``harness.judge.mask_pool_signs``).
+        the scratch set (the submission's host path warm again after the generation's work), made by
+        the compiled clock, which then draws the key for the pool's values and sends it to the parent
+        (``harness.clock``), then the pool's signs flipped by it (``harness.judge.mask_pool_signs``).
         NOTE: a call that finds the pool through its caller's frame (or anywhere in the process)
         can compute outputs there, untimed, only for values the block will not time. Refilling the
         pool after that call closes the same hole but leaves the first timed call of every block
-        cold; so did the key step as first built (harness.judge.mask_pool_signs's note has the measurement)."""
+        cold; so did the key step as first built, a key asked of the parent (docs/methodology.md,
+        "The untimed call before each block")."""
         torch = self.torch
 
-        def prelude():
-            if refill:
-                self._refill(self.pool, self.pool_round)
-            self._refill([self.scratch], self.pool_round, first_slot=len(self.pool))
+        def untimed():
             if method == "graph":
                 self.graph.load(self.scratch)
                 self.graph.replay()
@@ -415,20 +421,30 @@ class Worker:
             if torch.cuda.is_available():
                 # NOTE: device-wide, before the key exists: work that call left running (another
                 # stream, a kernel waiting for the masked values) must end here, or it could compute
-                # the block's outputs after the mask and before the block, untimed
+                # the block's outputs after the mask and before the block, untimed (the clock
+                # synchronises again before it draws)
                 torch.cuda.synchronize()
+
+        def prelude():
             if refill:
-                key = self.ask_key() if self.ask_key else None
-                if key is None:
-                    raise HarnessFault("the parent gave no key for the block's values")
-                mask_pool_signs(torch, self.mod, self.pool, key)
-                if self.refresh is not None:
-                    # NOTE: the peer keeps the pool's operands dequantised outside its timed calls; the
-                    # mask rewrote them, and without this its first timed call dequantised the whole
-                    # pool (group_gemm peer: 1.6-6.4 ms a call by the kernel method, H200, 2026-11-28)
-                    self.refresh()
-                if torch.cuda.is_available():
-                    torch.cuda.synchronize()
+                self._refill(self.pool, self.pool_round)
+            self._refill([self.scratch], self.pool_round, first_slot=len(self.pool))
+            if not refill:
+                untimed()
+                return
+            if self.clock is None:
+                raise HarnessFault("no compiled clock to draw the block's key (harness.clock)")
+            # NOTE: the clock makes the untimed call itself: a key drawn from inside it is refused and
+            # counted, so no code of the submission's holds the key before that call has returned
+            key = self.clock.draw_key(self.tag, untimed)
+            mask_pool_signs(torch, self.mod, self.pool, key)
+            if self.refresh is not None:
+                # NOTE: the peer keeps the pool's operands dequantised outside its timed calls; the
+                # mask rewrote them, and without this its first timed call dequantised the whole
+                # pool (group_gemm peer: 1.6-6.4 ms a call by the kernel method, H200, 2026-11-28)
+                self.refresh()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
         return prelude
 
     def _capture(self, result) -> None:
@@ -444,6 +460,7 @@ class Worker:
         first, used = len(self.results), self.sink.used if self.sink is not None else 0
         shapes_before = [structure_of(data) for data in self.pool]
         threads = self.guard.thread_ids()
+        options.update(clock=self.clock, tag=self.tag)
         block = timing.time_block(self.kernel, self.pool, method, **options)
         first_escape = None
         if block.escape and not self.guard.verdict(since=threads):
@@ -459,8 +476,10 @@ class Worker:
                 self.sink.used = used
             options["prelude"] = self._prelude(method, True)
             block = timing.time_block(self.kernel, self.pool, method, **options)
-        reply = {"status": "PASS", "message": "", "times_us": block.times_us, "wall_us": block.wall_us,
-                 "span_us": block.span_us, "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
+        reply = {"status": "PASS", "message": "", "telemetry": block.telemetry, "l2_reset": timing.bound().l2_status}
+        if method != "gpumode" or self.clock is None:
+            # NOTE: gpumode's figures go to the parent in the compiled clock's record, never in this reply
+            reply.update(times_us=block.times_us, wall_us=block.wall_us, span_us=block.span_us)
         if block.kernel:
             reply["kernel"] = block.kernel
         if first_escape:
@@ -535,6 +554,31 @@ def peer_refresh(path: str, kernel):
     return getattr(kernel, "refresh", None)
 
 
+def _bind_clock(spec: dict | None, fds: tuple[int, int] | None, timing):
+    """The compiled clock (``harness.clock``) bound, or None where the parent passed none (the judge).
+    The parent says whether it times with CUDA (``spec["cuda"]``), never this process: a clock that
+    cannot bind as told is the harness's error, and this process ends with it in one line."""
+    if spec is None or fds is None:
+        return None
+    import functools
+
+    from harness import clock as clock_mod
+    b = timing.bound()
+    if spec["cuda"] and not b.torch.cuda.is_available():
+        raise SystemExit("harness error: the parent times with CUDA and this process sees no GPU (CUDA_VISIBLE_DEVICES?)")
+    flush = b.flush_buffer
+    try:
+        clock = clock_mod.load(spec["library"])
+        clock.bind(fds[0], fds[1], clock_mod.batch_loop, bool(spec["cuda"]),
+                   flush.data_ptr() if flush is not None else 0,
+                   flush.numel() * flush.element_size() if flush is not None else 0,
+                   functools.partial(timing.flush, "clean") if flush is not None else None)
+    except Exception as exc:  # noqa: BLE001 - any failure here is the harness's, before a submission ran
+        raise SystemExit(f"harness error: the compiled clock could not bind ({'CUDA' if spec['cuda'] else 'host clock'}): "
+                         f"{_one_line(exc)}") from None
+    return clock
+
+
 def _read_line(stream) -> dict | None:
     line = stream.readline()
     return json.loads(line) if line else None
@@ -543,6 +587,7 @@ def _read_line(stream) -> dict | None:
 def main(argv: list[str]) -> int:
     cmd_fd, event_fd = int(argv[0]), int(argv[1])
     results_fd = int(argv[2]) if len(argv) > 2 else None  # the shared file of outputs (harness.judge)
+    clock_fds = (int(argv[3]), int(argv[4])) if len(argv) > 4 else None  # the compiled clock's key and records
     commands = os.fdopen(cmd_fd, "r")
     hello = _read_line(commands)
     from harness import channel as channel_mod
@@ -573,6 +618,7 @@ def main(argv: list[str]) -> int:
             info["ceilings"] = ceilings.of_gpu(torch, info["gpu"])
     else:
         timing.bind(torch)
+    clock = _bind_clock(job.get("clock"), clock_fds, timing)
     sink = judge_mod.ResultSink(torch, results_fd) if results_fd is not None else None
     guard = guard_mod.Guard.snapshot((mod.__name__,))
 
@@ -599,13 +645,7 @@ def main(argv: list[str]) -> int:
     guard.accept_threads()
     channel.emit("ready", label=subs[0]["label"], seconds=time.perf_counter() - t0)
 
-    def ask_key() -> int | None:
-        """The parent's key for this block's values: asked by a ``key`` event, answered on the command pipe."""
-        channel.emit("key")
-        answer = _read_line(commands)
-        return answer.get("key") if answer and answer.get("cmd") == "key" and isinstance(answer.get("key"), int) else None
-
-    worker = Worker(torch, mod, kernels, guard, channel, telemetry, sink, ask_key=ask_key, refreshers=refreshers)
+    worker = Worker(torch, mod, kernels, guard, channel, telemetry, sink, clock=clock, refreshers=refreshers)
     while True:
         cmd = _read_line(commands)
         if cmd is None or cmd["cmd"] == "exit":
@@ -617,7 +657,7 @@ def main(argv: list[str]) -> int:
                 reply = worker.prepare(cmd["item"], cmd["pool"], cmd["method"], cmd["warmup"],
                                        cmd.get("flush", "dirty"), cmd.get("batch", 1), cmd.get("sub"))
             elif cmd["cmd"] == "block":
-                reply = worker.block(cmd["round"], cmd["method"], cmd["warm"], cmd.get("sub", 0))
+                reply = worker.block(cmd["round"], cmd["method"], cmd["warm"], cmd.get("sub", 0), cmd.get("tag", 0))
             elif cmd["cmd"] == "bad_input":
                 reply = worker.bad_input(cmd["item"], cmd["case"])
             elif cmd["cmd"] == "finish":

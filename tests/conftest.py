@@ -11,6 +11,8 @@
   machine, not once per test.
 - Under pytest-xdist on a machine with several GPUs (``-n`` = the GPU count), each worker takes a
   GPU of its own (``CUDA_VISIBLE_DEVICES``), so timing tests never share one.
+- The compiled clock (``harness.clock``) is built once per test process into a shared tmp folder
+  (``NVFP4_CLOCK_DIR``), not once per test's build folder (~1 s of g++ each).
 - ``tiny_shapes`` writes a small shapes.yaml (tiny tests and benchmarks for all four problems)
   and points ``NVFP4_SHAPES`` at it; ``write_shapes`` writes any text there (malformed files).
 """
@@ -87,12 +89,19 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def clock_dir(tmp_path_factory) -> Path:
+    """Where this test process builds the compiled clock (content-keyed, so sharing is safe)."""
+    return tmp_path_factory.mktemp("clock")
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path, monkeypatch, request):
-    """Build cache and leaderboard in tmp folders (a GPU test's extensions in the shared cache);
-    returns their paths."""
+def isolated_env(tmp_path, monkeypatch, request, clock_dir):
+    """Build cache and leaderboard in tmp folders (a GPU test's extensions in the shared cache, the
+    compiled clock in the process's shared folder); returns their paths."""
     build = tmp_path / "build"
     board = tmp_path / "leaderboard.csv"
+    monkeypatch.setenv("NVFP4_CLOCK_DIR", str(clock_dir))
     monkeypatch.setenv("NVFP4_BUILD_DIR", str(build))
     monkeypatch.setenv("NVFP4_LEADERBOARD", str(board))
     if request.node.get_closest_marker("gpu") is not None:

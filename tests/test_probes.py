@@ -169,8 +169,8 @@ def test_the_worker_refreshes_the_peer_alone_so_its_timed_calls_only_multiply(re
     assert worker.peer_refresh(path, made) == made.refresh
     refresher = worker.peer_refresh(path, made) if refreshed else worker.peer_refresh(__file__, made)
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=set, accept_threads=lambda ids: None)
-    w = worker.Worker(torch, problem_module("gemm"), kernel, guard, None, None, ask_key=lambda: 99,
-                      refreshers=[refresher])
+    w = worker.Worker(torch, problem_module("gemm"), kernel, guard, None, None,
+                      clock=SimpleNamespace(draw_key=lambda tag, untimed: untimed() or 99), refreshers=[refresher])
     item = {"params": dict(_shape("gemm").generator_kwargs(), seed=3), "dist": "competition"}
     assert w.prepare(item, 3, "cold", 1)["status"] == "PASS"
     reply = w.block(1, "cold", False)

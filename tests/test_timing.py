@@ -153,6 +153,31 @@ def test_gpumode_batches_the_pool_and_divides_by_the_batch():
     assert len(block.times_us) == 3  # batches of 2, 2 and 1
 
 
+def test_gpumode_through_the_clock_hands_it_the_batches_and_takes_its_figures():
+    """With a compiled clock (harness.clock), gpumode's loop is the clock's: the prelude first, then the
+    batches, the flush (none without CUDA), the capture, the tag and the telemetry sample handed to it,
+    and the block's figures and escape from what it hands back (the parent reads its record)."""
+    seen, order = {}, []
+
+    class Clock:
+        @staticmethod
+        def time_batches(fn, groups, flush, capture, stream, tag, sample):
+            seen.update(groups=groups, flush=flush, stream=stream, tag=tag)
+            results = [fn(d) for g in groups for d in g]
+            for r in results:
+                capture(r)
+            figures = {"times_us": [1.0] * len(groups), "span_us": [10.0] * len(groups), "wall_us": [900.0] * len(groups)}
+            return results, figures, sample()
+
+    block = timing.time_block(lambda d: d * 2, [1, 2, 3], "gpumode", batch=2, prelude=lambda: order.append("prelude"),
+                              capture=order.append, clock=Clock, tag=4,
+                              telemetry=type("T", (), {"sample": staticmethod(lambda: {"ok": 1})}))
+    assert seen == {"groups": [[1, 2], [3]], "flush": "none", "stream": 0, "tag": 4}
+    assert order == ["prelude", 2, 4, 6] and block.results == [2, 4, 6] and block.telemetry == {"ok": 1}
+    assert (block.times_us, block.wall_us, block.span_us) == ([1.0, 1.0], 1800.0, 20.0)
+    assert block.escape and "escapes the timed stream" in block.escape  # 1800 µs of wall against 20 of events
+
+
 def test_method_defaults_and_batch_sizes():
     from harness import runner
     plan = runner.TimingPlan()

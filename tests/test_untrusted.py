@@ -37,6 +37,7 @@ def test_an_outside_file_cannot_write_the_lab(tmp_path):
 def test_where_the_sandbox_would_break_cuda_the_file_runs_unsandboxed_and_says_why(tmp_path, monkeypatch):
     from harness import isolation
     monkeypatch.setattr(isolation, "_gpu_here", lambda: True)
+    monkeypatch.setattr(isolation, "_clock_cuda", lambda: False)  # the child runs on this CPU all the same
     monkeypatch.setattr(sandbox, "cuda_blocked", lambda *a, **k: "CUDA does not work inside bwrap here (test)")
     sub = tmp_path / "honest.py"
     sub.write_text("from reference.gemm import ref_kernel\n\n\ndef custom_kernel(data):\n"

@@ -27,6 +27,17 @@ class _Problem:
         return True, ""
 
 
+class _Clock:
+    """A stand-in for the compiled clock's key: makes the untimed call, then hands out ``key``."""
+
+    def __init__(self, key: int):
+        self.key = key
+
+    def draw_key(self, tag, untimed):
+        untimed()
+        return self.key
+
+
 def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     blocks = [timing.Block([58.0], ["out"], 1580.0, 464.0, e) for e in escapes]
     calls = []
@@ -45,7 +56,7 @@ def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     monkeypatch.setattr(worker, "mask_pool_signs", lambda torch, mod, sets, key: None)
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
-                      guard, None, None, ask_key=lambda: 7)
+                      guard, None, None, clock=_Clock(7))
     w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 1
     return dict(w._timed_pass("cold"), results=w.results), len(calls)
 
@@ -84,7 +95,7 @@ def test_the_retried_blocks_outputs_are_judged_against_the_retry_inputs_seeds(mo
 
 def test_the_untimed_call_before_the_block_sees_values_the_block_does_not_time(monkeypatch):
     """The pool is generated before the untimed call (so that call warms the host path after the
-    generation), and its values are decided after it: a key asked of the parent only then, every
+    generation), and its values are decided after it: a key the compiled clock draws only then, every
     pool set (never the scratch set) masked by it, before the first timed call."""
     events = []
     _Problem.seeds = []
@@ -93,28 +104,32 @@ def test_the_untimed_call_before_the_block_sees_values_the_block_does_not_time(m
         events.append(("call", data, len(_Problem.seeds)))
         return "out"
 
-    def ask_key():
-        events.append(("key",))
-        return 99
+    class Clock:
+        @staticmethod
+        def draw_key(tag, untimed):
+            untimed()
+            events.append(("key", tag))
+            return 99
 
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
     monkeypatch.setattr(worker, "mask_pool_signs", lambda torch, mod, sets, key: events.append(("mask", sets, key)))
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, kernel, guard, None, None,
-                      ask_key=ask_key)
-    w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 3
+                      clock=Clock)
+    w.pool, w.scratch, w.item, w.pool_round, w.tag = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 3, 12
     w._prelude("cold", refill=True)()
     assert _Problem.seeds == [worker.round_seed(1, 3, 0), worker.round_seed(1, 3, 1)]  # the pool, then the scratch set
-    assert events == [("call", "scratch", 2), ("key",), ("mask", ["input"], 99)]
+    # NOTE: the untimed call is made by the clock, which draws the key (tagged with the block's) only after it
+    assert events == [("call", "scratch", 2), ("key", 12), ("mask", ["input"], 99)]
 
 
-def test_a_pass_on_the_same_pool_asks_no_key(monkeypatch):
+def test_a_pass_on_the_same_pool_draws_no_key(monkeypatch):
     """The warm pass times the block's pool again (refill=False): no new values, so no key."""
     asked = []
     monkeypatch.setattr(timing, "bound", lambda: SimpleNamespace(l2_status=""))
     guard = SimpleNamespace(verdict=lambda since=None: None, thread_ids=lambda: set())
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
-                      guard, None, None, ask_key=lambda: asked.append(1) or 5)
+                      guard, None, None, clock=SimpleNamespace(draw_key=lambda tag, untimed: asked.append(1) or 5))
     w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 3
     w._prelude("cold", refill=False)()
     assert asked == []
