@@ -12,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from harness import cli, leaderboard
-from adversarial.expected import CHECK_ADVERSARIES, TIMING_ADVERSARIES
+from adversarial.expected import CHECK_ADVERSARIES, CLOCK_UNFOOLED, TIMING_ADVERSARIES
 
 ADVERSARIAL = Path(__file__).resolve().parent / "adversarial"
 SHAPE = "m=128,n=256,k=256"
@@ -474,3 +474,17 @@ def test_table_says_why_a_shape_failed(monkeypatch):
     assert r.exit_code == 1, r.output
     flat = " ".join(r.output.split())
     assert "IMPLAUSIBLE" in flat and "v0 128x7168x16384: IMPLAUSIBLE" in flat and "physical floor" in flat
+
+
+# Submissions that make harness.timing's Python clocks lie, out of the guard's sight (gc): gpumode's
+# figures are the compiled clock's (harness/clock.cpp), so they PASS with their real times.
+@pytest.mark.parametrize("name", list(CLOCK_UNFOOLED))
+def test_python_clock_attacks_leave_gpumode_figures_real(name, isolated_env):
+    import json
+    scale = CLOCK_UNFOOLED[name]
+    r = invoke("run", "gemm", ADVERSARIAL / f"{name}.py", "--shape", SHAPE, "--budget", "0.2", "--json")
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)["rows"][0]
+    # NOTE: the honest arithmetic of _common.gemm_into takes hundreds of µs a call on a CPU; fooled, the
+    # figures read that over ``scale`` (about 1 µs: `--method cold`, still timed in Python, reads so)
+    assert row["status"] == "PASS" and row["mean_us"] > 50.0, row

@@ -22,7 +22,11 @@ TIMING_ADVERSARIES = {
     "caches_by_data_ptr": ("FAIL", "of round 1"),
     "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
     "first_call_only": ("FAIL", "of round 1"),
+    "calls_the_clock": ("TAMPERED", "call(s) of the clock refused"),
 }
+# Attacks that fool a clock written in Python (each makes it read this many times fast) and that the
+# compiled clock does not read: under gpumode they PASS with their real figures (tests/test_cli.py).
+CLOCK_UNFOOLED = {"rewrites_timers_via_gc": 1000.0}
 # Attacks on the judge's inputs and comparison that `test` must catch as `run` does (one check path).
 CHECK_ADVERSARIES = {name: TIMING_ADVERSARIES[name] for name in ("changes_reference_constant", "lying_comparison")}
 # Attacks on how the parent reads the child (harness.isolation, harness.channel): what they get
