@@ -15,6 +15,11 @@ one command at a time with a deadline. What can go wrong is a verdict, never a d
 - no child outlives the harness: each has a parent-death signal (SIGKILL when the thread that
   started it ends), and within :func:`reaped_on_signals` SIGTERM and SIGHUP kill every live
   child's process group first;
+- no figure of gpumode's and no block's key is the child's Python's: each child binds the compiled
+  clock (``harness.clock``, built here before the child starts), which writes them, signed under a
+  key the parent passed on a pipe of its own, on a record pipe the parent reads beside the events;
+  :func:`harness.clock.read_block` checks a block's records (one key a timed pass, one loop record
+  after each for gpumode, its tag, its counts, its span within the parent's wall clock);
 - no verdict on an output is the child's: each child has a judge, a second worker process that
   never imports a submission (``harness.judge``). The child leaves every output's bytes in a
   shared memory file; after each ``test``, ``prepare`` and ``block`` reply that the child calls a

@@ -86,16 +86,18 @@ def mask_pool_signs(torch, mod, sets: list, key: int) -> None:
     NOTE: why a mask. A block's inputs are generated before the untimed call that precedes it, so
     that the call can warm the submission's host path after the generation's work (generated after
     it, the first timed call of every block found that path cold). The block's values are only
-    decided after that call: the child then asks the parent for a key (a ``key`` event) and flips
-    the sign bits this function picks, so outputs computed during the untimed call (from the
-    caller's frame, or anywhere in the process) are of other inputs. Signs only: magnitudes and
+    decided after that call: the compiled clock (``harness.clock``) makes that call, then draws a key
+    and reports it to the parent in a signed record, and the child flips the sign bits this function
+    picks, so outputs computed during the untimed call (from the caller's frame, or anywhere in the
+    process) are of other inputs. Signs only: magnitudes and
     scales stay as generated (every distribution here is symmetric in sign, or the judge still
     checks the masked inputs exactly). The judge applies the same key to the inputs it generates.
     Measured (H200, d13c41d): as first built (a pipe round trip to the parent, then a generator, a
     mask and an XOR per value tensor of every set) this step left the first timed call as cold as
     generating after the call did; generating before the call with no step after it was ~2.5 µs
     faster by gemm's gpumode on the short shapes (docs/methodology.md, "The untimed call before each
-    block"). One mask a block now, not one a set: not yet measured."""
+    block"); the round trip was most of what gemm paid, and the key is now drawn in the child's
+    compiled clock instead (not yet measured on an H200)."""
     values = [t for data in sets for t in input_tensors(mod, data) if t.dtype == torch.float4_e2m1fn_x2]
     if not values:
         return
@@ -225,7 +227,7 @@ def output_bytes(result) -> int:
 def expected_calls(command: dict, item: dict, pool: int, kernels: int, reply: dict, key: int | None = None) -> list[dict]:
     """The calls whose outputs a PASS reply to ``command`` must hold, in order: each one's seed,
     how the verdict names it, the kernel (``sub``) that made it and, for a block, the ``key`` the
-    parent gave for its values (:func:`mask_pool_signs`). Derived from what the parent asked for and
+    parent took from the compiled clock's record for its values (:func:`mask_pool_signs`). Derived from what the parent asked for and
     gave; the one thing read from the reply is whether a block was timed again after the escape
     check (then its inputs are the retry round's)."""
     from harness.worker import retry_round, round_seed

@@ -12,7 +12,10 @@ is cut into batches of ``GPUMODE_BATCH[problem]`` calls (50 for gemm and dual_ge
 ``eval.py``); per batch: synchronise, flush L2, start event, every call of the batch queued back to
 back, end event, synchronise; the sample is the batch's event time over its calls. No synchronise
 between the flush and the start event, so the first call's host path overlaps the flush and the
-later calls' host paths overlap the earlier calls' device time, as in the competition.
+later calls' host paths overlap the earlier calls' device time, as in the competition. In the worker
+this loop is the compiled clock's (``harness/clock.cpp``: events, dirty flush and arithmetic in C,
+the calls by Python bytecode, the figures sent signed to the parent); ``_time_batches`` is the same
+loop in Python for in-process callers.
 
 ``kernel``: what the device spends on the call. The block is queued whole behind one device sleep
 (``AHEAD_US`` a call), so every call is enqueued before the device reaches it; per call a flush,
