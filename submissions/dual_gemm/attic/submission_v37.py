@@ -51,7 +51,18 @@ v37 --shape 512x3072x7168` 1.04-1.06x), the <= 64 target at the good end; 1.15x 
 met. Refuted if the marks (`probe marks`) show "GEMM start" (id 2) at the prepass's end (~20+ us, the carveout
 hint ignored or CTAs not co-resident: then a large LOSS) or the K loop (id 5) longer than v36's 54.24 after
 GEMM start by more than the start gained (counters late: the prepass's round slower than 1.7 us).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit e5a1628 (a one-GPU machine, session 50's third call). `test dual_gemm v37
+--dist all` 40 of 40 and the five custom shapes (512x3072x7168, 480x3072x7168, 512x3072x4160, 512x3328x7168,
+256x4352x7168; 20 of 20) pass. `compare dual_gemm v32 v37` (kernel method, one process): 256x4096x7168,
+512x4096x7168, 256x3072x4096 SAME (0.998-0.999x), 512x3072x7168 0.759x [0.754, 0.764] SLOWER (67.15 -> 88.47 us).
+The marks say why (512x3072x7168, 20 calls, medians (max), µs after the call's first stamp): prepass start 0.06,
+its stores issued 25.12 (27.46), GEMM start 26.56 (27.78): the refuting case named above. The GEMM's CTAs did not
+become resident beside the one-warp prepass blocks; they started as those left, so the slim prepass's ~25 us
+alone came before the loop (54.59, as v36's). What kept them out was not measured (register file exactly full at
+64,512 + 1,024, the carveout hint, or the programmatic launch waiting for the primary grid); the next try asks
+the occupancy API first (cudaOccupancyMaxActiveClusters / a one-CTA co-residency probe) before building on it.
+Not kept (attic/).
 Risk: co-residency rests on the block scheduler placing the 132 one-warp blocks one an SM (breadth first, as
 seen on an idle GPU) and on the carveout hint; if either fails the result is slow, not wrong or hung (the
 prepass waits on nothing; the GEMM's CTAs then start as prepass warps leave). A wrong chunk order or count

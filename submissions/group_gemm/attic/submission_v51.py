@@ -82,7 +82,19 @@ Compile-only (nvcc 13.0): DeepRing and TallRing kernels 168 registers, no spills
 loop 127 SASS instructions a K block in both its copies (tile CTAs and helpers), as v50's; HGMMA.64x128
 72 (v50 36: the helper's loop); TallRing's loops v50's (the same HGMMA counts, 9824 instructions against
 9712: the preamble).
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 80fd93c (a one-GPU machine, session 50's third call). `test group_gemm v51
+--dist all` 40 of 40; benchmarks and four custom shapes with tails: 14 of 16, the two failures `mixed` on tailed
+shapes (g3 m[256,200,64] n3072 k7168: 1 of 786432 outputs 1.36x the tolerance; g1 m[250] n7680 k8960: 1 of
+1920000, 1.19x; cuBLAS fp16 on the same data is as far off, 1.36 / 1.19, but v47's single chain passes there: the
+split's rounded add is what moved those outputs). `compare group_gemm v50 v51` (kernel method, one process): A
+0.998x, B 0.992x, D 0.991x SAME, C 0.975x [0.967, 0.984] SLOWER (33.54 -> 34.39 us). The marks (C, 20 calls, L2
+flushed, medians (max), µs): the 128-row tiles' loops now end at 27.78 (29.06), 55 blocks at 0.40 us, as
+predicted, but they wait for the tails: tail flag seen 28.19 (34.69), end 30.05 (36.22). The helpers (CTAs 0-11)
+run their 4 tails of 9 blocks in 23.5 us (0.65 us a block against the tiles' 0.40): each tail refills the
+ring from empty and decodes its first stage before its first wgmma (~2 us a tail, 4 a helper), so the helpers,
+not the tiles, set the pace. Tails of 9 blocks are too short to hide a pipeline fill; C's spread (the 128-row
+tiles) needs a plan that balances without short pieces. Not kept (attic/).
 
 Exactness: v50's for every output outside C's tailed tiles; those: two fp32 chains of v47's K order, one
 rounded add. N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
