@@ -316,6 +316,7 @@ class Child:
         self._clock_read: int | None = None
         self._clock_receiver: channel.Receiver | None = None
         self._clock_records: list[dict] = []
+        self._command = ""  # the command whose records are being read (what a flood of them is named by)
         self._tag = 0
         self._clock_cuda = False
         self._batch = 1
@@ -518,6 +519,7 @@ class Child:
         sends can move."""
         if not self.alive():
             self.start()
+        self._command = command["cmd"]
         if command["cmd"] == "block":
             self._tag += 1
             command = dict(command, tag=self._tag)  # NOTE: every clock record of this block must carry it
@@ -606,7 +608,13 @@ class Child:
             try:
                 self._clock_records += [_printable_tree(r) for r in self._clock_receiver.feed(chunk)]
                 if len(self._clock_records) > MAX_CLOCK_RECORDS:
-                    raise channel.Tampered(f"more than {MAX_CLOCK_RECORDS} records of the compiled clock in one request")
+                    # NOTE: outside a block any record is already a key drawn by something besides the
+                    # harness; a flood there (asks_key_outside_a_block on an H200: its prepare's warm-up
+                    # calls drew more than 16) says so, as _clock_refusal would have
+                    where = ("" if self._command == "block" else f" during a {self._command}: a key drawn or a loop "
+                             "run outside a block, by something besides the harness")
+                    raise channel.Tampered(f"more than {MAX_CLOCK_RECORDS} records of the compiled clock in one "
+                                           f"request{where}")
             except channel.Tampered as exc:
                 self._kill()
                 raise ChildFailure("TAMPERED", f"TAMPERED: the compiled clock's pipe: {exc}") from None

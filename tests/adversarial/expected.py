@@ -23,6 +23,7 @@ TIMING_ADVERSARIES = {
     "caches_by_content": ("FAIL", "shares storage with the output of an earlier call"),
     "first_call_only": ("FAIL", "of round 1"),
     "calls_the_clock": ("TAMPERED", "call(s) of the clock refused"),
+    "floods_the_clock": ("TAMPERED", "a key drawn or a loop run outside a block"),
 }
 # Attacks that fool a clock written in Python (each makes it read this many times fast) and that the
 # compiled clock does not read: under gpumode they PASS with their real figures (tests/test_cli.py).
