@@ -58,6 +58,55 @@ def validate_output(out, like: torch.Tensor, inputs: Iterable[torch.Tensor], nam
 def compare(out: torch.Tensor, ref: torch.Tensor, name: str = "output",
             rtol: float = RTOL, atol: float = ATOL) -> tuple[bool, str]:
     """Element-wise tolerance check with NaN/Inf placement, constant-output guard, worst element."""
+    return compare_all([(out, ref, name)], rtol, atol)[0]
+
+
+@torch.no_grad()
+def compare_all(pairs: list[tuple[torch.Tensor, torch.Tensor, str]], rtol: float = RTOL,
+                atol: float = ATOL) -> list[tuple[bool, str]]:
+    """:func:`compare` of each ``(out, ref, name)`` in order, up to and including the first mismatch.
+
+    NOTE: two passes, one verdict. The first asks of every pair at once whether each element is
+    finite and within tolerance, and reads the answers back together: group_gemm's 8 groups paid
+    ~30 full-size float64 ops and 4 host syncs each in the full check (issue 49: the judge's check
+    of a group_gemm B set took 35 ms on an H200), the first pass ~15 ops each and one sync a set.
+    A pair it does not pass (a NaN, an Inf, an element over tolerance) gets the full check, whose
+    verdict and message are the only ones a mismatch ever gets; the first pass computes the
+    tolerance with the same float64 operations, so it passes nothing the full check would not.
+    """
+    summaries, bools, worsts = [], [], []
+    for out, ref, _ in pairs:
+        got = out.detach().to(torch.float64)
+        exp = ref.detach().to(torch.float64).to(got.device)
+        if got.numel() == 0 or got.shape != exp.shape:
+            summaries.append(None)  # nothing to pass quickly: the full check says what it is
+            continue
+        diff = (got - exp).abs()
+        # NOTE: a NaN or infinite reference element makes its tolerance NaN or Inf; -1 fails it here,
+        # and the full check places it
+        tol = exp.abs().mul_(rtol).add_(atol).nan_to_num_(nan=-1.0, posinf=-1.0)
+        flat_exp, flat_got = exp.reshape(-1), got.reshape(-1)
+        bools += [torch.le(diff, tol).all(), (flat_exp == flat_exp[0]).all(), (flat_got == flat_got[0]).all()]
+        worsts.append(diff.max())
+        summaries.append(len(worsts) - 1)
+    device = worsts[0].device if worsts else None
+    read = torch.cat([torch.stack([b.to(device) for b in bools]).to(torch.float64),
+                      torch.stack([w.to(device) for w in worsts])]).tolist() if worsts else []
+    flags, maxima = read[:len(bools)], read[len(bools):]
+    results = []
+    for (out, ref, name), at in zip(pairs, summaries):
+        within, exp_constant, got_constant = flags[3 * at:3 * at + 3] if at is not None else (False, False, False)
+        if within and not (out.numel() > 1 and not exp_constant and got_constant):
+            results.append((True, f"{name}: {out.numel()} elements match (max |diff| {maxima[at]:.3g})"))
+            continue
+        results.append(_compare_in_full(out, ref, name, rtol, atol))
+        if not results[-1][0]:
+            break
+    return results
+
+
+def _compare_in_full(out: torch.Tensor, ref: torch.Tensor, name: str, rtol: float, atol: float) -> tuple[bool, str]:
+    """The full check: every mismatch counted, NaN/Inf placed, the worst element named."""
     got = out.detach().to(torch.float64)
     exp = ref.detach().to(torch.float64).to(got.device)
     diff = (got - exp).abs()
@@ -90,7 +139,19 @@ def compare(out: torch.Tensor, ref: torch.Tensor, name: str = "output",
 
 
 def check_one(out, ref: torch.Tensor, like: torch.Tensor, inputs: list[torch.Tensor], name: str = "output") -> tuple[bool, str]:
-    problem = validate_output(out, like, inputs, name)
-    if problem:
-        return False, problem
-    return compare(out, ref, name)
+    return check_all([(out, ref, like, name)], inputs)[0]
+
+
+def check_all(items: list[tuple], inputs: list[torch.Tensor]) -> list[tuple[bool, str]]:
+    """:func:`check_one` of each ``(out, ref, like, name)`` in order, up to and including the first
+    failure; the comparisons go through :func:`compare_all` together (one host sync)."""
+    formed, problem = [], None
+    for out, ref, like, name in items:
+        problem = validate_output(out, like, inputs, name)
+        if problem:
+            break
+        formed.append((out, ref, name))
+    results = compare_all(formed)
+    if problem and all(ok for ok, _ in results):
+        results.append((False, problem))
+    return results

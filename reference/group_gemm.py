@@ -74,12 +74,10 @@ def check(data, output, ref=None) -> tuple[bool, str]:
         return False, f"output has {len(output)} tensors, expected {len(abc)} (one per group)"
     refs = ref_kernel(data) if ref is None else ref
     inputs = inputs_of(data)
-    messages = []
-    for g, (out, ref, (_, _, c)) in enumerate(zip(output, refs, abc)):
-        ok, msg = checking.check_one(out, ref, c, inputs, name=f"group {g} output")
+    items = [(out, expected, c, f"group {g} output") for g, (out, expected, (_, _, c)) in enumerate(zip(output, refs, abc))]
+    for ok, msg in checking.check_all(items, inputs):
         if not ok:
             return False, msg
-        messages.append(msg)
     earlier = []
     for g, out in enumerate(output):
         if any(checking.overlaps(out, e) for e in earlier):
