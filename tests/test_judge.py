@@ -136,14 +136,84 @@ def test_form_problems_are_named_as_the_reference_names_them():
     assert "shares memory with another group" in judge.form_problem(group, gdata, [outs[0], outs[0]])
 
 
-def test_fingerprint_sees_a_zeroing_and_a_swap_of_neighbours():
-    t = torch.arange(64, dtype=torch.uint8)
-    before = judge.fingerprint(torch, [t])
-    swapped = t.clone()
-    swapped[0], swapped[1] = t[1], t[0]
-    assert judge.fingerprint(torch, [swapped]) != before
-    assert judge.fingerprint(torch, [torch.zeros_like(t)]) != before
-    assert judge.fingerprint(torch, [t.clone()]) == before
+def _rewrites(raw: torch.Tensor) -> dict:
+    """Rewrites of a uint8 tensor the fingerprint must see, by name."""
+    def edit(fn):
+        out = raw.clone()
+        fn(out.view(-1))
+        return out
+
+    def swap(flat, i, j):
+        flat[i], flat[j] = int(flat[j]), int(flat[i])
+    return {
+        "zeroed": torch.zeros_like(raw),
+        "one value's sign flipped": edit(lambda f: f.__setitem__(5, int(f[5]) ^ 0x08)),
+        "a high nibble's sign flipped": edit(lambda f: f.__setitem__(6, int(f[6]) ^ 0x80)),
+        "a byte's halves swapped": edit(lambda f: f.__setitem__(9, ((int(f[9]) & 0xF) << 4) | (int(f[9]) >> 4))),
+        "neighbouring bytes swapped": edit(lambda f: swap(f, 2, 3)),
+        "bytes two apart swapped": edit(lambda f: swap(f, 2, 4)),
+        "bytes four apart swapped": edit(lambda f: swap(f, 1, 5)),
+        "a word's value moved to the next word": edit(lambda f: (swap(f, 0, 4), swap(f, 1, 5), swap(f, 2, 6), swap(f, 3, 7))),
+        "every byte + 8 (e4m3 scales doubled)": raw + 8,
+    }
+
+
+@pytest.mark.parametrize("size", [64, 66, 63])  # as 4-byte words, as byte pairs, an odd count
+def test_fingerprint_sees_each_rewrite_and_equals_for_identical_bytes(size):
+    gen = torch.Generator().manual_seed(size)
+    raw = torch.randint(0, 120, (size,), dtype=torch.uint8, generator=gen) | 0x11  # nibbles all differ from their pair
+    raw[9] = 0x3C
+    before = judge.fingerprint(torch, [raw])
+    assert judge.fingerprint(torch, [raw.clone()]) == before
+    for name, rewritten in _rewrites(raw).items():
+        if size % 8 and name in ("bytes two apart swapped", "bytes four apart swapped", "a word's value moved to the next word"):
+            continue  # summed by byte parity where words do not fit: a move by an even count of bytes is not seen
+        assert judge.fingerprint(torch, [rewritten]) != before, name
+
+
+@pytest.mark.parametrize("problem", ["gemm", "group_gemm"])
+def test_fingerprint_of_generated_inputs_is_identical_for_the_same_seed_and_sees_a_zeroed_scale(problem):
+    """Permuted scales ([32, 4, M/128, 4, K/64, L] views) are read where they lie, not copied."""
+    mod = problem_module(problem)
+    params = ({"m": [64, 32], "n": [128, 128], "k": [64, 64], "g": 2} if problem == "group_gemm"
+              else {"m": 64, "n": 32, "k": 64, "l": 2})
+    first, again = (judge.input_tensors(mod, mod.generate_input(**params, seed=7)) for _ in range(2))
+    before = judge.fingerprint(torch, first)
+    assert judge.fingerprint(torch, again) == before
+    permuted = next(t for t in again if t.dim() == 6)
+    permuted.view(torch.uint8)[0, 0, 0, 0, 0, -1] = 0
+    assert judge.fingerprint(torch, again) != before
+
+
+def test_fingerprint_tells_layouts_apart_and_reads_strided_slices():
+    values = torch.arange(48, dtype=torch.uint8).view(6, 8)
+    assert judge.fingerprint(torch, [values]) != judge.fingerprint(torch, [values.t().contiguous().t()])
+    base = torch.arange(96, dtype=torch.uint8).view(12, 8)
+    strided = base[::2]  # rows with gaps between them: read in logical order
+    before = judge.fingerprint(torch, [strided])
+    assert judge.fingerprint(torch, [base.clone()[::2]]) == before
+    base[1, 1] += 1  # a gap's byte
+    assert judge.fingerprint(torch, [strided]) == before
+    base[2, 1] += 1  # a byte of the slice
+    assert judge.fingerprint(torch, [strided]) != before
+    # sums, then dimensions, shape, strides, offset: no bytes; 6 bytes as byte pairs; 8 as two words
+    assert judge.fingerprint(torch, [torch.zeros(0, 4), torch.ones(3, dtype=torch.float16)]) == \
+        [0, 0, 2, 0, 4, 4, 1, 0] + [0, 3 * 0x3C, 1, 3, 1, 0]
+    assert judge.fingerprint(torch, [torch.ones(4, dtype=torch.float16)]) == [0x3C003C00, 0x3C003C00, 1, 4, 1, 0]
+
+
+def test_fingerprint_reads_back_once():
+    """One reduction a tensor into one result, one host read for the set (a sync on a GPU)."""
+    mod = problem_module("group_gemm")
+    tensors = judge.input_tensors(mod, mod.generate_input(m=[64, 32], n=[128, 128], k=[64, 64], g=2, seed=7))
+    reads = []
+    real_tolist = torch.Tensor.tolist
+    try:
+        torch.Tensor.tolist = lambda t: reads.append(t.numel()) or real_tolist(t)
+        judge.fingerprint(torch, tensors)
+    finally:
+        torch.Tensor.tolist = real_tolist
+    assert reads == [2 * len(tensors)]
 
 
 def test_a_block_that_reports_more_time_than_the_parent_saw_is_refused():
