@@ -351,7 +351,7 @@ class Child:
         self._event_read, event_write = os.pipe()
         env = dict(os.environ, PYTHONUNBUFFERED="1", **self.extra_env)
         if not self.is_judge:
-            self._results_fd = os.memfd_create("nvfp4-results")
+            self._results_fd = judge.shared_file()
             self._judge = type(self)(dict(self.job, judge=True), {"label": f"{self.label} (judge)", "path": "", "source_hash": ""},
                                 compile_timeout_s=self.compile_timeout_s, extra_env=self.extra_env,
                                 results_fd=self._results_fd)

@@ -18,13 +18,14 @@ Three sides, one module:
   later is not in it) and describes where it put it; fingerprints its input sets after the calls;
 - the parent (:func:`expected_calls`): which seed each result must be the output of, derived from
   the command it sent, never from the child's reply;
-- the judge process (:class:`Judge`): reads the bytes with ``pread`` (a file the child truncates
-  cannot crash it), compares fingerprints and outputs, and for ``test`` measures the accuracy
-  yardstick.
+- the judge process (:class:`Judge`): maps the file (sealed by the parent against shrinking, so a
+  child cannot cut a page from under the mapping and crash it: :func:`shared_file`), compares
+  fingerprints and outputs, and for ``test`` measures the accuracy yardstick.
 """
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import sys
@@ -175,6 +176,46 @@ def form_problem(mod, data, result) -> str | None:
     return None
 
 
+def shared_file(name: str = "nvfp4-results") -> int:
+    """A new shared memory file for a child's outputs (the parent makes one per child process),
+    sealed so that it can grow and never shrink: the judge maps it, and a page past the end of a file
+    is a SIGBUS in whoever reads it, so a child that truncated it would crash the judge."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+class SharedMap:
+    """The shared file mapped whole (the child's writes are the judge's reads), as one uint8
+    tensor ``host``, pinned where CUDA is (cudaHostRegister).
+    NOTE: pinned, a copy between it and the device is queued and the host goes on; pageable, the
+    copy still runs in stream order (the child's after the timed region's end event) but the host
+    waits while the driver stages it."""
+
+    def __init__(self, torch, fd: int, size: int):
+        self.torch, self.size = torch, size
+        self._map = mmap.mmap(fd, size)
+        self.host = torch.frombuffer(self._map, dtype=torch.uint8)
+        self.pinned = False
+        if torch.cuda.is_available():
+            try:
+                rc = torch.cuda.cudart().cudaHostRegister(self.host.data_ptr(), size, 0)
+                self.pinned = int(getattr(rc, "value", rc)) == 0
+            except Exception:  # noqa: BLE001 - pageable memory is correct, only slower
+                self.pinned = False
+
+    def close(self) -> None:
+        """Unmapped once every copy queued from or into it has run."""
+        torch = self.torch
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        if self.pinned:
+            torch.cuda.cudart().cudaHostUnregister(self.host.data_ptr())
+            self.pinned = False
+        self.host = None
+        self._map.close()
+
+
 class ResultSink:
     """Child side: the shared file the outputs are copied into, mapped once per size.
 
@@ -188,41 +229,24 @@ class ResultSink:
         self.fd = fd
         self.size = 0
         self.used = 0
-        self._map = None
+        self._map: SharedMap | None = None
         self.host = None
-        self._pinned = False
-
-    def _unmap(self) -> None:
-        if self._map is None:
-            return
-        self.torch.cuda.synchronize() if self.torch.cuda.is_available() else None
-        if self._pinned:
-            self.torch.cuda.cudart().cudaHostUnregister(self.host.data_ptr())
-            self._pinned = False
-        self.host = None
-        self._map.close()
-        self._map = None
 
     def reserve(self, nbytes: int) -> None:
         """At least ``nbytes`` free after what is used now."""
         need = self.used + nbytes
         if need <= self.size:
             return
-        size = max(need, 2 * self.size, 1 << 20)
+        # NOTE: never below the file's size: it is sealed against shrinking (shared_file)
+        size = max(need, 2 * self.size, 1 << 20, os.fstat(self.fd).st_size)
         size = (size + ALIGN - 1) // ALIGN * ALIGN
-        self._unmap()
+        if self._map is not None:
+            self._map.close()
+            self._map = self.host = None
         os.ftruncate(self.fd, size)
-        self._map = mmap.mmap(self.fd, size)
-        self.host = self.torch.frombuffer(self._map, dtype=self.torch.uint8)
+        self._map = SharedMap(self.torch, self.fd, size)
+        self.host = self._map.host
         self.size = size
-        if self.torch.cuda.is_available():
-            # NOTE: pinned, a device-to-host copy is queued and the host goes on; pageable, the copy
-            # still runs in stream order (after the end event) but the host waits for it
-            try:
-                rc = self.torch.cuda.cudart().cudaHostRegister(self.host.data_ptr(), size, 0)
-                self._pinned = int(getattr(rc, "value", rc)) == 0
-            except Exception:  # noqa: BLE001 - pageable memory is correct, only slower
-                self._pinned = False
 
     def reset(self) -> None:
         self.used = 0
@@ -299,6 +323,8 @@ class Judge:
 
     def __init__(self, torch, mod, fd: int):
         self.torch, self.mod, self.fd = torch, mod, fd
+        self._map: SharedMap | None = None  # the shared file as it stood at the last check's first read
+        self._mapped_now = False  # whether this check has looked at the file's size yet
 
     def check(self, item: dict, calls: list[dict], results: list, kind: str) -> dict:
         """``calls`` (the parent's :func:`expected_calls`) against ``results`` (the child's entries,
@@ -307,6 +333,7 @@ class Judge:
             got = len(results) if isinstance(results, list) else type(results).__name__
             return {"status": "FAIL", "message": f"the child reported {got} results for {len(calls)} calls"}
         params = {k: v for k, v in item["params"].items() if k != "seed"}
+        self._mapped_now = False
         cache: dict[tuple, tuple] = {}
         worst = (0.0, 0.0)
         for call, entry in zip(calls, results):
@@ -348,8 +375,27 @@ class Judge:
         ok, message = self.mod.check(data, output, ref)
         return output, None if ok else message
 
+    def _shared(self) -> SharedMap | None:
+        """The shared file mapped at its size now (None while it is empty), mapped again only where
+        the child grew it since the last check. Refused unless sealed against shrinking
+        (:func:`shared_file`): a page cut off under the mapping would crash this process."""
+        if not self._mapped_now:
+            if not fcntl.fcntl(self.fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_SHRINK:
+                raise RuntimeError("the shared file can shrink under the judge (made without judge.shared_file)")
+            size = os.fstat(self.fd).st_size
+            if self._map is not None and self._map.size != size:
+                self._map.close()
+                self._map = None
+            if self._map is None and size:
+                self._map = SharedMap(self.torch, self.fd, size)
+            self._mapped_now = True
+        return self._map
+
     def _output(self, data, entry):
-        """The call's output rebuilt on this process's device from the shared file, or why not."""
+        """The call's output rebuilt on this process's device from the shared file, or why not.
+        NOTE: each part is copied once, from the mapped file to the device (queued where the mapping
+        is pinned). Read with pread into bytes, copied to a bytearray, then to the device from
+        pageable memory, a group_gemm B set's 14.7 MB took ~16 ms on an H200 (issue 49)."""
         torch = self.torch
         if entry.get("overflow"):
             return f"the output ({entry['overflow']} bytes) is larger than the checked calls' outputs"
@@ -370,24 +416,27 @@ class Judge:
                 return "the child described its output in a form the judge cannot read"
             if dtype is None or min(shape + [offset, nbytes]) < 0 or nbytes > MAX_RESULT_BYTES:
                 return "the child described its output in a form the judge cannot read"
-            raw = os.pread(self.fd, nbytes, offset) if nbytes else b""
-            if len(raw) != nbytes:
+            shared = self._shared() if nbytes else None
+            if nbytes and (shared is None or offset + nbytes > shared.size):
                 return "the output's bytes are missing from the shared file"
-            flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
             count = 1
             for s in shape:
                 count *= s
             if count * torch.empty(0, dtype=dtype).element_size() != nbytes:
                 return "the child described its output in a form the judge cannot read"
-            value = flat.view(dtype).reshape(shape)
             like = outs[i] if i < len(outs) else None
-            if like is not None and tuple(shape) == tuple(like.shape) and dtype == like.dtype:
+            device = outs[0].device if like is None else like.device
+            flat = torch.empty(nbytes, dtype=torch.uint8, device=device)
+            if nbytes:
+                flat.copy_(shared.host[offset:offset + nbytes], non_blocking=shared.pinned)
+            value = flat.view(dtype).reshape(shape)
+            if like is not None and tuple(shape) == tuple(like.shape) and dtype == like.dtype and not like.is_contiguous():
                 # NOTE: rebuilt with c's strides: the child already checked the strides it returned
+                # (a contiguous c has the value's strides in every dimension that has any)
                 out = torch.empty_like(like)
-                out.copy_(value.to(like.device))
-            else:
-                out = value.to(outs[0].device)
-            rebuilt.append(out)
+                out.copy_(value)
+                value = out
+            rebuilt.append(value)
         return rebuilt if entry.get("listed") else rebuilt[0]
 
     def _accuracy(self, data, output, ref) -> tuple[float, float, float, float] | None:

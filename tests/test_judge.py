@@ -21,7 +21,7 @@ def _data(mod, seed):
 
 @pytest.fixture
 def shared():
-    fd = os.memfd_create("test-results")
+    fd = judge.shared_file("test-results")
     yield fd
     os.close(fd)
 
@@ -67,7 +67,7 @@ def test_inputs_other_than_the_seeds_fail_even_with_the_matching_output(shared):
 
 
 @pytest.mark.parametrize("tamper,text", [
-    (lambda e, fd: os.ftruncate(fd, 0), "missing from the shared file"),
+    (lambda e, fd: e["parts"][0].__setitem__(2, os.fstat(fd).st_size - 256), "missing from the shared file"),
     (lambda e, fd: e["parts"][0].__setitem__(0, "object"), "cannot read"),
     (lambda e, fd: e["parts"][0].__setitem__(3, 12), "cannot read"),
     (lambda e, fd: e.update(parts=None), "not a tensor"),
@@ -81,6 +81,49 @@ def test_a_malformed_description_or_a_truncated_file_is_a_fail_never_a_judge_cra
     tamper(entry, shared)
     reply = judge.Judge(torch, mod, shared).check(ITEM, [{"seed": 7, "label": "seed 7", "sub": 0}], [entry], "timed")
     assert reply["status"] == "FAIL" and text in reply["message"]
+
+
+def test_the_shared_file_cannot_shrink_and_the_judge_follows_it_as_it_grows(shared):
+    """Mapped by the judge: a page cut from under the mapping would crash it (SIGBUS), so the file is
+    sealed against shrinking; it grows between checks and the judge maps it again."""
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    data = _data(mod, 7)
+    calls = [{"seed": 7, "label": "seed 7", "sub": 0}]
+    referee = judge.Judge(torch, mod, shared)
+    assert referee.check(ITEM, calls, [_entry(sink, mod, data, mod.ref_kernel(data))], "timed")["status"] == "PASS"
+    with pytest.raises(PermissionError):
+        os.ftruncate(shared, 0)
+    sink.reserve(4 * sink.size)  # a larger pool's outputs: the file grows
+    sink.used = sink.size - judge.output_bytes(data[-1])
+    entry = _entry(sink, mod, data, mod.ref_kernel(data))
+    assert entry["parts"][0][2] > 1 << 20
+    assert referee.check(ITEM, calls, [entry], "timed")["status"] == "PASS"
+    unsealed = os.memfd_create("unsealed")
+    try:
+        with pytest.raises(RuntimeError, match="can shrink"):
+            judge.Judge(torch, mod, unsealed).check(ITEM, calls, [entry], "timed")
+    finally:
+        os.close(unsealed)
+
+
+@pytest.mark.parametrize("problem,params", [("gemm", {"m": 64, "n": 32, "k": 64, "l": 3}), ("gemv", {"m": 64, "k": 64, "l": 2})])
+def test_batched_outputs_are_rebuilt_in_the_layout_of_c(shared, problem, params):
+    """c is [M, N, L] over (L, M, N) storage: not contiguous where L > 1; the output travels in
+    logical order and is rebuilt with c's strides, so one value out of place still fails."""
+    mod = problem_module(problem)
+    item = {"params": dict(params, seed=7), "dist": "competition"}
+    data = mod.generate_input(**params, seed=7, dist="competition")
+    assert not mod.outputs_of(data)[0].is_contiguous()
+    sink = judge.ResultSink(torch, shared)
+    good = mod.ref_kernel(data)
+    bad = good.clone()
+    bad[1, 0, 1] += 100
+    calls = [{"seed": 7, "label": "seed 7", "sub": 0}]
+    referee = judge.Judge(torch, mod, shared)
+    assert referee.check(item, calls, [_entry(sink, mod, data, good)], "timed")["status"] == "PASS"
+    failed = referee.check(item, calls, [_entry(sink, mod, data, bad)], "timed")
+    assert failed["status"] == "FAIL" and "worst at (1, 0, 1)" in failed["message"], failed
 
 
 def test_fewer_results_than_calls_fail():
