@@ -158,6 +158,70 @@ def test_dequantize_matches_loops():
         codec.dequantize(raw.view(torch.float4_e2m1fn_x2), sbits[:, :2].view(torch.float8_e4m3fn))
 
 
+def dequantize_as_it_was(values, scales, dtype):
+    """reference.codec.dequantize before the lookup (cc6bc1c): decode, repeat the scales, multiply."""
+    v = codec.decode_e2m1(values, dtype)
+    s = codec.decode_e4m3(scales, dtype)
+    return v * s.repeat_interleave(codec.SF_VEC_SIZE, dim=-1)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bits as integers (NaN payloads and the sign of zero included)."""
+    return t.view({8: torch.int64, 4: torch.int32, 2: torch.int16}[t.element_size()])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_dequantize_gives_the_product_it_computed_before_for_every_byte_and_scale(dtype):
+    """Every (value byte, scale byte) pair, 65536 of them, NaN scales and negative ones included:
+    the lookup returns the bits the decode-and-multiply returned (a NaN's payload aside: the
+    multiplication's own kernels choose it, bf16's differ between two CPU paths), so it does for any
+    operand."""
+    raw = torch.arange(256, dtype=torch.uint8).repeat_interleave(8).view(32, 64)  # row r: bytes 8r .. 8r + 7
+    raw = raw.repeat(256, 1)  # [8192, 64]: every byte once in each of 256 rows' 8-byte blocks
+    scales = torch.arange(256, dtype=torch.uint8).repeat_interleave(32).view(8192, 1).repeat(1, 8)
+    got = codec.dequantize(raw.view(torch.float4_e2m1fn_x2), scales.view(torch.float8_e4m3fn), dtype)
+    want = dequantize_as_it_was(raw.view(torch.float4_e2m1fn_x2), scales.view(torch.float8_e4m3fn), dtype)
+    assert got.dtype == dtype and got.shape == (8192, 128) and got.is_contiguous()
+    nan = torch.isnan(want)
+    assert torch.equal(torch.isnan(got), nan) and int(nan.sum()) == 2 * 32 * 128  # the two NaN scale codes' rows
+    assert torch.equal(_bits(got)[~nan], _bits(want)[~nan])
+
+
+def test_dequantize_broadcasts_and_refuses_as_before():
+    gen = torch.Generator().manual_seed(3)
+    raw = torch.randint(0, 256, (2, 5, 24), dtype=torch.uint8, generator=gen)[:, :, :16]  # batched, not contiguous
+    scales = torch.randint(0, 0x7F, (1, 5, 2), dtype=torch.uint8, generator=gen)  # broadcast over the batch
+    got = codec.dequantize(raw, scales, torch.float64)
+    assert torch.equal(got, dequantize_as_it_was(raw, scales, torch.float64)) and got.shape == (2, 5, 32)
+    assert codec.dequantize(raw[:, :0], scales[:, :0], torch.float64).shape == (2, 0, 32)
+    with pytest.raises(ValueError, match="do not cover K=32"):
+        codec.dequantize(raw, scales[:, :, :1])
+
+
+@pytest.mark.parametrize("dist", ["competition", "general", "realistic", "mixed"])
+def test_exact_references_are_the_same_bits_on_every_distribution(dist, monkeypatch):
+    """Each problem's exact reference (float64 sums, then fp16) and its unrounded float64 product,
+    with the lookup and with the decode-and-multiply: equal bit for bit."""
+    from reference import exact, problem_module
+    shapes = {"gemv": dict(m=40, k=256, l=2), "gemm": dict(m=24, n=40, k=512, l=2),
+              "dual_gemm": dict(m=24, n=40, k=256, l=1), "group_gemm": dict(m=[24, 8], n=[40, 128], k=[256, 512], g=2)}
+    for problem, params in shapes.items():
+        mod = problem_module(problem)
+        data = mod.generate_input(**params, seed=7, dist=dist, device="cpu")
+        a, b, sfa, sfb = (data[0][0][0], data[0][0][1], data[1][0][0], data[1][0][1]) if problem == "group_gemm" \
+            else (data[0], data[1], data[2 if problem != "dual_gemm" else 3], data[3 if problem != "dual_gemm" else 4])
+        looked_up = (mod.ref_kernel(data), exact.matmul_nt(a, sfa, b, sfb, 0))
+        with monkeypatch.context() as patch:
+            patch.setattr(codec, "dequantize", dequantize_as_it_was)
+            decoded = (mod.ref_kernel(data), exact.matmul_nt(a, sfa, b, sfb, 0))
+        for new, old in zip(flat_tensors(looked_up), flat_tensors(decoded)):
+            assert torch.equal(_bits(new), _bits(old)), (problem, dist)
+
+
+def flat_tensors(obj) -> list:
+    return [obj] if isinstance(obj, torch.Tensor) else [t for x in obj for t in flat_tensors(x)]
+
+
 # ------------------------------------------------------------------------------------ layouts
 
 def _random_plain(rows, sf_k, l, seed=0):
