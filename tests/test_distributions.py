@@ -557,3 +557,37 @@ def test_mixed_is_deterministic_by_seed_and_keeps_outputs_finite(problem, params
     ref = mod.ref_kernel(one)
     for r in (ref if isinstance(ref, (list, tuple)) else [ref]):
         assert bool(torch.isfinite(r.float()).all())
+
+
+# Digests of each problem's inputs by seed as cc6bc1c generated them on a CPU (before the permuted
+# scales were made by one permuting copy, issue 49): the child and the judge must keep generating
+# the same bytes, and a recorded seed keeps naming the same inputs.
+GENERATED = {
+    "gemv": ("6b0a5bc80cf4e826", "a2bc95fb5b92f507", "eaf42134a18c3e87", "ef0c0dd9fdd6f384"),
+    "gemm": ("48c1b5e1fae3c729", "8930dfee2608319c", "1e0f51b3112b0daa", "7f31a750aae0fc55"),
+    "dual_gemm": ("0dec07276e0f3d1f", "e2dd45d2e484031b", "3e6f3a0e116e8595", "7a13560253b09be0"),
+    "group_gemm": ("fec4a65a98897bbd", "7888538d32f05d1c", "3159b719ef12811d", "7184204127cff9f9"),
+}
+GENERATED_SHAPES = {"gemv": dict(m=200, k=256, l=2), "gemm": dict(m=136, n=64, k=512, l=2),
+                    "dual_gemm": dict(m=64, n=136, k=256, l=1),
+                    "group_gemm": dict(m=[24, 136], n=[128, 40], k=[256, 512], g=2)}
+
+
+@pytest.mark.parametrize("problem", list(GENERATED))
+def test_inputs_by_seed_are_the_bytes_they_were(problem):
+    import hashlib
+
+    def walk(h, obj):  # every tensor's dtype, shape, strides and bytes, every other leaf's repr, in order
+        if isinstance(obj, torch.Tensor):
+            h.update(repr((str(obj.dtype), tuple(obj.shape), obj.stride())).encode())
+            h.update(obj.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
+        elif isinstance(obj, (list, tuple)):
+            for x in obj:
+                walk(h, x)
+        else:
+            h.update(repr(obj).encode())
+
+    for dist, expected in zip(dists.DISTS, GENERATED[problem]):
+        h = hashlib.sha256()
+        walk(h, problem_module(problem).generate_input(**GENERATED_SHAPES[problem], seed=11, dist=dist, device=CPU))
+        assert h.hexdigest()[:16] == expected, (problem, dist)
