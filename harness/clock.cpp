@@ -1,5 +1,6 @@
-// The compiled clock (issue 48 items 4 and 5): GPU MODE's batch loop, its events, its dirty flush and the
-// key that decides a block's values, in C++, out of reach of the submission's Python. harness/clock.py
+// The compiled clock (issue 48 items 4 and 5): the loop of every event-timed method (GPU MODE's batches, and
+// cold, queued, warm and graph call by call), its events, its dirty flush and the key that decides a block's
+// values, in C++, out of reach of the submission's Python. harness/clock.py
 // builds it (g++, the parent, before any worker starts) and reads its records; docs/methodology.md ("The
 // compiled clock") says what it closes and what it does not.
 //
@@ -15,8 +16,11 @@
 //       the CUDA runtime resolved where cuda, else the host clock (CLOCK_MONOTONIC) stands in for events
 //   draw_key(tag, untimed=None) -> int   calls untimed() (a nested clock call refused), synchronises,
 //       draws 63 random bits with getrandom(2) and writes one record {"event":"key","tag","key","refused"}
-//   time_batches(fn, groups, flush, capture, stream=0, tag=0, sample=None) -> (results, figures, sampled)
-//       one record {"event":"clock","tag","calls","times_us","span_us","wall_us","refused","error"}
+//   time_batches(fn, groups, flush, capture, stream=0, tag=0, sample=None, method="gpumode", poison=None,
+//                graph=None) -> (results, figures, sampled)
+//       one timed pass of `method` (every method but gpumode: batches of one call; graph: a tuple of the
+//       load, replay and output-copy callables); one record
+//       {"event":"clock","tag","method","calls","times_us","span_us","wall_us","refused","error"}
 //   state() -> dict (seq, refused, bound, runtime); never the key
 //
 // Every record is "SEQ MAC JSON\n" (harness/channel.py's line), written with write(2) on out_fd.
@@ -517,18 +521,40 @@ PyObject* py_draw_key(PyObject*, PyObject* args, PyObject* kwargs) {
     return PyLong_FromUnsignedLongLong(key);
 }
 
-// GPU MODE's loop (harness.timing's gpumode), per batch: synchronise, wall clock starts, record before,
-// flush, record start, the batch's calls (the bound loop: Python bytecode, as GPU MODE's eval makes
-// them), record end, the captures, record captured, [the telemetry sample, last batch], synchronise,
-// wall clock stops. The figures are computed after the last batch and sent in one record.
+// The timing methods the clock runs (harness.timing's EVENT_METHODS): GPU MODE's batches and the per-call
+// methods, whose passes are batches of one call.
+enum class Method { gpumode, cold, queued, warm, graph };
+
+bool method_named(const char* name, Method* out) {
+    static const struct { const char* name; Method method; } known[] = {
+        {"gpumode", Method::gpumode}, {"cold", Method::cold}, {"queued", Method::queued}, {"warm", Method::warm},
+        {"graph", Method::graph}};
+    for (const auto& k : known)
+        if (std::strcmp(name, k.name) == 0) { *out = k.method; return true; }
+    return false;
+}
+
+// One timed pass, as harness.timing.time_block runs each method in Python, per batch (per call for every
+// method but gpumode):
+//   what sets the call's starting state, before the wall clock: cold's flush then (below) the synchronise;
+//     warm's untimed call on the same input and the poison of its outputs; graph's load of the input;
+//   synchronise, wall clock starts;
+//   gpumode and queued: record before, the flush (no synchronise between it and the calls, as GPU MODE);
+//   record start, the calls (the bound loop: Python bytecode, as GPU MODE's eval makes them; graph: the
+//     replay callable), record end (graph: then the output's copy), the captures, record captured;
+//   [the telemetry sample, last batch]; synchronise; wall clock stops.
+// The figures are computed after the last batch and sent in one record; graph's are the raw replay times.
 PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
-    static const char* names[] = {"fn", "groups", "flush", "capture", "stream", "tag", "sample", nullptr};
-    PyObject *fn, *groups_in, *capture, *sample = Py_None;
+    static const char* names[] = {"fn", "groups", "flush", "capture", "stream", "tag", "sample", "method", "poison",
+                                  "graph", nullptr};
+    PyObject *fn, *groups_in, *capture, *sample = Py_None, *poison = Py_None, *graph = Py_None;
     const char* flush_kind;
+    const char* method_name = "gpumode";
     unsigned long long stream_value = 0;
     long long tag = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsO|KLO:time_batches", const_cast<char**>(names), &fn, &groups_in,
-                                     &flush_kind, &capture, &stream_value, &tag, &sample))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsO|KLOsOO:time_batches", const_cast<char**>(names), &fn,
+                                     &groups_in, &flush_kind, &capture, &stream_value, &tag, &sample, &method_name,
+                                     &poison, &graph))
         return nullptr;
     if (!g_bound) {
         PyErr_SetString(PyExc_RuntimeError, "bind() first");
@@ -536,6 +562,11 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
     }
     if (g_busy) {  // the submission calling the clock from inside a call it makes
         refuse("the clock was asked to time while it was running a call");
+        return nullptr;
+    }
+    Method method;
+    if (!method_named(method_name, &method)) {
+        PyErr_Format(PyExc_ValueError, "unknown method %s (gpumode, cold, queued, warm or graph)", method_name);
         return nullptr;
     }
     const bool dirty = std::strcmp(flush_kind, "dirty") == 0, clean = std::strcmp(flush_kind, "clean") == 0;
@@ -547,6 +578,22 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
         PyErr_SetString(PyExc_ValueError, "a clean flush was asked for and none was bound");
         return nullptr;
     }
+    if (poison != Py_None && !PyCallable_Check(poison)) {
+        PyErr_SetString(PyExc_TypeError, "poison must be callable or None");
+        return nullptr;
+    }
+    PyObject *load = nullptr, *replay = nullptr, *output = nullptr;  // graph's, borrowed from the tuple
+    if (method == Method::graph) {
+        if (!PyTuple_Check(graph) || PyTuple_GET_SIZE(graph) != 3 || !PyCallable_Check(PyTuple_GET_ITEM(graph, 0)) ||
+            !PyCallable_Check(PyTuple_GET_ITEM(graph, 1)) || !PyCallable_Check(PyTuple_GET_ITEM(graph, 2))) {
+            PyErr_SetString(PyExc_TypeError, "graph must be a tuple of three callables (load, replay, output)");
+            return nullptr;
+        }
+        load = PyTuple_GET_ITEM(graph, 0);
+        replay = PyTuple_GET_ITEM(graph, 1);
+        output = PyTuple_GET_ITEM(graph, 2);
+    }
+    const bool flush_first = method == Method::gpumode || method == Method::queued;  // between before and start
     void* stream = reinterpret_cast<void*>(static_cast<uintptr_t>(stream_value));
     // NOTE: the batches are copied into fresh tuples first: a call that mutates the list it can reach
     // does not change what this loop calls next
@@ -559,10 +606,12 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
         PyObject* t = PySequence_Tuple(PyTuple_GET_ITEM(outer, j));
         if (!t) { Py_DECREF(outer); Py_DECREF(groups); return nullptr; }
         PyTuple_SET_ITEM(groups, j, t);  // steals t
-        if (PyTuple_GET_SIZE(t) == 0) {
+        const Py_ssize_t n = PyTuple_GET_SIZE(t);
+        if (n == 0 || (method != Method::gpumode && n != 1)) {
             Py_DECREF(outer);
             Py_DECREF(groups);
-            PyErr_SetString(PyExc_ValueError, "an empty batch");
+            PyErr_Format(PyExc_ValueError, "a batch of %zd calls (%s)", n,
+                         n == 0 ? "an empty batch" : "every method but gpumode times one call a batch");
             return nullptr;
         }
     }
@@ -592,43 +641,65 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
     std::vector<double> wall(G, 0.0), times(G, 0.0), span(G, 0.0), calls(G, 0.0);
     std::vector<bool> ok(G, true);
     PyObject* sampled = nullptr;
-    bool python_failed = false;
-    const char* python_step = nullptr;
-    g_busy = true;
-    for (Py_ssize_t j = 0; j < G && !python_failed; ++j) {
-        PyObject* group = PyTuple_GET_ITEM(groups, j);
-        const Py_ssize_t n = PyTuple_GET_SIZE(group);
-        void** ev = &g_events[4 * j];  // before, start, end, captured
-        calls[j] = double(n);
-        check(device_sync(), "cudaDeviceSynchronize");
-        const double t0 = now_us();
-        check(rt.record(ev[0], stream), "cudaEventRecord");
+    const char* python_step = nullptr;  // the step whose Python call raised: the pass ends there
+    // A Python call of the pass; false (python_step set) where it raised.
+    auto call = [&](PyObject* callable, PyObject* arg, const char* step) {
+        PyObject* r = arg ? PyObject_CallOneArg(callable, arg) : PyObject_CallNoArgs(callable);
+        if (!r) { python_step = step; return false; }
+        Py_DECREF(r);
+        return true;
+    };
+    auto flush = [&]() {
         if (dirty) {
             // NOTE: the flush in C: a flush reached through a Python reference could be made a no-op,
             // and every timed call after it would read a warm L2
             check(rt.memset(g_flush_ptr, 0, g_flush_bytes, stream), "cudaMemsetAsync");
-        } else if (clean) {
-            PyObject* r = PyObject_CallNoArgs(g_clean);
-            if (!r) { python_failed = true; python_step = "flush"; break; }
-            Py_DECREF(r);
+            return true;
+        }
+        return !clean || call(g_clean, nullptr, "flush");
+    };
+    g_busy = true;
+    for (Py_ssize_t j = 0; j < G && !python_step; ++j) {
+        PyObject* group = PyTuple_GET_ITEM(groups, j);
+        const Py_ssize_t n = PyTuple_GET_SIZE(group);
+        PyObject* data = PyTuple_GET_ITEM(group, 0);  // the call's input set (per-call methods: the only one)
+        void** ev = &g_events[4 * j];  // before, start, end, captured
+        calls[j] = double(n);
+        if (method == Method::cold && !flush()) break;
+        if (method == Method::warm && (!call(fn, data, "untimed call") || (poison != Py_None && !call(poison, data, "poison"))))
+            break;
+        if (method == Method::graph && !call(load, data, "load")) break;
+        check(device_sync(), "cudaDeviceSynchronize");
+        const double t0 = now_us();
+        if (flush_first) {
+            check(rt.record(ev[0], stream), "cudaEventRecord");
+            if (!flush()) break;
         }
         check(rt.record(ev[1], stream), "cudaEventRecord");
         const Py_ssize_t first = PyList_GET_SIZE(results);
-        PyObject* r = PyObject_CallFunctionObjArgs(g_loop, fn, group, results, nullptr);
-        if (!r) { python_failed = true; python_step = "call"; break; }
-        Py_DECREF(r);
-        check(rt.record(ev[2], stream), "cudaEventRecord");
-        if (PyList_GET_SIZE(results) != first + n) {  // the list is reachable from the calls: C counts them
-            python_failed = true; python_step = "loop";
-            PyErr_Format(PyExc_RuntimeError, "a batch of %zd calls left %zd results", n, PyList_GET_SIZE(results) - first);
-            break;
-        }
-        for (Py_ssize_t i = first; i < first + n; ++i) {
-            r = PyObject_CallOneArg(capture, PyList_GET_ITEM(results, i));
-            if (!r) { python_failed = true; python_step = "capture"; break; }
+        if (method == Method::graph) {
+            if (!call(replay, nullptr, "replay")) break;
+            check(rt.record(ev[2], stream), "cudaEventRecord");
+            PyObject* out = PyObject_CallNoArgs(output);  // every replay writes the same buffers: a copy each
+            if (!out) { python_step = "output copy"; break; }
+            const int appended = PyList_Append(results, out);
+            Py_DECREF(out);
+            if (appended != 0) { python_step = "output copy"; break; }
+        } else {
+            PyObject* r = PyObject_CallFunctionObjArgs(g_loop, fn, group, results, nullptr);
+            if (!r) { python_step = "call"; break; }
             Py_DECREF(r);
+            check(rt.record(ev[2], stream), "cudaEventRecord");
+            if (PyList_GET_SIZE(results) != first + n) {  // the list is reachable from the calls: C counts them
+                python_step = "loop";
+                PyErr_Format(PyExc_RuntimeError, "a batch of %zd calls left %zd results", n,
+                             PyList_GET_SIZE(results) - first);
+                break;
+            }
         }
-        if (python_failed) break;
+        for (Py_ssize_t i = first; i < first + n && !python_step; ++i)
+            call(capture, PyList_GET_ITEM(results, i), "capture");
+        if (python_step) break;
         check(rt.record(ev[3], stream), "cudaEventRecord");
         double extra = 0.0;
         if (j == G - 1 && sample != Py_None) {
@@ -637,18 +708,21 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
             const double s0 = now_us();
             sampled = PyObject_CallNoArgs(sample);
             extra = now_us() - s0;
-            if (!sampled) { python_failed = true; python_step = "telemetry sample"; break; }
+            if (!sampled) { python_step = "telemetry sample"; break; }
         }
         check(device_sync(), "cudaDeviceSynchronize");
         wall[j] = now_us() - t0 - extra;
     }
     g_busy = false;
+    const bool python_failed = python_step != nullptr;
     if (python_failed) device_sync();  // the device drained before the error record: nothing of this block runs on
     for (Py_ssize_t j = 0; j < G && !python_failed; ++j) {
         void** ev = &g_events[4 * j];
         float ms_call = 0.f, ms_span = 0.f;
         const int a = rt.elapsed(&ms_call, ev[1], ev[2]);
-        const int b = rt.elapsed(&ms_span, ev[0], ev[3]);
+        // NOTE: the escape check's span holds what the wall clock holds: from before the flush where
+        // the flush is inside it (gpumode, queued), else from the start event, to after the captures
+        const int b = rt.elapsed(&ms_span, flush_first ? ev[0] : ev[1], ev[3]);
         check(a, "cudaEventElapsedTime");
         check(b, "cudaEventElapsedTime");
         ok[j] = a == 0 && b == 0;
@@ -657,6 +731,8 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
     }
     std::string payload = "{\"event\":\"clock\",\"tag\":";
     payload += std::to_string(tag);
+    payload += ",\"method\":";
+    json_string(payload, method_name);
     append_list(payload, "calls", calls);
     if (!python_failed) {
         append_list(payload, "times_us", times, &ok);
@@ -735,7 +811,8 @@ PyMethodDef methods[] = {
      "draw_key(tag, untimed=None) -> the block's key, after untimed() and a synchronise; one record."},
     {"time_batches", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_time_batches)),
      METH_VARARGS | METH_KEYWORDS,
-     "time_batches(fn, groups, flush, capture, stream=0, tag=0, sample=None) -> (results, figures, sampled); one record."},
+     "time_batches(fn, groups, flush, capture, stream=0, tag=0, sample=None, method='gpumode', poison=None, graph=None) "
+     "-> (results, figures, sampled); one record."},
     {"state", py_state, METH_NOARGS, "seq, refused calls, runtime (never the key)."},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -15,11 +15,12 @@ one command at a time with a deadline. What can go wrong is a verdict, never a d
 - no child outlives the harness: each has a parent-death signal (SIGKILL when the thread that
   started it ends), and within :func:`reaped_on_signals` SIGTERM and SIGHUP kill every live
   child's process group first;
-- no figure of gpumode's and no block's key is the child's Python's: each child binds the compiled
-  clock (``harness.clock``, built here before the child starts), which writes them, signed under a
-  key the parent passed on a pipe of its own, on a record pipe the parent reads beside the events;
-  :func:`harness.clock.read_block` checks a block's records (one key a timed pass, one loop record
-  after each for gpumode, its tag, its counts, its span within the parent's wall clock);
+- no figure of an event method's (every method but ``kernel``) and no block's key is the child's
+  Python's: each child binds the compiled clock (``harness.clock``, built here before the child
+  starts), which writes them, signed under a key the parent passed on a pipe of its own, on a record
+  pipe the parent reads beside the events; :func:`harness.clock.read_block` checks a block's records
+  (one key a timed pass, one loop record after each, its method, tag and counts, its span within the
+  parent's wall clock) and the block's figures are taken from them, never from the child's reply;
 - no verdict on an output is the child's: each child has a judge, a second worker process that
   never imports a submission (``harness.judge``). The child leaves every output's bytes in a
   shared memory file; after each ``test``, ``prepare`` and ``block`` reply that the child calls a
@@ -85,8 +86,9 @@ RUNNER_EVENTS = ("start", "done")
 MULTILINE_FIELDS = frozenset({"detail"})
 IMPORT_STATUSES = ("FAIL", "TAMPERED")  # what an import_error may claim; anything else reads FAIL
 MAX_EVENT_DEPTH = 32  # genuine events nest 4 levels (device -> telemetry -> ...); deeper is hostile
-# The compiled clock's records a child may leave unread by the parent: a block makes at most four (a
-# key and a loop record per timed pass, two passes); more is a child drawing keys to flood the parent.
+# The compiled clock's records a child may leave unread by the parent: a block makes at most six (a
+# key and a loop record per timed pass, two passes, and --warm's two loop records); more is a child
+# drawing keys to flood the parent.
 MAX_CLOCK_RECORDS = 16
 
 # Terminal escape sequences (ECMA-48): CSI (ESC [ or 8-bit 0x9b) with parameters and a final byte;
@@ -312,7 +314,8 @@ class Child:
         self._imports_seen = 0
         self._device_seen = False  # per process: the worker reports its device once
         # the compiled clock's side (harness.clock): its record pipe, verified records not yet taken, the
-        # tag of the last block asked for, whether the child times with CUDA, gpumode's calls per batch
+        # tag of the last block asked for, whether the child times with CUDA, gpumode's calls per batch,
+        # the flush's own replay time of each kernel's graph (the last prepare's: graph's samples less it)
         self._clock_read: int | None = None
         self._clock_receiver: channel.Receiver | None = None
         self._clock_records: list[dict] = []
@@ -320,6 +323,7 @@ class Child:
         self._tag = 0
         self._clock_cuda = False
         self._batch = 1
+        self._graph_flush_us: dict[int, object] = {}
 
     @property
     def label(self) -> str:
@@ -548,20 +552,24 @@ class Child:
                 try:
                     got = clock.read_block(records, tag=command["tag"], method=command["method"],
                                            calls=clock.batch_sizes(self._pool, self._batch), wall_us=took_us,
-                                           retried=bool(reply.get("escape_retried")))
+                                           retried=bool(reply.get("escape_retried")),
+                                           warm=bool(command.get("warm")) and command["method"] == "cold",
+                                           flush_us=self._graph_flush_us.get(command.get("sub", 0)))
                 except clock.Refused as exc:
                     self._kill()
                     return dict(reply, status="TAMPERED", message=f"TAMPERED: {exc}")
                 key = got.key
                 if got.times_us is not None:
-                    # NOTE: gpumode's figures are the compiled clock's record's, never the child's reply
+                    # NOTE: an event method's figures are the compiled clock's record's, never the child's reply
+                    for name in ("times_us", "wall_us", "span_us", "warm_times_us", "escape_retried"):
+                        reply.pop(name, None)
                     reply.update(times_us=got.times_us, wall_us=got.wall_us, span_us=got.span_us)
-                    reply.pop("escape_retried", None)
+                    if got.warm_times_us is not None:
+                        reply["warm_times_us"] = got.warm_times_us
                     if got.escape_retried:
                         reply["escape_retried"] = got.escape_retried
                     if got.escape:
-                        return dict(reply, status="FAIL", message=f"{got.escape} (and in the block before, timed "
-                                    f"again: {got.escape_retried})")
+                        return dict(reply, status="FAIL", message=got.escape)
                 beyond = _beyond_wall(reply, self._pool, took_us)
                 if beyond:
                     self._kill()
@@ -633,6 +641,10 @@ class Child:
             self._pool = pool
             # NOTE: as the worker cuts gpumode's pool: one call a batch on a machine without CUDA
             self._batch = max(1, int(command.get("batch", 1))) if self._clock_cuda else 1
+            # NOTE: per kernel the prepare checked, as the worker lists them (read_block checks each is a number)
+            flush = reply.get("flush_us")
+            subs = [command["sub"]] if command.get("sub") is not None else range(1 + len(self.together))
+            self._graph_flush_us = dict(zip(subs, flush)) if isinstance(flush, list) else {}
         calls = judge.expected_calls(command, self._item, self._pool, 1 + len(self.together), reply, key)
         kind = "test" if command["cmd"] == "test" else "timed"
         try:

@@ -12,10 +12,7 @@ is cut into batches of ``GPUMODE_BATCH[problem]`` calls (50 for gemm and dual_ge
 ``eval.py``); per batch: synchronise, flush L2, start event, every call of the batch queued back to
 back, end event, synchronise; the sample is the batch's event time over its calls. No synchronise
 between the flush and the start event, so the first call's host path overlaps the flush and the
-later calls' host paths overlap the earlier calls' device time, as in the competition. In the worker
-this loop is the compiled clock's (``harness/clock.cpp``: events, dirty flush and arithmetic in C,
-the calls by Python bytecode, the figures sent signed to the parent); ``_time_batches`` is the same
-loop in Python for in-process callers.
+later calls' host paths overlap the earlier calls' device time, as in the competition.
 
 ``kernel``: what the device spends on the call. The block is queued whole behind one device sleep
 (``AHEAD_US`` a call), so every call is enqueued before the device reaches it; per call a flush,
@@ -51,7 +48,13 @@ and the timed kernel reads at the read rate. Measured (``../shared/anchors``, H2
 ``warm``: each timed call follows an untimed call on the same input (no flush between), so L2 holds
 what that call left. ``graph``: the call is captured once in a CUDA graph together with a flush;
 each input is copied into the captured buffers before a replay, and the flush's own replay time
-(measured alone) is subtracted.
+(measured alone) is subtracted (``graph_times``).
+
+In the worker every method but ``kernel`` (``EVENT_METHODS``) is timed by the compiled clock
+(``harness/clock.cpp``: these methods' loops, their events, dirty flush and arithmetic in C, the calls
+by Python bytecode, the figures sent signed to the parent, which takes them from there alone); the
+Python loops here are the same loops for in-process callers (probes, studies, tests of timing itself).
+``kernel`` keeps its profiler path (its records read here, through references bound before the import).
 
 Everything used to time is bound by ``bind`` before a submission is imported; later patches to
 ``torch.cuda.Event`` and friends do not reach these references (and the guard reports them).
@@ -72,6 +75,8 @@ _now = time.perf_counter
 ESCAPE_REL = 0.5
 ESCAPE_ABS_US = 500.0
 METHODS = ("gpumode", "kernel", "cold", "queued", "warm", "graph")
+# The methods timed by events around the calls: in the worker, the compiled clock's (harness.clock)
+EVENT_METHODS = tuple(m for m in METHODS if m != "kernel")
 FLUSHES = ("dirty", "clean")
 DEFAULT_METHOD = "gpumode"
 # Calls per batch of GPU MODE's eval for each problem (reference-kernels, problems/nvidia): gemm and
@@ -218,9 +223,10 @@ def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty
     ``prelude()`` runs untimed before the first call; ``capture(result)`` is called for each result
     right after the end event that closes its timed region, before anything else (it queues the
     copy the judge checks: the output as it stood when its time was taken; ``harness.judge``).
-    ``clock``: the compiled clock (``harness.clock``), bound in this process: ``gpumode`` is timed by
-    it, on a GPU or not, and its figures go to the parent in the record tagged ``tag`` (the worker
-    always gives one; the Python loop stays for in-process callers: studies, probes, tests).
+    ``clock``: the compiled clock (``harness.clock``), bound in this process: every method of
+    ``EVENT_METHODS`` is timed by it, on a GPU or not, and its figures go to the parent in the record
+    tagged ``tag`` (the worker always gives one; the Python loops stay for in-process callers:
+    studies, probes, tests).
     """
     capture = capture or (lambda result: None)
     if method not in METHODS:
@@ -229,14 +235,14 @@ def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty
         raise ValueError(f"unknown flush {flush_kind!r}; expected one of {', '.join(FLUSHES)}")
     b = bound()
     torch = b.torch
-    if method == "gpumode" and clock is not None:
+    if method in EVENT_METHODS and clock is not None:
         cuda = torch.cuda.is_available()
         if cuda:
             b.l2_status = reset_persisting_l2()
         if prelude:
             prelude()  # NOTE: see the note below; the worker's prelude makes its untimed call through the clock
-        return _time_batches_compiled(b, clock, fn, pool, max(1, int(batch)), flush_kind if cuda else "none",
-                                      telemetry, capture, tag)
+        return _time_compiled(b, clock, method, fn, pool, max(1, int(batch)), flush_kind if cuda else "none",
+                              poison, graph, telemetry, capture, tag)
     if not torch.cuda.is_available():
         return _time_block_cpu(fn, pool, method, poison, prelude, batch, capture)
     b.l2_status = reset_persisting_l2()
@@ -295,7 +301,7 @@ def time_block(fn, pool: list, method: str = "cold", *, flush_kind: str = "dirty
         b.synchronize()  # device-wide: every stream's work is done before the wall clock stops
         walls.append((_now() - t0 - host_extra) * 1e6)
     event_us = [b.elapsed(s, e) * 1e3 for s, e in zip(starts, ends)]
-    times = [t - graph.flush_us for t in event_us] if method == "graph" else event_us
+    times = graph_times(event_us, graph.flush_us) if method == "graph" else event_us
     # NOTE: the escape check compares like with like: wall time and raw event spans both hold the
     # flush (queued mode: from the event before it) and the capture's copy after the end event.
     span_events = [b.elapsed(s, e) * 1e3 for s, e in zip(befores or starts, captured)]
@@ -343,20 +349,30 @@ def _time_batches(b, fn, pool, batch, flush_kind, telemetry, capture) -> Block:
     return Block(times, results, wall_us, span_us, escape_of("gpumode", len(pool), wall_us, span_us), sample)
 
 
-def _time_batches_compiled(b, clock, fn, pool, batch, flush_kind, telemetry, capture, tag) -> Block:
-    """``gpumode`` through the compiled clock (``harness/clock.cpp``): the loop of :func:`_time_batches`
-    with its events, its dirty flush (a cudaMemsetAsync of the flush buffer bound at start) and its
-    arithmetic in C, the calls made by Python bytecode between the events as GPU MODE's eval makes
-    them; the figures go to the parent in a signed record. What comes back here is the worker's copy,
-    to decide whether to time the block again; the parent reads the record."""
-    groups = [pool[i:i + batch] for i in range(0, len(pool), batch)]
+def _time_compiled(b, clock, method, fn, pool, batch, flush_kind, poison, graph, telemetry, capture, tag) -> Block:
+    """``method`` (one of ``EVENT_METHODS``) through the compiled clock (``harness/clock.cpp``): the
+    loop of :func:`_time_batches` (gpumode) or of :func:`time_block`'s per-call methods (batches of one
+    call) with its events, its dirty flush (a cudaMemsetAsync of the flush buffer bound at start) and
+    its arithmetic in C, the calls made by Python bytecode between the events as GPU MODE's eval makes
+    them (graph: the replay); the figures go to the parent in a signed record. What comes back here is
+    the worker's copy, to decide whether to time the block again; the parent reads the record."""
+    size = batch if method == "gpumode" else 1
+    groups = [pool[i:i + size] for i in range(0, len(pool), size)]
     cuda = b.torch.cuda.is_available()
     stream = b.torch.cuda.current_stream().cuda_stream if cuda else 0
     sample = telemetry.sample if telemetry else None
-    results, figures, sampled = clock.time_batches(fn, groups, flush_kind, capture, stream, tag, sample)
+    steps = (graph.load, graph.replay, graph.output_copy) if method == "graph" else None
+    results, figures, sampled = clock.time_batches(fn, groups, flush_kind, capture, stream, tag, sample, method,
+                                                   poison, steps)
     wall_us, span_us = sum(figures["wall_us"]), sum(figures["span_us"])
-    return Block(figures["times_us"], results, wall_us, span_us, escape_of("gpumode", len(pool), wall_us, span_us),
-                 sampled)
+    times = graph_times(figures["times_us"], graph.flush_us) if method == "graph" else figures["times_us"]
+    return Block(times, results, wall_us, span_us, escape_of(method, len(pool), wall_us, span_us), sampled)
+
+
+def graph_times(event_us: list[float], flush_us: float) -> list[float]:
+    """Graph method's samples: each replay's event time less the flush's own replay time (measured
+    alone when the graph was captured: ``GraphCall.flush_us``), as the flush is captured with the call."""
+    return [t - flush_us for t in event_us]
 
 
 def _time_kernels(b, fn, pool, flush_kind, telemetry, capture) -> Block:

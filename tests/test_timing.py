@@ -153,29 +153,41 @@ def test_gpumode_batches_the_pool_and_divides_by_the_batch():
     assert len(block.times_us) == 3  # batches of 2, 2 and 1
 
 
-def test_gpumode_through_the_clock_hands_it_the_batches_and_takes_its_figures():
-    """With a compiled clock (harness.clock), gpumode's loop is the clock's: the prelude first, then the
-    batches, the flush (none without CUDA), the capture, the tag and the telemetry sample handed to it,
-    and the block's figures and escape from what it hands back (the parent reads its record)."""
+@pytest.mark.parametrize("method", timing.EVENT_METHODS)
+def test_every_event_method_through_the_clock_hands_it_the_pass_and_takes_its_figures(method):
+    """With a compiled clock (harness.clock), every event method's loop is the clock's: the prelude first,
+    then the batches (one call each but gpumode's), the flush (none without CUDA), the capture, the tag,
+    the method, the poison, graph's load, replay and copy and the telemetry sample handed to it, and the
+    block's figures and escape from what it hands back (graph's less the flush's own replay time; the
+    parent reads the clock's record)."""
+    from types import SimpleNamespace
     seen, order = {}, []
+    graph = SimpleNamespace(load=order.append, replay=lambda: None, output_copy=lambda: "copy", flush_us=0.25)
 
     class Clock:
         @staticmethod
-        def time_batches(fn, groups, flush, capture, stream, tag, sample):
-            seen.update(groups=groups, flush=flush, stream=stream, tag=tag)
+        def time_batches(fn, groups, flush, capture, stream, tag, sample, method, poison, steps):
+            seen.update(groups=groups, flush=flush, stream=stream, tag=tag, method=method, poison=poison, steps=steps)
             results = [fn(d) for g in groups for d in g]
             for r in results:
                 capture(r)
             figures = {"times_us": [1.0] * len(groups), "span_us": [10.0] * len(groups), "wall_us": [900.0] * len(groups)}
             return results, figures, sample()
 
-    block = timing.time_block(lambda d: d * 2, [1, 2, 3], "gpumode", batch=2, prelude=lambda: order.append("prelude"),
-                              capture=order.append, clock=Clock, tag=4,
+    poison = order.append
+    block = timing.time_block(lambda d: d * 2, [1, 2, 3], method, batch=2, prelude=lambda: order.append("prelude"),
+                              capture=order.append, clock=Clock, tag=4, poison=poison, graph=graph,
                               telemetry=type("T", (), {"sample": staticmethod(lambda: {"ok": 1})}))
-    assert seen == {"groups": [[1, 2], [3]], "flush": "none", "stream": 0, "tag": 4}
+    groups = [[1, 2], [3]] if method == "gpumode" else [[1], [2], [3]]
+    steps = (graph.load, graph.replay, graph.output_copy) if method == "graph" else None
+    assert seen == {"groups": groups, "flush": "none", "stream": 0, "tag": 4, "method": method, "poison": poison,
+                    "steps": steps}
     assert order == ["prelude", 2, 4, 6] and block.results == [2, 4, 6] and block.telemetry == {"ok": 1}
-    assert (block.times_us, block.wall_us, block.span_us) == ([1.0, 1.0], 1800.0, 20.0)
-    assert block.escape and "escapes the timed stream" in block.escape  # 1800 µs of wall against 20 of events
+    n = len(groups)
+    assert (block.times_us, block.wall_us, block.span_us) == ([0.75 if method == "graph" else 1.0] * n, 900.0 * n,
+                                                              10.0 * n)
+    # 900 µs of wall a batch against 10 of events: escaped, but where graph's exemption holds
+    assert (block.escape is None) == (method == "graph") and (method == "graph" or "escapes" in block.escape)
 
 
 def test_method_defaults_and_batch_sizes():

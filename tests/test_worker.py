@@ -32,13 +32,15 @@ class _Clock:
 
     def __init__(self, key: int):
         self.key = key
+        self.drawn = 0
 
     def draw_key(self, tag, untimed):
         untimed()
+        self.drawn += 1
         return self.key
 
 
-def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
+def _timed_pass(monkeypatch, escapes: list[str | None], method: str = "cold", refill: bool = True) -> tuple[dict, int]:
     blocks = [timing.Block([58.0], ["out"], 1580.0, 464.0, e) for e in escapes]
     calls = []
 
@@ -58,7 +60,7 @@ def _timed_pass(monkeypatch, escapes: list[str | None]) -> tuple[dict, int]:
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
                       guard, None, None, clock=_Clock(7))
     w.pool, w.scratch, w.item, w.pool_round = ["input"], "scratch", {"params": {"seed": 1}, "dist": "competition"}, 1
-    return dict(w._timed_pass("cold"), results=w.results), len(calls)
+    return dict(w._timed_pass(method, refill), results=w.results, keys=w.clock.drawn, round=w.pool_round), len(calls)
 
 
 def test_a_block_flagged_once_is_timed_again_on_fresh_inputs_and_the_clean_retry_counts(monkeypatch):
@@ -71,6 +73,17 @@ def test_a_block_flagged_once_is_timed_again_on_fresh_inputs_and_the_clean_retry
     assert not set(_Problem.seeds) & {worker.round_seed(1, 0, slot) for slot in range(2)}
     retry = worker.retry_round(1)
     assert _Problem.seeds[2:] == [worker.round_seed(1, retry, 0), worker.round_seed(1, retry, 1)]
+
+
+def test_a_warm_pass_flagged_once_is_timed_again_on_the_inputs_the_judge_expects(monkeypatch):
+    """--warm's pass times the cold pass's inputs again (refill=False); its retry keeps them and draws
+    no key: the parent expects no key record for it, and the judge checks its outputs against the
+    cold pass's round. (A refill there drew a key the parent refused.)"""
+    _Problem.seeds = []
+    reply, blocks = _timed_pass(monkeypatch, [FLAGGED, None], method="warm", refill=False)
+    assert blocks == 2 and reply["status"] == "PASS" and reply["escape_retried"] == FLAGGED
+    assert reply["keys"] == 0 and reply["round"] == 1 and len(reply["results"]) == 1
+    assert _Problem.seeds == [worker.round_seed(1, 1, 1)] * 2  # the scratch set alone, before each pass
 
 
 def test_a_block_flagged_twice_fails_with_both_figures(monkeypatch):

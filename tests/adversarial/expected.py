@@ -26,7 +26,8 @@ TIMING_ADVERSARIES = {
     "floods_the_clock": ("TAMPERED", "a key drawn or a loop run outside a block"),
 }
 # Attacks that fool a clock written in Python (each makes it read this many times fast) and that the
-# compiled clock does not read: under gpumode they PASS with their real figures (tests/test_cli.py).
+# compiled clock does not read: under every event method (all but kernel) they PASS with their real
+# figures (tests/test_cli.py; graph on a GPU, tests/test_gpu.py).
 CLOCK_UNFOOLED = {"rewrites_timers_via_gc": 1000.0}
 # Attacks on the judge's inputs and comparison that `test` must catch as `run` does (one check path).
 CHECK_ADVERSARIES = {name: TIMING_ADVERSARIES[name] for name in ("changes_reference_constant", "lying_comparison")}

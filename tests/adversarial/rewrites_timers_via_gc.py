@@ -1,8 +1,8 @@
 """Adversarial: on its first call it makes harness.timing's Python clocks read 1000 times fast (its
 ``_now`` and the bound ``elapsed``) and, through ``gc``, rewrites the guard's own records of them so
-the guard sees no change. Against a loop timed in Python this PASSes 1000x faster than real; the
-gpumode loop is the compiled clock's (harness/clock.cpp), which reads neither -> PASS with its real
-figures (tests/test_cli.py checks them)."""
+the guard sees no change. Against a loop timed in Python this PASSes 1000x faster than real; every
+event method's loop (all but kernel) is the compiled clock's (harness/clock.cpp), which reads neither ->
+PASS with its real figures (tests/test_cli.py and, for graph, tests/test_gpu.py check them)."""
 
 import gc
 import sys
