@@ -14,7 +14,10 @@ def dequantize(values, scales):
         lut = _LUTS[values.device] = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=values.device)
     raw = values.view(torch.uint8)
     codes = torch.stack((raw & 0x0F, raw >> 4), dim=-1).flatten(-2)
-    return lut[codes.long()] * scales.view(torch.float8_e4m3fn).float().repeat_interleave(16, dim=-1)
+    # NOTE: each scale over its 16 values by a view (expand), not repeat_interleave, which may read its
+    # output size back to the host and could then not be captured in a CUDA graph
+    scale = scales.view(torch.float8_e4m3fn).float()
+    return lut[codes.long()] * scale.unsqueeze(-1).expand(*scale.shape, 16).flatten(-2)
 
 
 def gemm_into(c, a, b, sfa, sfb):
