@@ -85,7 +85,9 @@ def fingerprint(torch, tensors: list) -> list[int]:
         for i, t in enumerate(tensors):
             t = t.detach()
             layouts.append([t.dim(), *t.shape, *t.stride(), t.storage_offset()])
-            sums, slots = results.setdefault(t.device, (torch.zeros(2 * len(tensors), dtype=torch.int64, device=t.device), []))
+            if t.device not in results:
+                results[t.device] = (torch.zeros(2 * len(tensors), dtype=torch.int64, device=t.device), [])
+            sums, slots = results[t.device]
             slots.append(i)
             raw = _bytes_spanned(torch, t)
             out = sums[2 * len(slots) - 2:2 * len(slots)]

@@ -246,17 +246,32 @@ def test_fingerprint_tells_layouts_apart_and_reads_strided_slices():
 
 
 def test_fingerprint_reads_back_once():
-    """One reduction a tensor into one result, one host read for the set (a sync on a GPU)."""
+    """One reduction a tensor into one result (no copy of a permuted scale tensor), one host read
+    for the set (a sync on a GPU)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not func.is_view:
+                self.names.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
     mod = problem_module("group_gemm")
     tensors = judge.input_tensors(mod, mod.generate_input(m=[64, 32], n=[128, 128], k=[64, 64], g=2, seed=7))
     reads = []
     real_tolist = torch.Tensor.tolist
     try:
         torch.Tensor.tolist = lambda t: reads.append(t.numel()) or real_tolist(t)
-        judge.fingerprint(torch, tensors)
+        with Ops() as ops:
+            judge.fingerprint(torch, tensors)
     finally:
         torch.Tensor.tolist = real_tolist
     assert reads == [2 * len(tensors)]
+    assert ops.names == ["zeros.default"] + ["sum.IntList_out"] * len(tensors)
 
 
 def test_a_block_that_reports_more_time_than_the_parent_saw_is_refused():
