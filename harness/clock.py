@@ -104,6 +104,17 @@ def load(path: str | os.PathLike):
 
 
 # -- the parent: a block's records ------------------------------------------------------------------
+def refused_calls(count) -> str:
+    """What a nonzero ``refused`` count in a clock record means (every record carries the count so far)."""
+    return (f"{count!r} call(s) of the clock refused (a key drawn or a loop run from inside a call, or a second "
+            "bind): something besides the harness called it")
+
+
+def outside_block(command: str) -> str:
+    """What any clock record written during a command other than a block means."""
+    return f"during a {command}: a key drawn or a loop run outside a block, by something besides the harness"
+
+
 class Refused(Exception):
     """Records the parent does not accept for a block: the child's work is TAMPERED."""
 
@@ -179,10 +190,8 @@ def read_block(records: list[dict], *, tag: int, method: str, calls: list[int], 
         if record.get("tag") != tag:
             raise Refused(f"a clock record for block {record.get('tag')!r} in block {tag} (replayed, or made by "
                           "something besides the harness)")
-        refused = record.get("refused")
-        if refused != 0:
-            raise Refused(f"{refused!r} call(s) of the clock refused (a key drawn or a loop run from inside a call, "
-                          "or a second bind): something besides the harness called it")
+        if record.get("refused") != 0:
+            raise Refused(refused_calls(record.get("refused")))
     keys = [r.get("key") for r in records if r["event"] == "key"]
     if not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k < 2 ** 63 for k in keys):
         raise Refused("a key record without a 63-bit key")

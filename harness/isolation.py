@@ -584,13 +584,11 @@ class Child:
         if command["cmd"] != "block":
             if records:
                 kinds = ", ".join(sorted({str(r.get("event")) for r in records}))
-                return (f"the compiled clock wrote {len(records)} record(s) ({kinds}) during a {command['cmd']}: a key "
-                        "drawn or a loop run outside a block, by something besides the harness")
+                return f"the compiled clock wrote {len(records)} record(s) ({kinds}) {clock.outside_block(command['cmd'])}"
             return None
         refused = [r.get("refused") for r in records if r.get("refused")]
         if refused and reply.get("status") != "PASS":
-            return (f"{refused[-1]!r} call(s) of the compiled clock refused (a key drawn or a loop run from inside a "
-                    "call): something besides the harness called it")
+            return clock.refused_calls(refused[-1])
         return None
 
     def _take_clock_records(self) -> list[dict]:
@@ -619,8 +617,7 @@ class Child:
                     # NOTE: outside a block any record is already a key drawn by something besides the
                     # harness; a flood there (asks_key_outside_a_block on an H200: its prepare's warm-up
                     # calls drew more than 16) says so, as _clock_refusal would have
-                    where = ("" if self._command == "block" else f" during a {self._command}: a key drawn or a loop "
-                             "run outside a block, by something besides the harness")
+                    where = "" if self._command == "block" else f" {clock.outside_block(self._command)}"
                     raise channel.Tampered(f"more than {MAX_CLOCK_RECORDS} records of the compiled clock in one "
                                            f"request{where}")
             except channel.Tampered as exc:

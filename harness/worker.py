@@ -421,12 +421,6 @@ class Worker:
                 self.graph.replay()
             else:
                 self.kernel(self.scratch)
-            if torch.cuda.is_available():
-                # NOTE: device-wide, before the key exists: work that call left running (another
-                # stream, a kernel waiting for the masked values) must end here, or it could compute
-                # the block's outputs after the mask and before the block, untimed (the clock
-                # synchronises again before it draws)
-                torch.cuda.synchronize()
 
         def prelude():
             if refill:
@@ -434,11 +428,16 @@ class Worker:
             self._refill([self.scratch], self.pool_round, first_slot=len(self.pool))
             if not refill:
                 untimed()
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
                 return
             if self.clock is None:
                 raise HarnessFault("no compiled clock to draw the block's key (harness.clock)")
             # NOTE: the clock makes the untimed call itself: a key drawn from inside it is refused and
-            # counted, so no code of the submission's holds the key before that call has returned
+            # counted, so no code of the submission's holds the key before that call has returned. It
+            # then synchronises the whole device before it draws: work that call left running (another
+            # stream, a kernel waiting for the masked values) ends there, or it could compute the
+            # block's outputs after the mask and before the block, untimed
             key = self.clock.draw_key(self.tag, untimed)
             mask_pool_signs(torch, self.mod, self.pool, key)
             if self.refresh is not None:
