@@ -101,8 +101,13 @@ than the first call's: its idle event pair 16.7-17.5 us against 9.2-12.5, v47's 
 rest (the cold case) or ~0.78x (L2 only): between the two; v50 B 27.54 (rest 17.69), D 12.37 (rest 5.23; v47's D
 not probed in this call). The device time is v47's (A 121.4 against 121.5 us, the same kernels). Scaled to the
 first machine by v47's figure there, A ~15.1 and B ~14-16 us meet issue 46's <= 20 at g = 8; D's ~10-12 us (the
-launch and the call's base, not the chains) still misses <= 10. Not compared (the kernel method cannot see a host
-path) and not recorded: the next call's `compare group_gemm v47 v50 --method gpumode` on D and its rows.
+launch and the call's base, not the chains) still misses <= 10.
+Session 50 (NVIDIA H200, one-GPU machine, commit 4b1a6cc): `compare group_gemm v47 v50 --method gpumode` (one
+process): A 1.016x [1.005, 1.026] FASTER (127.4 -> 125.5 us), B 1.013x [0.983, 1.044] and C 1.012x [0.998, 1.025]
+AMBIGUOUS, D 0.998x [0.989, 1.007] SAME; `probe host group_gemm v47 v50` (both host paths in turn, one process, a
+host ~2x slower than the first's): A 38.07 -> 36.57 us, 1.063x [0.959, 1.164], D 11.93 -> 12.05, 1.012x [0.930,
+1.096], both AMBIGUOUS. Recorded (`run --budget 1 --record`): gpumode 128.4 / 78.4 / 36.8 / 19.8 us, kernel
+123.5 / 73.9 / 34.0 / 16.6 us: the lineage's best by gpumode.
 Marks (MARK_NAMES: GEMM start, first stage decoded, K loop done, C staged, end, prepass start) were placed after
 that call, for C's first H200 timeline (`probe marks group_gemm v50 --shapes benchmarks:2`): without -DNVFP4_MARKS
 they compile to nothing, and the build's SASS is the measured one's instruction for instruction (8480, cuobjdump).
