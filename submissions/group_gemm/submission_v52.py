@@ -73,7 +73,30 @@ TallRing's kernel 9712 instructions, identical to v50's one by one; decode_a_ker
 DeepRing's 6368 -> 7896 with HGMMA.64x112x16 36 (9 ring slots x 4 k16 steps) beside v50's 64x32, 64x64,
 64x96 and 64x128 (36 each); every deep loop, the new one included, 1028 instructions from its first
 HGMMA to its last, 127 a K block, as v50's N = 128 loop.
-Measured: not yet run.
+Measured: NVIDIA H200, session 51, commit 6812c52 (one process for each command). `test group_gemm v52 --dist all` 40
+of 40 pass; `--shapes edges` and the four custom shapes above plus g2 m[192,320] n3072 k4096 (C), all four
+distributions: 20 of 20 pass. `compare group_gemm v50 v52` (kernel method, mean us v50 -> v52, speedup [95%]): A
+122.07 -> 122.36 0.998x [0.988, 1.008] SAME; B 73.25 -> 73.27 1.000x SAME; C 33.84 -> 32.47 1.042x [1.036, 1.049]
+FASTER; D 16.47 -> 17.79 0.926x [0.920, 0.931] SLOWER. `--method gpumode`: A 124.23 -> 124.28 SAME, B 75.99 -> 76.03
+SAME, C 34.68 -> 33.28 1.042x [1.031, 1.054] FASTER, D 17.75 -> 18.48 0.961x [0.952, 0.969] SLOWER.
+Verdict: C FASTER but half the predicted 1.07-1.09x; D SLOWER, past the 0.99x risk named above.
+Marks (`probe marks group_gemm v52 --shapes benchmarks:2 --ctas 0-47,48-71,72-119`, 20 calls, L2 flushed, us after the
+call's first stamp, median (max)): all 120 CTAs: GEMM start 3.55 (4.86), first stage decoded 5.60 (7.68), K loop done
+29.57 (34.98), end 30.46 (36.03); the prepass 264 CTAs (the plan as predicted). CTAs 0-47 (112-row tiles): first stage
+5.38, K loop done 29.98 (32.19), end 30.93 (33.15): the loop ~24.6 us, 0.385 a block against the predicted 0.393, so
+N = 112 runs at its own rate, not the 128-row one. CTAs 48-71 (group 320's 96-row tiles): loop 23.46 median (28.16 max),
+end 30.34 (36.03); CTAs 72-119 (group 192's 96-row tiles): loop 23.14 (28.10), end 29.92 (36.03); v50's 96-row tiles
+ran 22.8. What the marks show: the 112-row tiles' loop shortened as predicted (27.5 -> ~24.6 us; their max end 33.15
+against v50's 35.14, which its 128-row tiles set), but they no longer set the pace alone: the latest CTAs of a call
+(max end 36.03) are now 96-row ones whose loop took ~28 us in some calls (0.44 a block, the 128-row rate) against a 23
+us median, so C's end is the spread of the 96- and 112-row loops (~4.5 us between median and max end), not one class's
+rate: hence 1.042x, not 1.08x. The median end is later than v50's (29.86) because group 320's third tile grew from 64
+rows (~18.6 us) to 96.
+D's loss: its plan is v50's (deep ring, 128-row tiles, N = 128 loop with v50's 127 instructions a K block), but the
+deep-ring kernel it runs holds a fifth loop instantiation (7896 SASS instructions against 6368), as v37's 8-loop deep
+kernel lost 8% on D: the code size and layout of the one kernel D runs, not its work (v51's fifth deep loop, 8512
+instructions, had cost D only 0.991x: where the loops land matters, not their count alone). v53 puts the N = 112 loop
+in a kernel of its own.
 
 Bad inputs: v50's table below, unchanged (this version adds no check; the host path is v50's).
 Bad inputs: v47's checks and messages, unchanged; with several bad inputs in one call the stage order
