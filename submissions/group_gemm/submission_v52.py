@@ -79,7 +79,8 @@ distributions: 20 of 20 pass. `compare group_gemm v50 v52` (kernel method, mean 
 122.07 -> 122.36 0.998x [0.988, 1.008] SAME; B 73.25 -> 73.27 1.000x SAME; C 33.84 -> 32.47 1.042x [1.036, 1.049]
 FASTER; D 16.47 -> 17.79 0.926x [0.920, 0.931] SLOWER. `--method gpumode`: A 124.23 -> 124.28 SAME, B 75.99 -> 76.03
 SAME, C 34.68 -> 33.28 1.042x [1.031, 1.054] FASTER, D 17.75 -> 18.48 0.961x [0.952, 0.969] SLOWER.
-Verdict: C FASTER but half the predicted 1.07-1.09x; D SLOWER, past the 0.99x risk named above.
+Verdict: mixed
+Against the prediction: C FASTER but by half the predicted 1.07-1.09x; D SLOWER, past the 0.99x risk named above.
 Marks (`probe marks group_gemm v52 --shapes benchmarks:2 --ctas 0-47,48-71,72-119`, 20 calls, L2 flushed, us after the
 call's first stamp, median (max)): all 120 CTAs: GEMM start 3.55 (4.86), first stage decoded 5.60 (7.68), K loop done
 29.57 (34.98), end 30.46 (36.03); the prepass 264 CTAs (the plan as predicted). CTAs 0-47 (112-row tiles): first stage
