@@ -188,6 +188,19 @@ def shared_file(name: str = "nvfp4-results") -> int:
     return fd
 
 
+def _drop_pending_error(torch) -> None:
+    """Reads (and so clears) the CUDA runtime's last error after a failed cudaHostRegister.
+    NOTE: a failed runtime call stays the thread's last error, and torch's check after its next
+    launch reads it as that launch's own: studies/judge_cost.py, mapping the child's and the judge's
+    views of one file in one process (H200, 2026-11-29), failed in its next torch.zeros with
+    "part or all of the requested memory range is already mapped". torch exposes no
+    cudaGetLastError, so one tiny launch takes the error; a real fault fails again at the next."""
+    try:
+        torch.zeros(1, device="cuda")
+    except Exception:  # noqa: BLE001 - the registration's error, read here on purpose
+        pass
+
+
 class SharedMap:
     """The shared file mapped whole (the child's writes are the judge's reads), as one uint8
     tensor ``host``, pinned where CUDA is (cudaHostRegister).
@@ -206,6 +219,8 @@ class SharedMap:
                 self.pinned = int(getattr(rc, "value", rc)) == 0
             except Exception:  # noqa: BLE001 - pageable memory is correct, only slower
                 self.pinned = False
+            if not self.pinned:
+                _drop_pending_error(torch)
 
     def close(self) -> None:
         """Unmapped once every copy queued from or into it has run."""

@@ -223,3 +223,21 @@ def test_a_table_times_its_versions_in_one_process(monkeypatch):
     assert sorted((row["version"], row["method"], row["status"]) for row in rows) == sorted(
         (v, m, "PASS") for v in ("v0", "v1", "v3") for m in ("gpumode", "kernel")), rows
     assert launched == ["v0"], launched
+
+
+def test_a_file_mapped_twice_in_one_process_leaves_the_device_usable():
+    """The second map's pinning fails (the pages are registered already); the next launch must not
+    inherit that failure (it did: studies/judge_cost.py, H200, 2026-11-29)."""
+    import os
+
+    from harness import judge
+    fd = judge.shared_file("test-twice")
+    try:
+        os.ftruncate(fd, 1 << 20)
+        first, second = judge.SharedMap(torch, fd, 1 << 20), judge.SharedMap(torch, fd, 1 << 20)
+        assert first.pinned
+        assert torch.ones(4, device="cuda").sum().item() == 4
+        second.close()
+        first.close()
+    finally:
+        os.close(fd)

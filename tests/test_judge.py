@@ -107,6 +107,38 @@ def test_the_shared_file_cannot_shrink_and_the_judge_follows_it_as_it_grows(shar
         os.close(unsealed)
 
 
+def test_a_failed_pinning_leaves_no_error_for_the_next_launch(shared):
+    """cudaHostRegister's failure stays CUDA's last error, which torch's next launch check would raise
+    as its own: the map falls back to pageable memory and takes that error first (the fake below
+    raises it once, as the runtime would)."""
+    pending = ["already mapped"]
+    calls = []
+
+    class Cudart:
+        def cudaHostRegister(self, ptr, size, flags):
+            return 712  # cudaErrorHostMemoryAlreadyRegistered
+
+    class Cuda:
+        is_available = staticmethod(lambda: True)
+        cudart = staticmethod(Cudart)
+        synchronize = staticmethod(lambda: None)
+
+    def zeros(*args, **kwargs):
+        calls.append(kwargs.get("device"))
+        if pending:
+            raise RuntimeError(pending.pop())
+        return torch.zeros(*args)
+
+    fake = type("FakeTorch", (), {"cuda": Cuda, "zeros": staticmethod(zeros), "frombuffer": staticmethod(torch.frombuffer),
+                                  "uint8": torch.uint8})
+    os.ftruncate(shared, 1 << 16)
+    mapped = judge.SharedMap(fake, shared, 1 << 16)
+    assert not mapped.pinned and calls == ["cuda"] and not pending
+    mapped.host[:4] = torch.tensor([1, 2, 3, 4], dtype=torch.uint8)
+    assert os.pread(shared, 4, 0) == bytes([1, 2, 3, 4])
+    mapped.close()
+
+
 @pytest.mark.parametrize("problem,params", [("gemm", {"m": 64, "n": 32, "k": 64, "l": 3}), ("gemv", {"m": 64, "k": 64, "l": 2})])
 def test_batched_outputs_are_rebuilt_in_the_layout_of_c(shared, problem, params):
     """c is [M, N, L] over (L, M, N) storage: not contiguous where L > 1; the output travels in
