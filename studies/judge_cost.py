@@ -50,8 +50,21 @@ to 391 and 2. On the CPU the reference is then mostly B's float64 matmul (~30 GF
 on two cores); on an H200 that is well under a millisecond of DGEMM, and what is left is launches
 and memory traffic, which is what the op counts and the bytes moved measure (the dequantise ~70 ->
 ~12 bytes an element, the output one copy from pinned memory instead of pread, bytearray and a
-pageable copy). Not yet measured on a GPU: the prediction is several times fewer milliseconds a
-set than the CPU's 1.9-3.1x, most on group_gemm B.
+pageable copy). Predicted for a GPU: several times fewer milliseconds a set than the CPU's 1.9-3.1x,
+most on group_gemm B.
+
+H200 (one-GPU machine, torch 2.11.0+cu130, session 51, ``--sets 15``, cc6bc1c -> 6812c52, ms a set):
+
+| shape | generate | mask | fingerprint | reference | output | check | Judge.check (block of 15) |
+|---|---|---|---|---|---|---|---|
+| group_gemm B | 4.96 -> 3.60 | 0.42 -> 0.57 | 3.01 -> 2.76 | 4.46 -> 3.29 | 8.95 -> 0.46 | 5.45 -> 4.82 | 26.45 -> 13.85 (397 -> 208 ms) |
+| group_gemm D | 1.55 -> 0.88 | 0.17 -> 0.22 | 0.83 -> 0.73 | 1.12 -> 0.79 | 3.80 -> 0.18 | 1.44 -> 0.94 | 8.69 -> 3.62 (130 -> 54 ms) |
+
+1.9x and 2.4x: the output's trip (a pinned copy instead of pread and a pageable copy) is most of it; on
+the GPU every step is launches, so the op counts, not the CPU's float64 work, set the figures. Both trees
+stopped at the third shape: the study maps the child's and the judge's views of one file in one process,
+so the second registration failed, and that failure (CUDA's last error) was raised by the next torch
+launch; the judge now takes that error itself (a88a1db), which lets the study run on.
 
 To measure before and after on a GPU in one call, make a tree of cc6bc1c's harness and reference
 inside the repository (untracked folders travel to the device machine) and run the study from it::
