@@ -25,11 +25,16 @@ def root() -> Path:
     return d
 
 
+def extensions_root() -> Path:
+    """The parent of every version's extension folder. ``NVFP4_EXTENSIONS_DIR`` overrides it, so
+    builds can outlive a throwaway build folder (the GPU tests give each test its own; a version
+    then compiles once per machine)."""
+    return Path(os.environ["NVFP4_EXTENSIONS_DIR"]) if os.environ.get("NVFP4_EXTENSIONS_DIR") else root() / "torch_extensions"
+
+
 def extensions_dir(source_hash: str) -> Path:
-    """``NVFP4_EXTENSIONS_DIR`` overrides the folder's parent, so builds can outlive a throwaway
-    build folder (the GPU tests give each test its own; a version then compiles once per machine)."""
-    parent = Path(os.environ["NVFP4_EXTENSIONS_DIR"]) if os.environ.get("NVFP4_EXTENSIONS_DIR") else root() / "torch_extensions"
-    d = parent / source_hash[:16]
+    """A version's extension folder: ``extensions_root()/<source hash>``."""
+    d = extensions_root() / source_hash[:16]
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -39,6 +44,13 @@ def use_for(source_hash: str) -> Path:
     d = extensions_dir(source_hash)
     os.environ["TORCH_EXTENSIONS_DIR"] = str(d)
     return d
+
+
+def pch_dir() -> Path:
+    """The precompiled torch/extension.h of real builds (harness.fast_build.torch_pch), one folder
+    per flag set, beside the extensions: its path is in their build commands, so it must last as
+    long as they do."""
+    return extensions_root() / "pch"
 
 
 _HOLDER = ".nvfp4-import.flock"

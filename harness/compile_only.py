@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness import build_cache, contract, cuda_tools
+from harness import build_cache, contract, cuda_tools, fast_build
 from harness.submissions import Submission
 
 DEFAULT_TIMEOUT_S = 900.0
@@ -276,31 +276,13 @@ def nvcc_command(nvcc: str, c: contract.Contract, arch: str, prelude: bool | Non
     return cmd, compiled_for
 
 
-_PCH_LOCK = threading.Lock()
-
-
 def torch_pch(flags: list[str]) -> str | None:
     """A header that includes <torch/extension.h>, precompiled once for these host-compiler flags
-    (GCC's .gch beside it), or None where that fails. torch/extension.h is ~25 of the ~36 s of a
-    main.cpp check (g++, 2 cores); with the PCH a check takes ~11 s. The PCH is ~0.8 GB, built once
-    per build cache and flag set (~60 s), shared by every version."""
-    import torch
-
-    compiler = flags[0]
-    key = _key({"flags": flags, "cxx_version": cuda_tools.version(compiler), "torch": torch.__version__})[:16]
-    folder = build_cache.root() / "compile" / "pch" / key
-    header, gch = folder / "torch_extension.h", folder / "torch_extension.h.gch"
-    with _PCH_LOCK:  # NOTE: builds run in threads: one builds, the others wait for it
-        if not gch.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            header.write_text("#pragma once\n#include <torch/extension.h>\n")
-            tmp = folder / f"torch_extension.h.gch.{os.getpid()}.{threading.get_ident()}.tmp"
-            code, _ = _run([compiler, "-x", "c++-header", str(header), "-o", str(tmp), *flags[1:]], folder, 600)
-            if code != 0 or not tmp.exists():
-                tmp.unlink(missing_ok=True)
-                return None
-            tmp.replace(gch)  # NOTE: atomic, so another process never sees half a PCH
-    return str(header)
+    (:func:`harness.fast_build.torch_pch`, under ``.build/compile/pch/``), or None where that fails.
+    torch/extension.h is ~25 of the ~36 s of a main.cpp check (g++, 2 cores); with the PCH a check
+    takes ~11 s. The PCH is ~0.8 GB, built once per build cache and flag set (~60 s), shared by
+    every version. (The real build gets its own, built with torch's own flags for main.cpp.)"""
+    return fast_build.torch_pch(flags, build_cache.root() / "compile" / "pch")
 
 
 def cpp_command(c: contract.Contract, use_pch: bool = False, portable: bool = False) -> list[str] | None:

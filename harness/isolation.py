@@ -390,8 +390,9 @@ class Child:
                 folder.mkdir(parents=True, exist_ok=True)
             # NOTE: the submission's file alone shown read-only, never its folder: a file at ~/sub.py
             # must not read ~/.ssh (a helper module beside a file in a hidden folder is not shown either)
+            # and the real builds' precompiled torch/extension.h read-only (harness.fast_build: built outside)
             own = sorted({str(Path(s["path"]).resolve()) for s in (self.submission, *self.together)} |
-                         ({str(library)} if library is not None else set()))
+                         ({str(library)} if library is not None else set()) | {str(build_cache.pch_dir())})
             argv, env = box.wrap(argv, repo_root=paths.REPO_ROOT, code_root=paths.CODE_ROOT, writable_dir=self._tmp,
                                  pass_fds=fds, env=env, rw_paths=ext, ro_paths=own)
             self.sandboxed = box.describe()

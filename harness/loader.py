@@ -7,7 +7,8 @@ worker (checked and timed runs), ``nvfp4 build``'s child, and the children of ``
 a build of its extension on first use. The build goes to the folder named by the version's source
 hash (:func:`harness.build_cache.building`), held exclusively while importing, so a version
 compiles once per machine whoever imports it first, two versions never share a build, and a lock
-left by a killed build is cleared rather than waited on forever.
+left by a killed build is cleared rather than waited on forever. The build itself skips re-parsing
+torch's headers where that changes nothing (:mod:`harness.fast_build`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache
+from harness import build_cache, fast_build
 
 # A stand-in for GPU MODE's ``task`` module (``from task import input_t, output_t``), so their
 # submissions import unmodified; appended to sys.path, so a ``task`` of the file's own wins.
@@ -43,7 +44,9 @@ def import_submission(path: str | Path, label: str, *, source_hash: str | None =
         sys.path.insert(0, folder)  # NOTE: a GPU MODE file may import helpers shipped beside it
     if str(COMPAT_DIR) not in sys.path:
         sys.path.append(str(COMPAT_DIR))
-    with build_cache.building(source_hash, on_wait=on_progress) as stale:
+    # NOTE: fast_build's load_inline in every import, so a version's build is the same whoever builds
+    # it (the build child, the worker, a probe): another build's flags would make ninja build again
+    with build_cache.building(source_hash, on_wait=on_progress) as stale, fast_build.installed(on_progress):
         if on_progress:
             for lock in stale:
                 on_progress(f"removed a stale torch lock left by a killed build: {lock}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -132,6 +133,7 @@ def extension_build(defines: tuple[str, ...], tag: str):
     built: list = []
     flags = [f"-D{d}" for d in defines]
 
+    @functools.wraps(original)  # NOTE: its signature is torch's (harness.fast_build binds arguments by it)
     def load_inline(*args, **kwargs):
         args = list(args)
         if args:
