@@ -242,8 +242,9 @@ def fast_cuda_check(c: contract.Contract) -> bool:
     nvcc takes on a typical submission (nvcc 13.0, 2 cores); a source that names nothing of torch
     cannot depend on it, except through a header the prelude happens to pull in (std::vector
     without <vector>, say): check() then retries with the prelude, so that case costs time, never
-    a false failure. What this can miss: a clash between the source and torch's headers (a macro
-    of the same name), which the GPU machine's real build still catches."""
+    a false failure. The real build leaves the prelude out by the same rule (harness.fast_build),
+    so what this can miss, neither sees: a clash between the source and torch's headers (a macro
+    of the same name), which only a build as GPU MODE's load_inline writes it would show."""
     return not c.no_implicit_headers and not names_torch(c.cuda_src)
 
 
