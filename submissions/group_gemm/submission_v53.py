@@ -2,8 +2,9 @@
 
 Version: v53
 Parent: v52
-Change: the GEMM kernel takes a second template parameter, kTiles112; the N = 112 loop (v52's `case 112`, with
-v52's n_cols expression) is instantiated only in group_gemm_kernel<DeepRing, true>, which a chunk runs when
+Change: v52's N = 112 loop in a kernel of its own, run only by a chunk that holds a 112-row tile; the GEMM kernel
+takes a second template parameter, kTiles112, and the N = 112 loop (v52's `case 112`, with v52's n_cols
+expression) is instantiated only in group_gemm_kernel<DeepRing, true>, which a chunk runs when
 holds_112_row_tiles (a group with m_tile_rows 112, fill_chunk's v52 rule) is true; <DeepRing, false> and
 <TallRing, false> keep v50's n_cols expression and switches. The plan records the choice
 (ChunkLaunch::tiles112 beside deep), node_params picks the kernel from it for the graph's nodes, and the
@@ -50,7 +51,19 @@ parameters already); a bad launch now returns at the first failing one, its erro
 (consumed), where v52 went on and returned the last error. The third kernel needs its own opt-in to
 DeepRing's 227 KB of shared memory (prepare_device; without it C's launch would fail, not run slow): the
 first C call on the GPU proves it.
-Measured: not yet run.
+Measured: NVIDIA H200, session 51 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process for each
+command). `test group_gemm v53 --dist all` 40 of 40 pass; `--shapes edges` plus g2 m[192,320] n3072 k4096, g2 m[330,208]
+n3072 k4096, g2 m[100,448] n4096 k1536, g3 m[289,128,97] n3072 k1280, g1 m[330] n5120 k256, all four distributions:
+20 of 20 pass. `compare group_gemm v50 v53` (kernel method, mean us v50 -> v53, speedup [95%]): A 123.21 -> 122.81
+1.003x [0.995, 1.011] SAME; B 73.17 -> 73.33 0.998x [0.995, 1.001] SAME; C 33.94 -> 32.85 1.033x [1.025, 1.041]
+FASTER; D 16.60 -> 16.54 1.003x [0.994, 1.013] SAME. `--method gpumode`: A 126.08 -> 126.22 SAME, B 76.99 -> 77.19
+SAME, C 34.50 -> 33.24 1.038x [1.028, 1.048] FASTER, D 18.24 -> 18.24 1.001x [0.988, 1.013] SAME. `run group_gemm v53
+--shapes benchmarks --method graph --budget 1` (the changed capture path): PASS on all four (138.9 / 86.63 / 41.67 /
+24.79 us, graph replays: not comparable with the kernel method). Against its parent v52 (not compared in one process:
+both against v50): D back from v52's 0.926x to SAME, C v52's, A and B SAME: faster, the best exact version.
+Against the prediction: as predicted. D is v50's again, so v52's D loss was the deep kernel's fifth loop, not the
+plan or the module's size; C keeps v52's gain (1.033x here against v52's 1.042x, their intervals overlapping).
+Against the fair peer's C (38.5 us, session 50) 32.85 us is ~1.17x; issue 46 asks 1.3x (<= 29.6 us).
 
 C's next step (priced from v52's H200 marks, not built). With every tile's loop now ~23-25 us (112-row tiles
 24.6 at 0.385 a block, 96-row ones 23.1-23.5) on 120 of 132 SMs, three things stand between C's 32.5 us and
