@@ -105,7 +105,19 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, session 51 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process for each
+command). `test gemm v55 --dist all` 40 of 40 pass; custom m=32,n=256,k=16384 / m=128,n=1536,k=8192 /
+m=128,n=5120,k=7168 / m=128,n=768,k=4352 (S = 8, 5, 3, 2), all four distributions: 16 of 16 pass. `compare gemm v52
+v55` (kernel method, mean us v52 -> v55, speedup [95%]): 128x7168x16384 59.79 -> 60.06 0.996x [0.989, 1.002] SAME;
+128x4096x7168 22.31 -> 22.25 1.002x [0.999, 1.005] SAME; 128x7168x2048 14.24 -> 14.27 0.998x [0.994, 1.001] SAME.
+`compare gemm peer v55` (the fair peer, cuBLAS on fp16 operands, fp16 C): peer 73.12 / 26.50 / 12.87 us against
+59.99 / 22.37 / 14.41: 1.219x [1.207, 1.231] / 1.185x [1.179, 1.191] / 0.893x [0.884, 0.902] (v52's ratios too,
+within noise). Not kept (attic/).
+Against the prediction: refuted by its own rule: 128x4096x7168 SAME (1.002x, under the 1.01x line) where 1.02-1.07x
+was predicted, so the split-K exchange there is not paced by the grid's simultaneous writes into L2 (staggering
+the splits' K ranges by one block moved nothing) but by each CTA's own chain of steps. The other two shapes SAME,
+as predicted; the loop's reordered decode (Risk 1) cost nothing measurable.
 
 Exactness (v43's; the kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums
