@@ -169,17 +169,59 @@ def test_the_pch_flags_are_torchs_own_for_main_cpp():
 
 @pytest.mark.slow
 def test_a_cpp_only_extension_built_through_it_uses_the_pch_and_runs(tmp_path, monkeypatch, capfd):
-    """The real build (torch's load_inline, GCC, ninja): main.cpp compiled with the PCH, which GCC
-    accepts (-Winvalid-pch says 'not used because' where it refuses one), and the extension works.
-    Slow: the PCH's first build is ~25 s of a 2-core machine, main.cpp and the link ~15 more."""
+    """The real build (torch's load_inline, GCC, ninja): the first build names the header and does not
+    wait for its PCH, which is built beside it; a second one finds the PCH, which GCC accepts
+    (-Winvalid-pch says 'not used because' where it refuses one), and both extensions work.
+    Slow: the PCH's first build is ~25 s of a 2-core machine, each main.cpp and link ~15 more."""
     import torch
 
     monkeypatch.setenv("NVFP4_BUILD_DIR", str(tmp_path / "build"))
     monkeypatch.delenv("NVFP4_EXTENSIONS_DIR", raising=False)
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
-    with fast_build.installed():
-        module = cpp_extension.load_inline("nvfp4_fast_build_probe", "torch::Tensor twice(torch::Tensor x) { return x * 2; }",
-                                           functions=["twice"], verbose=True)
-    out = capfd.readouterr().out
-    assert "-include" in out and "torch_extension.h -Winvalid-pch" in out and "not used because" not in out
-    assert torch.equal(module.twice(torch.arange(3.0)), torch.tensor([0.0, 2.0, 4.0]))
+    modules = []
+    for name in ("nvfp4_fast_build_probe", "nvfp4_fast_build_probe_again"):
+        with fast_build.installed():
+            modules.append(cpp_extension.load_inline(name, "torch::Tensor twice(torch::Tensor x) { return x * 2; }",
+                                                     functions=["twice"], verbose=True))
+        out = capfd.readouterr().out
+        assert "-include" in out and "torch_extension.h -Winvalid-pch" in out and "not used because" not in out
+        assert list((tmp_path / "build").rglob("torch_extension.h.gch")), "the PCH is built by the end of the first import"
+    for module in modules:
+        assert torch.equal(module.twice(torch.arange(3.0)), torch.tensor([0.0, 2.0, 4.0]))
+
+
+def test_a_build_never_waits_for_the_pch(tmp_path, monkeypatch):
+    """The flags name the header at once; its PCH is built beside the build (a thread this import
+    joins), so a fresh machine's first build costs what load_inline's own does."""
+    import threading
+
+    monkeypatch.setattr(fast_build, "_torch_cxx_command", lambda *args: ["g++", "-std=c++17"])
+    monkeypatch.setattr(fast_build, "is_gcc", lambda compiler: True)
+    monkeypatch.setattr(fast_build.build_cache, "pch_dir", lambda: tmp_path)
+    started, release = threading.Event(), threading.Event()
+
+    def slow_precompile(command, header, on_progress, wait):
+        assert wait is False
+        started.set()
+        release.wait(10)
+        return True
+
+    monkeypatch.setattr(fast_build, "_precompile", slow_precompile)
+    flags = fast_build.pch_flags(False, [], [], [])
+    header = flags[1]
+    assert flags == ["-include", header, "-Winvalid-pch"] and open(header).read() == fast_build.HEADER_TEXT
+    assert started.wait(10) and not release.is_set()  # the flags came back while the PCH was being built
+    release.set()
+    fast_build.join_pch_builds()
+    assert not fast_build._BUILDING
+
+
+def test_the_header_is_written_once_and_never_rewritten(tmp_path, monkeypatch):
+    """ninja rebuilds main.o when a header's mtime moves: a second asker finds the first one's file."""
+    import os
+
+    first = fast_build.pch_header(["g++", "-O2"], tmp_path)
+    os.utime(first, (1, 1))
+    assert fast_build.pch_header(["g++", "-O2"], tmp_path) == first and os.stat(first).st_mtime == 1
+    assert fast_build.pch_header(["g++", "-O3"], tmp_path) != first  # other flags, another PCH
+    assert [p.name for p in first.parent.iterdir()] == ["torch_extension.h"]  # no temporary left
