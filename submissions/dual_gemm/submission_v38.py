@@ -2,9 +2,10 @@
 
 Version: v38
 Parent: v32
-Change: an unsplit launch with tail helpers and 256-row tiles (kTailsEarly; 512x3072x7168 among the benchmarks)
-becomes the prepass's programmatic dependent (v31's attribute and graph edge; the prepass's first instruction is
-griddepcontrol.launch_dependents), launched without the cooperative attribute and with the helpers first in
+Change: 512x3072x7168's GEMM launched as the prepass's programmatic dependent, its CTAs decoding their first 2 K
+blocks of A themselves; in detail, an unsplit launch with tail helpers and 256-row tiles (kTailsEarly,
+512x3072x7168 among the benchmarks) becomes the prepass's programmatic dependent (v31's attribute and graph edge;
+the prepass's first instruction is griddepcontrol.launch_dependents), launched without the cooperative attribute and with the helpers first in
 blockIdx (v32's kSplitTails order: a tile CTA waits only for a helper placed before it). Each CTA, before its
 role split: barriers, thread 0's tensor-map prefetch and B1's and B2's copies for ring slots 0-1 (their full
 barriers expecting B's bytes only), then all 384 threads decode the A of its first run's first kEarlyBlocks = 2
@@ -64,7 +65,20 @@ Compile-only (nvcc 13.0, sm_90a): dual_gemm_kernel<1, 256, 4> and <7, 256, 4> 16
 stack; decode_a_kernel<1/7, true/false> 32 registers, no spills. SASS of <1, 256, 4>: 3 lines x 2 LDG.128 + the
 scale loads issued before the first STS.128, MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S, BAR.SYNC 0, then the role
 split; ACQBULK (griddepcontrol.wait) on the four paths above only.
-Measured: not yet run
+Measured: NVIDIA H200, session 51 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process for each
+command). `test dual_gemm v38 --dist all` 40 of 40 pass; custom m=512,n=3072,k=7168 / m=480,n=3072,k=4160 /
+m=512,n=3072,k=4160 / m=256,n=4352,k=7168 (l=1), all four distributions: 16 of 16 pass, no TIMEOUT. `compare
+dual_gemm v32 v38` (kernel method, mean us v32 -> v38): 256x4096x7168 45.50 -> 45.64 0.997x SAME; 512x4096x7168
+79.06 -> 79.11 0.999x SAME; 256x3072x4096 29.40 -> 29.39 1.000x SAME; 512x3072x7168 67.34 -> 66.50 1.013x [1.005,
+1.020] SAME (inside the 2% margin). Marks (`probe marks dual_gemm v38 --shape m=512,n=3072,k=7168,l=1`, 20 calls,
+L2 flushed, median (max) us after the call's first stamp): prepass start 0.10, prepass stores issued 2.46 (4.06)
+[448 CTAs], GEMM start 3.36 (4.22) [128], first blocks decoded 6.40 (7.23), prepass visible (wait returned) 6.72
+(7.65), K loop 59.78 (61.09) [96 tile CTAs], end 65.63 (67.62).
+Against the prediction: the dependent is placed early as predicted (GEMM start 3.36 against v32's 4.93; predicted
+~2.5-3.0), but the first 2 blocks' decode took 3.04 us after the start (predicted ~1.3): 256 rows' loads ran
+latency-bound beside the running prepass, and the wait returned only 0.32 us after the decode, so the decode was
+on the path and ate the early start: 1.013x against the predicted 1.015-1.025x, SAME. Kept in the ladder (not
+attic/) as v39's parent: v39 is this launch without the early decode.
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "dual_gemm: "; the first four rows checked on every call, the rest on a miss: a hit's key holds them; the
 messages are the code's format strings, not yet raised on a machine):
