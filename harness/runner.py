@@ -129,13 +129,23 @@ def local_capability() -> tuple[int, int] | None:
 
 def select_shapes(problem: str, spec: str | None, custom: tuple[str, ...], has_gpu: bool,
                   cfg: dict | None = None) -> tuple[list[Shape], str]:
-    """``--shapes benchmarks|tests|N|tests:N|benchmarks:N`` and repeated ``--shape``.
+    """``--shapes benchmarks|tests|N|tests:N|benchmarks:N`` and repeated ``--shape``: the custom
+    shapes alone, or after the set's when both are given (one already in the set is not repeated).
 
     Without a GPU the default is the tests shapes (the benchmark shapes take minutes on a CPU).
     Returns the shapes and a note for the user when a default was applied.
+    NOTE: both given, the set was ignored until session 51 (`test group_gemm v52 --shapes edges --shape ...`
+    tested the custom shapes only).
     """
-    if custom:
-        return [config.parse_shape_option(problem, text, i) for i, text in enumerate(custom)], ""
+    extra = [config.parse_shape_option(problem, text, i) for i, text in enumerate(custom)]
+    if extra and spec is None:
+        return extra, ""
+    base, note = _shape_set(problem, spec, has_gpu, cfg)
+    known = {s.key for s in base}
+    return base + [s for s in extra if s.key not in known], note
+
+
+def _shape_set(problem: str, spec: str | None, has_gpu: bool, cfg: dict | None) -> tuple[list[Shape], str]:
     cfg = cfg or config.load()
     pc = cfg[problem]
     default_set = "benchmarks" if has_gpu else "tests"

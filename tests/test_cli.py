@@ -85,6 +85,21 @@ def test_test_v0_group_gemm_list_shape():
     assert "g2 m[96,40] n128 k256" in r.output and "1 passed, 0 failed" in r.output
 
 
+def test_a_custom_shape_is_added_to_a_named_set_and_alone_replaces_the_default():
+    """`--shapes S --shape X` tests S's shapes and X (the set was silently dropped before session 51);
+    `--shape X` alone tests X only; a custom shape already in the set is not tested twice."""
+    r = invoke("test", "group_gemm", "v0", "--shapes", "tests:0", "--shape", "m=96;40,n=128,k=256,g=2", "--seeds", "1",
+               "--dist", "general")
+    assert r.exit_code == 0, r.output
+    assert "g2 m[96,40] n128 k256" in r.output and "2 passed, 0 failed" in r.output
+    from harness import config, runner
+    first, second = config.load()["gemm"].tests[:2]
+    texts = [",".join(f"{k}={v}" for k, v in s.generator_kwargs().items()) for s in (first, second)]
+    shapes, _ = runner.select_shapes("gemm", "tests:0", tuple(texts), False)
+    assert [s.key for s in shapes] == [first.key, second.key]
+    assert [s.key for s in runner.select_shapes("gemm", None, texts[1:], False)[0]] == [second.key]
+
+
 def test_run_record_then_leaderboard(isolated_env):
     r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--record", "--allow-cpu", "--budget", "0.2", "--pool", "2", "--min-repeats", "3")
     assert r.exit_code == 0, r.output

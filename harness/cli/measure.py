@@ -124,7 +124,7 @@ def list_cmd(problem, include_attic, fmt, output_path):
 @click.option("--seeds", type=COUNT, default=3, show_default=True, help="Seeds per shape.")
 @click.option("--shapes", "shapes_spec", default="tests", show_default=True,
               help="tests, benchmarks, edges (the issues' 'any shape' contracts), or SET:N.")
-@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
+@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable; with --shapes, added to that set).")
 @click.option("--bad-inputs", is_flag=True,
               help="Instead: the problem's bad inputs (reference/bad_inputs.py) on each shape (default: the first "
                    "tests shape), one at a time; each must be refused with one line or handled right, never end the "
@@ -145,7 +145,7 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, bad_inputs, fmt
     machine_only = fmt != "table" and not output_path
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
-    shapes, _ = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
+    shapes, _ = runner.select_shapes(problem, _test_set(shapes_spec, custom), custom, cap is not None)
     with render.Progress(f"test {problem} {sub.label}", quiet=machine_only) as prog:
         outcome = runner.run([sub], shapes, _dists(dist), "test", seeds=seeds, timeout_s=timeout,
                              compile_timeout_s=compile_timeout, capability=cap, progress=prog,
@@ -158,11 +158,17 @@ def test_cmd(problem, version, dist, seeds, shapes_spec, custom, bad_inputs, fmt
     sys.exit(0 if outcome.ok else 1)
 
 
+def _test_set(shapes_spec: str, custom: tuple[str, ...]) -> str | None:
+    """`test`'s --shapes: its default (tests) only where no --shape is given; given, the set the
+    custom shapes are added to."""
+    return shapes_spec if given("shapes_spec") or not custom else None
+
+
 def _bad_inputs(problem, version, shapes_spec, custom, timeout, compile_timeout, untrusted) -> None:
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     explicit = bool(given("shapes_spec")) or bool(custom)
-    shapes, _ = runner.select_shapes(problem, shapes_spec, custom, cap is not None)
+    shapes, _ = runner.select_shapes(problem, _test_set(shapes_spec, custom), custom, cap is not None)
     if not explicit:
         shapes = shapes[:1]  # NOTE: the cases are about the call's contract, not its size: one small shape
     ok = True
@@ -182,7 +188,7 @@ def _bad_inputs(problem, version, shapes_spec, custom, timeout, compile_timeout,
 @click.argument("problem")
 @click.argument("version")
 @click.option("--shapes", "shapes_spec", default=None, help="benchmarks (default on a GPU), tests (default without), or an index.")
-@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")
+@click.option("--shape", "custom", multiple=True, help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable; with --shapes, added to that set).")
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
 @click.option("--record", is_flag=True, help="Append the results to leaderboard.csv.")
 @allow_cpu_option

@@ -54,7 +54,7 @@ def _emit(result: dict, lines: list[str], as_json: bool) -> None:
 
 def _shape_options(fn):
     fn = click.option("--shape", "custom", multiple=True,
-                      help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable).")(fn)
+                      help="A custom shape: JSON or m=..,n=..,k=..,l=.. (repeatable; with --shapes, added to that set).")(fn)
     fn = click.option("--shapes", "shapes_spec", default=None,
                       help="benchmarks, tests, edges, an index or SET:N, as for `run`.")(fn)
     return fn
