@@ -41,13 +41,18 @@ def document(command: str, problem: str | None, rows: list[dict], *, device: dic
 
 def result_rows(outcome) -> list[dict]:
     """One row per (version, shape, dist) of a run/test/table outcome (``runner.JobOutcome``): the
-    figures under leaderboard.csv's names (``leaderboard.figures``), as numbers."""
+    figures under leaderboard.csv's names (``leaderboard.figures``), as numbers; with --warm also
+    ``warm_mean_us`` (run --warm --format csv measured the warm calls and wrote them nowhere)."""
+    warm = bool(getattr(outcome.plan, "warm", False))
     rows = []
     for r in outcome.results:
         for i, sub in enumerate(outcome.submissions):
             st = r.stats[i] if r.stats and i < len(r.stats) else None
-            rows.append({"version": sub.label, "shape": r.shape.label, **leaderboard.shape_columns(r.shape.params),
-                         "dist": r.dist, "status": r.status, "message": r.message, **leaderboard.figures(r, st)})
+            row = {"version": sub.label, "shape": r.shape.label, **leaderboard.shape_columns(r.shape.params),
+                   "dist": r.dist, "status": r.status, "message": r.message, **leaderboard.figures(r, st)}
+            if warm:
+                row["warm_mean_us"] = ((st or {}).get("warm") or {}).get("mean_us")
+            rows.append(row)
     return rows
 
 

@@ -101,7 +101,7 @@ def test_a_custom_shape_is_added_to_a_named_set_and_alone_replaces_the_default()
 
 
 def test_run_record_then_leaderboard(isolated_env):
-    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--record", "--allow-cpu", "--budget", "0.2", "--pool", "2", "--min-repeats", "3")
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--record", "--allow-cpu", "--budget", "0.2", "--min-repeats", "3")
     assert r.exit_code == 0, r.output
     assert "PASS" in r.output and "recorded 1 rows" in r.output
     assert "geomean" in r.output
@@ -152,7 +152,7 @@ def test_timing_modes_that_do_not_combine_are_refused(flags):
 def test_run_json():
     # NOTE: the budget caps the repeats; at 0.2 s a loaded two-core machine (~56 ms a call) timed one
     # call, whose interval is undefined
-    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--json", "--budget", "1", "--pool", "1", "--min-repeats", "3")
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--json", "--budget", "1", "--min-repeats", "3")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["versions"] == ["v0"]
@@ -237,7 +237,7 @@ def test_implausible_time_is_flagged_and_never_recorded(monkeypatch, isolated_en
 
 @pytest.mark.parametrize("problem", ["group_gemm", "gemm"])
 def test_table_tiny_tests(tiny_shapes, problem):
-    r = invoke("table", problem, "--shapes", "tests", "--budget", "0.2", "--pool", "1", "--min-repeats", "3")
+    r = invoke("table", problem, "--shapes", "tests", "--budget", "0.2", "--min-repeats", "3")
     assert r.exit_code == 0, r.output
     assert "v0" in r.output and "measured here" in r.output
     label = "g2 m[64,40] n128/64 k256" if problem == "group_gemm" else "64x128x256"
@@ -245,7 +245,7 @@ def test_table_tiny_tests(tiny_shapes, problem):
 
 
 def test_table_tiny_benchmarks_with_writeup(tiny_shapes, isolated_env):
-    r = invoke("table", "group_gemm", "--shapes", "benchmarks", "--budget", "0.2", "--pool", "1",
+    r = invoke("table", "group_gemm", "--shapes", "benchmarks", "--budget", "0.2",
                "--min-repeats", "3", "--record", "--allow-cpu")
     assert r.exit_code == 0, r.output
     flat = " ".join(r.output.split())  # the title may wrap
@@ -394,7 +394,7 @@ def test_compare_names_the_side_whose_process_failed_to_start():
 
 
 def test_run_over_several_processes_reports_each():
-    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--budget", "0.4", "--pool", "2", "--processes", "2", "--json")
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--budget", "0.4", "--processes", "2", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     (st,) = doc["results"][0]["stats"]
@@ -413,6 +413,12 @@ def test_table_recorded_writes_the_plot(tmp_path, isolated_env):
     r = invoke("table", "gemm", "--recorded", "--plot", png)
     assert r.exit_code == 0, r.output
     assert "plot written to" in r.output and png.read_bytes()[:4] == b"\x89PNG"
+    # --format json on stdout beside --plot: the document printed, and the plot (dropped before) written too
+    png.unlink()
+    r = invoke("table", "gemm", "--recorded", "--plot", png, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["rows"] and png.read_bytes()[:4] == b"\x89PNG"
+    assert "plot written to" in r.stderr
 
 
 def test_table_published_refuses_a_plot(tmp_path):

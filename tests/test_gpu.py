@@ -67,7 +67,7 @@ def test_v0_passes_on_a_tests_shape(problem):
 
 
 def test_run_benchmark_zero_reports_percent_of_floor(isolated_env):
-    r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:0", "--budget", "1", "--pool", "2", "--record")
+    r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:0", "--budget", "1", "--record")
     assert r.exit_code == 0, r.output
     assert "128x7168x16384" in r.output and "%" in r.output and "floor" in r.output
     (row,) = leaderboard.read()
@@ -76,7 +76,7 @@ def test_run_benchmark_zero_reports_percent_of_floor(isolated_env):
     assert side["telemetry"] and side["telemetry"][0]["samples"][0]["sm_mhz"] > 0
     assert side["environment"]["gpu_telemetry"]["power_limit_w"] > 0
     assert float(row["floor_us"]) > 0 and 0 < float(row["pct_of_floor"]) <= 100
-    r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:0", "--budget", "0.5", "--pool", "1", "--json")
+    r = invoke("run", "gemm", "v0", "--shapes", "benchmarks:0", "--budget", "0.5", "--json")
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)["results"][0]
     assert res["floor_us"] > 0 and res["stats"][0]["mean_us"] > res["floor_us"]
@@ -96,7 +96,7 @@ def test_adversarial_on_gpu(name, status, detail):
 
 
 def test_side_stream_work_is_caught_by_escape_check():
-    r = invoke("run", "gemm", ADVERSARIAL / "side_stream.py", "--shapes", "benchmarks:0", "--budget", "1", "--pool", "2")
+    r = invoke("run", "gemm", ADVERSARIAL / "side_stream.py", "--shapes", "benchmarks:0", "--budget", "1")
     assert r.exit_code == 1, r.output
     assert "escapes the timed stream" in r.output
 

@@ -41,7 +41,7 @@ def test_cpu_rows_reach_the_leaderboard_only_with_allow_cpu(monkeypatch, isolate
         assert r.exit_code == 2 and r.stderr.startswith("error: --record: no GPU here"), r.output
         assert not isolated_env["leaderboard"].exists()
     r = invoke("run", "gemm", "v0", "--shape", "m=128,n=256,k=256", "--record", "--allow-cpu", "--budget", "0.2",
-               "--pool", "2", "--min-repeats", "3")
+               "--min-repeats", "3")
     assert r.exit_code == 0, r.output
     assert [row["gpu"] for row in leaderboard.read()] == ["cpu"]
 
@@ -121,7 +121,7 @@ def test_every_option_named_anywhere_in_the_docs_exists():
 
 # ------------------------------------------------------------ the Quickstart in an 80-column terminal
 REPO = Path(cli.__file__).parents[2]
-QUICK = ["--shapes", "tests:0", "--budget", "0.2", "--pool", "1", "--min-repeats", "3"]  # one tests shape: < 30 s
+QUICK = ["--shapes", "tests:0", "--budget", "0.2", "--min-repeats", "3"]  # one tests shape: < 30 s
 
 
 def _in_a_terminal(args: list[str], env: dict, columns: int = 80) -> list[str]:

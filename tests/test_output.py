@@ -62,11 +62,24 @@ def test_list_as_json_and_csv(tmp_path):
 
 def test_run_as_csv_on_a_cpu(tmp_path):
     out = tmp_path / "run.csv"
-    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--budget", "0.3", "--pool", "2", "--format", "csv", "-o", str(out))
+    r = invoke("run", "gemm", "v0", "--shape", SHAPE, "--budget", "0.3", "--format", "csv", "-o", str(out))
     assert r.exit_code == 0, r.output
     (row,) = list(csv.DictReader(out.open()))
     assert row["status"] == "PASS" and row["method"] == "gpumode" and row["shape_m"] == "128" and float(row["mean_us"]) > 0
     assert row["shape_n"] == "256" and int(row["n"]) >= 1  # the shape's n and the sample count stay apart
+
+
+def test_run_warm_as_csv_carries_the_warm_times(tmp_path):
+    """--warm's times were in run's table and its json results only: csv and md rows dropped them."""
+    out = tmp_path / "run.csv"
+    r = invoke("run", "gemv", "v0", "--shape", "m=128,k=256", "--method", "cold", "--warm", "--budget", "0.2",
+               "--min-repeats", "3", "--format", "csv", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    (row,) = list(csv.DictReader(out.open()))
+    assert row["status"] == "PASS" and float(row["warm_mean_us"]) > 0
+    r = invoke("run", "gemv", "v0", "--shape", "m=128,k=256", "--method", "cold", "--budget", "0.2",
+               "--min-repeats", "3", "--format", "csv")
+    assert r.exit_code == 0 and "warm_mean_us" not in r.stdout  # no warm pass, no column
 
 
 @pytest.mark.parametrize("fail_on,max_regression,ratio,expected", [

@@ -349,6 +349,9 @@ def test_probe_ablate_lists_declared_variants_and_refuses_unknown_or_repeated_na
     assert twice.exit_code == 2 and "given twice (a)" in twice.stderr
     none = _invoke("ablate", "gemm", "v0", "--list")
     assert none.exit_code == 2 and "declares no ABLATIONS" in none.stderr
+    as_json = _invoke("ablate", "gemm", str(FIXTURE), "--list", "--json")  # --json was ignored by --list
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout) == {
+        "variants": [{"name": "no_sum", "defines": ["NVFP4_ABLATE_NO_SUM"]}]}
 
 
 # ------------------------------------------------------------------------------------ host path

@@ -222,11 +222,26 @@ def test_missing_counts_what_this_machine_cannot_run_as_nothing_missing(monkeypa
     assert "nothing missing" in text and "needs an NVIDIA GPU with sm_100a; this one is sm_90: v4" in text
 
 
+def test_a_plot_beside_a_document_on_stdout_is_drawn_too(monkeypatch, isolated_env, tmp_path):
+    """table --plot --format json (no -o): the document was printed and the plot silently not drawn."""
+    _fake_machine(monkeypatch)
+    from harness.cli import render
+    drawn = []
+    monkeypatch.setattr(render, "require_matplotlib", lambda: None)
+    monkeypatch.setattr(render, "plot_measured", lambda problem, pc, shapes, outcomes, on_benchmarks, path:
+                        drawn.append((problem, [o.submissions[0].label for o in outcomes], on_benchmarks, str(path))))
+    png = tmp_path / "ladder.png"
+    r = invoke("table", "gemm", "--versions", "v0,v3", "--gpus", "0", "--plot", png, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert [row["version"] for row in json.loads(r.stdout)["rows"]] == ["v0"] * 3 + ["v3"] * 3
+    assert drawn == [("gemm", ["v0", "v3"], True, str(png))] and f"plot written to {png}" in r.stderr
+
+
 def test_missing_refuses_what_it_would_leave_out():
     r = invoke("table", "gemm", "--record", "--missing", "--plot", "ladder.png")
     assert r.exit_code == 2 and "--recorded --plot FILE draws the whole ladder" in r.stderr and "Traceback" not in r.output
     r = invoke("table", "gemm", "--record", "--missing", "--method", "cold", "--warm")
-    assert r.exit_code == 2 and "--missing cannot tell which lack them" in r.stderr and "Traceback" not in r.output
+    assert r.exit_code == 2 and "--warm has no effect on table" in r.stderr and "Traceback" not in r.output
 
 
 def test_missing_with_a_recorded_method_and_a_failing_build_records_and_reports_only_the_missing_one(

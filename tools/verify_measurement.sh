@@ -27,7 +27,7 @@ for part in ${parts[@]}; do
       say "compare gemv v1 v1"; nvfp4 compare gemv v1 v1 --budget 6
       say "compare gemm v0 v0"; nvfp4 compare gemm v0 v0 --budget 6 ;;
     modes)
-      say "run gemv v1 (cold, --warm)"; nvfp4 run gemv v1 --warm --budget 2 --record
+      say "run gemv v1 (cold, --warm)"; nvfp4 run gemv v1 --method cold --warm --budget 2 --record
       say "run gemv v1 --graph"; nvfp4 run gemv v1 --graph --budget 2
       say "run gemm v0 --graph (not capturable)"; nvfp4 run gemm v0 --graph --shapes benchmarks:2 --budget 1 ;;
     table)

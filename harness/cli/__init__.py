@@ -162,7 +162,7 @@ def timing_options(method: str = timing.DEFAULT_METHOD, budget: float = 3.0, sev
                           help="Seconds of timing per shape before the stopping rule may stop.")(fn)
         fn = click.option("--pool", type=COUNT, default=8, show_default=True,
                           help="Distinct input sets per block, regenerated every block (gpumode: the competition's "
-                               "batch, 50 or 15, where it has one).")(fn)
+                               "batch, 50 or 15, where it has one, so --pool is refused there).")(fn)
         fn = click.option("--method", type=click.Choice(METHODS), multiple=several_methods,
                           default=(method,) if several_methods else method, show_default=True,
                           help="gpumode: the competition's eval (batch, flush, stop rule); kernel: device time of the "
@@ -197,6 +197,16 @@ def timing_plan(budget, min_samples, min_time, target, pool, graph, warm, margin
     rule = {k: v for k, v in (("min_samples", min_samples), ("target", target)) if v is not None}
     return runner.TimingPlan.from_options(budget_s=budget, min_time_s=min_time, pool=pool, method=method,
                                           flush=flush_kind, warm=warm, margin=margin, **rule)
+
+
+def refuse_batched_pool(plans: list[runner.TimingPlan], problems: list[str]) -> None:
+    """--pool where every method and problem times GPU MODE's batches (gpumode on gemm, dual_gemm,
+    group_gemm): a block there is the competition's batch of distinct input sets
+    (``TimingPlan.pool_size``), so the pool asked for would be dropped (`run gemm v3 --pool 2` timed 50)."""
+    if problems and all(p.batch(name) > 1 for p in plans for name in problems):
+        batches = ", ".join(f"{name}'s {plans[0].batch(name)}" for name in problems)
+        refuse(("pool",), f"with the gpumode method on {', '.join(problems)}: a block is the competition's batch of "
+                          f"distinct input sets ({batches}); another --method takes --pool")
 
 
 def run_processes_option(fn):
@@ -254,6 +264,11 @@ def writable_file(path: str, option: str) -> Path:
 def output_format(fmt: str | None, output_path: str | None) -> str:
     """The machine format asked for (``table`` when none): ``--format``, else ``-o``'s extension;
     ``-o``'s file is checked here, before anything runs."""
+    if output_path and fmt == "table":
+        # NOTE: the table goes to the terminal whatever -o says, so -o's file was never written
+        # (`list --format table -o x.json` exited 0 with no x.json)
+        raise UserError(f"-o {output_path} writes json, csv or md, and --format table prints to the terminal only: "
+                        "give --format json|csv|md, or leave out -o")
     if output_path:
         writable_file(output_path, "-o")
     if fmt:

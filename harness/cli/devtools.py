@@ -15,7 +15,7 @@ import click
 from rich.markup import escape
 
 from harness import ceilings, config, runner, scaffold, submissions
-from harness.cli import COUNT, SECONDS, Number, clean_errors, main, writable_file
+from harness.cli import COUNT, SECONDS, Number, clean_errors, main, refuse, writable_file
 from harness.cli import render
 from harness.cli.render import console, err_console
 from harness.errors import UserError
@@ -225,6 +225,9 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
     from harness import cuda_tools, machine, profile
     from reference import problem_module
 
+    if use_ncu:
+        refuse(("top",), "with --ncu: it prints Nsight Compute's summary of the custom_kernel range, not "
+                         "torch.profiler's kernel table")
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     why = machine.arch_refusal(sub.arch, cap)

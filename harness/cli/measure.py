@@ -19,8 +19,8 @@ import click
 
 from harness import config, isolation, leaderboard, lineage, paths, report, runner, stats, submissions
 from harness.cli import (COUNT, Number, clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
-                         output_options, refuse, given, run_processes_option, timing_options, timing_plan,
-                         writable_file)
+                         output_options, refuse, refuse_batched_pool, given, run_processes_option, timing_options,
+                         timing_plan, writable_file)
 from harness.cli import render
 from harness.cli.render import console, err_console
 from harness.errors import UserError
@@ -210,6 +210,7 @@ def run_cmd(problem, version, shapes_spec, custom, dist, record, allow_cpu, as_j
     plan = timing_plan(budget, min_samples, min_time, target, pool, graph, warm, queued=queued, method=method,
                        flush_kind=flush_kind)
     plan.run_processes = run_processes
+    refuse_batched_pool([plan], [problem])
     if record:
         leaderboard.check_writable()  # NOTE: before minutes of measuring, not after them
     sub = submissions.resolve(problem, version)
@@ -301,6 +302,7 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
                        flush_kind=flush_kind, default_method="kernel")
     plan.processes, plan.max_processes = processes, max(processes, max_processes)
     plan.precision = precision
+    refuse_batched_pool([plan], [problem])
     fmt = output_format(fmt, output_path)
     machine_only = fmt != "table" and not output_path
     if recorded:
@@ -311,6 +313,10 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     plan.isolated = isolated
     if isolated:
         refuse(("precision", "min_time"), "with --isolated: its processes stop by process generations")
+        if given("max_processes") and max_processes < processes:
+            # NOTE: the plan takes the larger of the two, so a lower --max-processes did nothing
+            raise UserError(f"--max-processes {max_processes} is below --processes {processes}: no generation past "
+                            "--processes would be added; raise it, or leave it out")
     else:
         refuse(("processes", "max_processes"), "without --isolated: they count its process generations")
     if outside:
@@ -467,6 +473,14 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     the lab's versions once (harness.ladder). Repeat --method to time each version
     with several methods (e.g. --method gpumode --method kernel)."""
     _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
+    if versions:
+        # NOTE: --versions resolves each name, an attic version's too, so --all added nothing
+        refuse(("include_attic",), "with --versions: the versions it names are the ones shown (an attic version by its "
+                                   "name too)")
+    # NOTE: a ladder row holds one mean per shape: warm times were measured (a second pass a row) and shown
+    # in no table, no --format row, and recorded only in sidecars no command reads
+    refuse(("warm",), f"on table: its rows show one mean per shape, so the warm times would be shown nowhere; "
+                      f"nvfp4 run {problem} VERSION --method cold --warm prints them beside the cold ones")
     if commit is not None and not recorded:
         raise UserError("--commit picks recorded rows: add --recorded")
     if missing and not record:
@@ -475,11 +489,6 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
         # NOTE: the plot would hold only the pairs timed now (none when nothing is missing)
         raise UserError(f"--plot draws what this table measures, and --missing leaves out what leaderboard.csv holds: "
                         f"nvfp4 table {problem} --recorded --plot FILE draws the whole ladder from the records")
-    if missing and warm:
-        # NOTE: a row does not say whether warm calls were timed beside it, so a cold pair recorded
-        # without --warm would count as recorded and its warm times would never be taken
-        raise UserError("--warm: leaderboard.csv's rows do not say whether warm calls were timed beside them, so "
-                        "--missing cannot tell which lack them")
     if commit is not None and not commit.strip():
         raise UserError("--commit: give a commit (a prefix of leaderboard.csv's git_commit)")
     fmt = output_format(fmt, output_path)
@@ -500,6 +509,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     else:
         submissions.check_problem(problem)
         problems = [problem]
+    refuse_batched_pool(plans, problems)
     gpus = gpu_indices(gpus_spec)
     cfg = config.load()
     pc = cfg[problems[0]]
@@ -575,13 +585,19 @@ def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcom
                          plan=plan, methods=[p.method for p in plans], not_run=not_run),
          fmt, output_path)
     if quiet:
+        if plot_path:  # NOTE: --format json on stdout and the plot in its file: the plot was dropped here
+            name = problems[0]  # NOTE: --plot takes one PROBLEM and one --method (table_cmd)
+            shapes = shapes_of_problem[name]
+            render.plot_measured(name, cfg[name], shapes, [outcomes[(s.label, s.problem, plan.method)] for s in subs],
+                                 _on_benchmarks(cfg[name], shapes), plot_path)
+            err_console.print(f"plot written to {plot_path}", soft_wrap=True)
         _exit(ok, record_failures)
     if recorded_here and not measured:
         console.print(f"nothing missing: leaderboard.csv has every (version, method) this machine can run, for its "
                       f"current code on {next(iter(recorded_here.values()))} (table --missing measured nothing)")
     for name in problems:
         shapes = shapes_of_problem[name]
-        on_benchmarks = all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(cfg[name].benchmarks)
+        on_benchmarks = _on_benchmarks(cfg[name], shapes)
         for p in plans:
             ladder_outcomes = [outcomes[(s.label, s.problem, p.method)] for s in subs if s.problem == name]
             if all(o.refused for o in ladder_outcomes) and not plot_path:
@@ -604,6 +620,11 @@ def _report_table(problem, problems, cfg, subs, plans, shapes_of_problem, outcom
             console.print()
             _print_recorded(name, cfg[name], plan.method, plan.flush, False, None, or_published=True)
     _exit(ok, record_failures)
+
+
+def _on_benchmarks(pc, shapes) -> bool:
+    """Whether a table's shapes are its problem's benchmarks, all of them (the writeup's figures then sit beside)."""
+    return all(s.set_name == "benchmarks" for s in shapes) and len(shapes) == len(pc.benchmarks)
 
 
 def _table_rows(outcome) -> list[dict]:
@@ -843,6 +864,12 @@ def _print_recorded(problem, pc, method, flush, include_attic, plot_path, versio
         emit(report.document("table", problem, _recorded_rows(problem, pc, rows), recorded=True, method=method,
                              flush=flush), fmt, output_path)
         if not output_path:
+            # NOTE: the document on stdout and the plot in its file (the plot was dropped here)
+            if plot_path and any(r["gpu"] != "cpu" for r in rows):
+                render.plot_recorded(problem, pc, rows, plot_path, method)
+                err_console.print(f"plot written to {plot_path}", soft_wrap=True)
+            elif plot_path:
+                err_console.print(f"no recorded {method} results ({flush} flush) of a GPU for {problem}: no plot written")
             return
     if not any(r["gpu"] != "cpu" for r in rows):  # NOTE: CPU rows (run --allow-cpu) compare with no GPU's
         console.print(f"no recorded {method} results ({flush} flush) of a GPU for {problem} (use --record on one)")

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from harness import config, runner, submissions
-from harness.cli import COUNT, clean_errors, main
+from harness.cli import COUNT, clean_errors, main, refuse
 from harness.errors import UserError
 from harness.probes import marks as marks_mod, variants
 from harness.probes.variants import Variant
@@ -128,6 +128,8 @@ def marks_cmd(problem, version, header, shapes_spec, custom, calls, ctas, as_jso
     when CTAs reach it (µs after the call's first stamp) and per phase how long it takes (µs and
     cycles). Needs a GPU."""
     if header:
+        refuse(("problem", "version", "shapes_spec", "custom", "calls", "ctas", "as_json"),
+               "with --header: it prints the marks header and exits")
         click.echo(marks_mod.MARKS_CUDA.strip("\n"))
         return
     if not problem or not version:
@@ -178,7 +180,7 @@ def _chosen_variants(sub: submissions.Submission, given: tuple[str, ...]) -> lis
               help="Rounds; in each, every variant times one block of the pool.")
 @click.option("--pool", type=COUNT, default=8, show_default=True, help="Distinct inputs per block.")
 @click.option("--jobs", type=COUNT, default=None, help="Builds at once (default: one per CPU).")
-@click.option("--json", "as_json", is_flag=True, help="The rows as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="The rows (with --list: the variants) as JSON.")
 @clean_errors
 def ablate_cmd(problem, version, given, list_only, shapes_spec, custom, rounds, pool, jobs, as_json):
     """Time a version with stages left out, by its kernels alone, against itself.
@@ -188,10 +190,13 @@ def ablate_cmd(problem, version, given, list_only, shapes_spec, custom, rounds, 
     file lists them). The text of the version is never edited. Variants are interleaved round by
     round; each is timed by the kernel method; `full` (the version as it is) must match the
     reference. Needs a GPU (--list does not)."""
+    if list_only:
+        refuse(("shapes_spec", "custom", "rounds", "pool", "jobs"), "with --list: it lists the variants and exits")
     sub = submissions.resolve(problem, version)
     chosen = _chosen_variants(sub, given)
     if list_only:
-        click.echo("\n".join(f"{v.name:<20} {' '.join('-D' + d for d in v.defines)}" for v in chosen))
+        _emit({"variants": [{"name": v.name, "defines": list(v.defines)} for v in chosen]},
+              [f"{v.name:<20} {' '.join('-D' + d for d in v.defines)}" for v in chosen], as_json)
         return
     from harness.probes import ablate
     _require_gpu("nvfp4 probe ablate (a stand-in's time is its kernels' time; --list needs none)")
