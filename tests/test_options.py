@@ -100,6 +100,8 @@ CASES = [
     (("list", "gemv", "--format", "table", "-o", "list.json"), 2,
      "error: -o list.json writes json, csv or md, and --format table prints to the terminal only"),
     (("leaderboard", "gemv", "--format", "table", "-o", "board.csv"), 2, "error: -o board.csv writes json, csv or md"),
+    (("run", "gemv", "v0", "--json", "-o", "run.csv"), 2,
+     "error: -o run.csv names a csv file and --format says json: make them agree"),
     (("run", "gemm", "v0", "--pool", "2"), 2,
      "error: --pool has no effect with the gpumode method on gemm: a block is the competition's batch of distinct "
      "input sets (gemm's 50); another --method takes --pool"),

@@ -269,12 +269,15 @@ def output_format(fmt: str | None, output_path: str | None) -> str:
         # (`list --format table -o x.json` exited 0 with no x.json)
         raise UserError(f"-o {output_path} writes json, csv or md, and --format table prints to the terminal only: "
                         "give --format json|csv|md, or leave out -o")
+    ext = output_path.rsplit(".", 1)[-1].lower() if output_path and "." in output_path else ""
+    if fmt and ext in ("json", "csv", "md") and ext != fmt:
+        # NOTE: --format wins, so `--format csv -o out.json` wrote CSV into a file named .json
+        raise UserError(f"-o {output_path} names a {ext} file and --format says {fmt}: make them agree")
     if output_path:
         writable_file(output_path, "-o")
     if fmt:
         return fmt
     if output_path:
-        ext = output_path.rsplit(".", 1)[-1].lower() if "." in output_path else ""
         if ext in ("json", "csv", "md"):
             return ext
         raise UserError(f"-o {output_path}: say --format json|csv|md (the extension does not name one)")

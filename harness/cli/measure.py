@@ -251,7 +251,10 @@ def _json_outcome(outcome: runner.JobOutcome) -> dict:
                          "gpu_index": r.extra.get("gpu_index"),
                          "gpu_uuid": ((r.device or {}).get("telemetry") or {}).get("uuid")}
                         for r in outcome.results],
-            "geomean": outcome.geomean, "timing": outcome.plan.describe() if outcome.plan else None}
+            # NOTE: described for the problem, as the sidecars are: its gpumode batch and the pool that
+            # follows from it (the plan's own --pool, 8, is not what gemm's gpumode timed)
+            "geomean": outcome.geomean,
+            "timing": outcome.plan.describe(outcome.submissions[0].problem) if outcome.plan else None}
 
 
 # --------------------------------------------------------------------------------------- compare
