@@ -31,7 +31,6 @@ would rebuild what the build child built.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import inspect
@@ -42,9 +41,9 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
-from harness import build_cache, cuda_tools
+from harness import build_cache, cuda_tools, locking
 
 Progress = Callable[[str], None] | None
 
@@ -61,7 +60,7 @@ _PCH_LOCK = threading.Lock()
 HEADER_TEXT = "#pragma once\n#include <torch/extension.h>\n"
 
 
-def pch_header(command: list[str], folder_root: Path) -> Path | None:
+def pch_header(command: Sequence[str], folder_root: Path) -> Path | None:
     """The header that includes <torch/extension.h> for ``command`` (the host compiler and its flags,
     no input or output), in ``folder_root/<key>/``, the key hashing the command, the compiler's
     version and torch's: written once, never rewritten; None where it cannot be written (no room, a
@@ -89,7 +88,7 @@ def pch_header(command: list[str], folder_root: Path) -> Path | None:
     return header
 
 
-def _precompile(command: list[str], header: Path, on_progress: Progress, wait: bool) -> bool:
+def _precompile(command: Sequence[str], header: Path, on_progress: Progress, wait: bool) -> bool:
     """``header``'s GCC PCH (``header.gch``) built unless it exists; ``wait``: while another thread or
     process builds it, wait for that one (False: leave it to that one and return). True when the PCH
     is there at the end."""
@@ -99,15 +98,10 @@ def _precompile(command: list[str], header: Path, on_progress: Progress, wait: b
     if not _PCH_LOCK.acquire(blocking=wait):
         return False
     try:
-        with open(header.parent / ".lock", "a+") as lock:
-            try:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not wait:
-                    return False
-                if on_progress:
-                    on_progress("waiting for another process precompiling torch/extension.h")
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        with locking.open_locked(header.parent / ".lock", wait=wait, on_wait=on_progress,
+                                 doing="precompiling torch/extension.h") as lock:
+            if lock is None:  # NOTE: another process builds it: this build goes on without
+                return False
             if gch.exists():
                 return True
             if on_progress:
@@ -149,8 +143,9 @@ def is_gcc(compiler: str) -> bool:
     return "gcc version" in out.stderr + out.stdout and "clang" not in (out.stderr + out.stdout).lower()
 
 
+@functools.lru_cache(maxsize=None)  # NOTE: asked on every import of a version (a ladder process makes dozens)
 def _torch_cxx_command(with_cuda: bool, extra_cflags: tuple[str, ...], extra_include_paths: tuple[str, ...],
-                       extra_cuda_cflags: tuple[str, ...]) -> list[str] | None:
+                       extra_cuda_cflags: tuple[str, ...]) -> tuple[str, ...] | None:
     """The host compiler and the flags torch compiles main.cpp with, as torch writes them into its
     build.ninja (``cxx`` and ``cflags``), less ``-DTORCH_EXTENSION_NAME`` (the one flag that differs
     per version and that torch's headers never read); None where torch's writer cannot be asked.
@@ -178,7 +173,7 @@ def _torch_cxx_command(with_cuda: bool, extra_cflags: tuple[str, ...], extra_inc
     if "cxx" not in values or "cflags" not in values:
         return None
     flags = [f for f in shlex.split(values["cflags"]) if not f.startswith("-DTORCH_EXTENSION_NAME=")]
-    return [*shlex.split(values["cxx"]), *flags]
+    return (*shlex.split(values["cxx"]), *flags)
 
 
 def _without_defines(flags: list[str]) -> tuple[str, ...]:

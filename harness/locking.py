@@ -24,16 +24,20 @@ from typing import IO, Callable, Iterator
 
 
 @contextlib.contextmanager
-def open_locked(path: Path, mode: str = "a+", *, shared: bool = False,
-                on_wait: Callable[[str], None] | None = None, doing: str = "", **open_args) -> Iterator[IO]:
+def open_locked(path: Path, mode: str = "a+", *, shared: bool = False, wait: bool = True,
+                on_wait: Callable[[str], None] | None = None, doing: str = "", **open_args) -> Iterator[IO | None]:
     """``path`` opened with ``mode`` and an flock held on it while the block runs (``shared``: a
     reader's lock, which writers wait for). ``on_wait`` is told once when another process holds it
-    (what that one is ``doing``, by default holding the file), then how long it waited."""
+    (what that one is ``doing``, by default holding the file), then how long it waited. ``wait=False``:
+    where another holds it, the block runs at once with None instead of the file."""
     with open(path, mode, **open_args) as f:
         kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         try:
             fcntl.flock(f.fileno(), kind | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not wait:
+                yield None
+                return
             if on_wait:
                 on_wait(f"waiting for another process {doing or 'holding ' + path.name}")
             t0 = time.monotonic()

@@ -56,3 +56,28 @@ def test_update_json_starts_afresh_from_a_damaged_file(tmp_path):
     path.write_text("{not json")
     assert locking.update_json(path, lambda data: data.update(a=1)) == {"a": 1}
     assert locking.read_json(path) == {"a": 1}
+
+
+def _hold(args) -> None:
+    path, held, release = args
+    with locking.open_locked(path):
+        held.set()
+        release.wait(10)
+
+
+def test_a_lock_asked_without_waiting_runs_the_block_at_once_with_none_while_another_holds_it(tmp_path):
+    """fast_build's PCH: a build never waits for another process's precompile."""
+    path = tmp_path / "x.lock"
+    ctx = multiprocessing.get_context("spawn")
+    held, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold, args=((path, held, release),))
+    holder.start()
+    try:
+        assert held.wait(20)
+        with locking.open_locked(path, wait=False) as f:
+            assert f is None
+    finally:
+        release.set()
+        holder.join(20)
+    with locking.open_locked(path, wait=False) as f:
+        assert f is not None
