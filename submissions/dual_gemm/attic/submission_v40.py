@@ -35,7 +35,19 @@ their GEMM launches are v39's). Marks: 2 ~3.36, 3 (first group ready) ~3.5-3.8, 
 it now only gates the second lap), K loop and end ~0.5-1.0 earlier than v39's 58.02 / 63.78. Refuted if mark 3
 sits at ~4.3-4.5 (the first groups end with the grid: the prepass's blocks finish in no dispatch order, and a
 group waits for the slowest of its 8), then v40 reads as v39.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 52 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test dual_gemm v40 --dist all`: 40 of 40 pass; `--dist all` on m=512,n=3072,k=7168 / m=480,n=3072,k=4160 /
+m=512,n=3072,k=4160 / m=256,n=4352,k=7168 (l=1): 16 of 16. `compare dual_gemm v39 v40` (kernel method, mean us v39
+-> v40, speedup [95%]): 256x4096x7168 45.57 -> 45.49 1.002x SAME; 512x4096x7168 78.87 -> 78.94 0.999x SAME;
+256x3072x4096 29.57 -> 29.39 1.006x SAME; 512x3072x7168 65.49 -> 67.25 0.974x [0.971, 0.977] SLOWER. Marks (`probe
+marks dual_gemm v40 --shape m=512,n=3072,k=7168,l=1`, 20 calls, L2 flushed, median (max) us after the call's first
+stamp): prepass start 0.10 (0.35), prepass stores issued 2.78 (5.66; v39 2.50 / 4.00), GEMM start 4.29 (5.98; v39
+3.36), first K group ready (flags) 6.18 (8.00), prepass visible (wait returned) 9.15 (11.26; v39 4.54), K loop
+60.10, end 65.86 (68.06). Refuted: mark 3 came at 6.18, after v39's wait (4.54), and the prepass itself ended ~4.6 us
+later than v39's: its reshaped blocks (32 rows x 4 K blocks) and their flag releases slowed the prepass and
+delayed the GEMM's placement (4.29 against 3.36). The prepass's shape and traffic are on the path; flags on top of
+it cost more than the wait they replace. SLOWER -> attic.
 """
 
 import torch

@@ -105,7 +105,22 @@ module's per-stream workspace; if that workspace later grows, or is dropped when
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
 (The table is v52's: v56 adds or changes no check, its CPP_SRC is v52's byte for byte.)
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, session 52 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test gemm v56 --dist all`: 40 of 40 pass; `--dist all` on m=32,n=256,k=16384 / m=128,n=1536,k=8192 /
+m=128,n=5120,k=7168 / m=128,n=768,k=4352 (l=1): 16 of 16. `compare gemm v52 v56` (kernel method, mean us v52 -> v56,
+speedup [95%]): 128x7168x16384 59.87 -> 59.50 1.006x [1.002, 1.010] SAME; 128x4096x7168 22.36 -> 22.15 1.009x
+[1.001, 1.018] SAME; 128x7168x2048 14.29 -> 14.42 0.991x [0.981, 1.001] SAME. Marks (`probe marks gemm v56
+--shapes benchmarks:1`, 128x4096x7168, 20 calls, L2 flushed, median (max) us after the call's first stamp): start
+1.18 (1.63), B armed 2.08 (2.56), prepass done (wait returned) 2.08 (2.56), first stage decoded 3.94 (5.95), K loop
+done 15.01 (16.99), partial stored and flag raised 17.09 (19.01), peers' parts received 18.69 (20.48), end 19.52
+(21.28); per CTA: start -> B armed 0.90, B armed -> wait returned 0.03, wait -> first stage 1.79, the loop 11.07,
+loop -> partial stored 2.02, -> peers' parts 1.63, -> end 0.83. `compare gemm peer v56` (fair peer): 1.220x /
+1.186x [1.176, 1.195] / 0.895x (peer 72.65 / 26.23 / 12.89 us); 1.2x on 128x4096x7168 now asks <= 21.86 us.
+Against the prediction: the premise held (the CTAs start early, the start spread 0.45 us; the wait returned as B
+was armed: the prepass was visible by then, so the wait is off the path), but the gain is 1.009x, the low end of
+1.005-1.03x and inside the noise: SAME on all three -> attic. The split shape's path is the exchange after the loop
+(partial stored -> end 4.5 us of 19.5), not the start.
 
 Exactness (v43's; the kernels' arithmetic unchanged, K order unchanged: each split's K range, its chunks of 4
 blocks and the exchange's sum order are v52's): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
