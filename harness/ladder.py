@@ -8,7 +8,17 @@ started, and all four ladders (87 versions) took over an hour on a machine lent 
 How the list is served:
 
 - The jobs are in ladder order: version by version, for each version method by method, then its
-  shapes; a GPU takes a (version, method) group whole when it can.
+  shapes; a GPU takes a (version, method) group whole when it can. Every event method's jobs
+  (``timing.EVENT_METHODS``: gpumode, cold, ...) come before any profiler method's (kernel) of the
+  same problem, so each GPU's process times its event methods before it opens a profiler. NOTE:
+  kineto leaves CUPTI's callbacks on every later launch of a process that opened a torch.profiler
+  session; in the order version by version, method by method, `table group_gemm --versions
+  v52,v53,v54 --method gpumode --method kernel` (H200, session 52, one process) read v53 and v54's
+  gpumode rows 127.98/78.28/36.00/25.23 and 127.83/78.69/35.35/21.98 µs (A/B/C/D), each after a
+  kernel-method job, against 124.08/74.56/32.79/18.11 and 123.89/74.16/32.32/17.83 in a process that
+  had opened none (+3 to +7 µs a call, the host path's); v52, timed first, was not slowed. A
+  process that opened one is replaced before an event method all the same
+  (``runner.SharedChild``), so an order that slips costs a process start, never a figure.
 - One process per GPU for the whole ladder (``runner.SharedChild``, made by the table in
   ``per_gpu``): it imports every lab version the GPU may time once, and each shape is checked,
   warmed and timed for one version at a time, as in a process of the version's own. NOTE: with a
@@ -38,7 +48,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Collection, ContextManager, Hashable, Sequence
 
-from harness import runner
+from harness import runner, timing
 from harness.config import Shape
 from harness.submissions import Submission
 
@@ -50,11 +60,23 @@ class Job:
     shape: int  # index into that version's shapes
 
 
-def job_list(shape_counts: Sequence[int], methods: Sequence[str], skip: Collection[tuple[int, str]] = ()) -> list[Job]:
-    """Every (version, method, shape) job in ladder order: version by version, method by method;
-    none of the (version, method) groups in ``skip``."""
-    return [Job(v, m, s) for v, count in enumerate(shape_counts) for m in methods if (v, m) not in skip
-            for s in range(count)]
+def job_list(shape_counts: Sequence[int], methods: Sequence[str], skip: Collection[tuple[int, str]] = (),
+             problems: Sequence[Hashable] | None = None) -> list[Job]:
+    """Every (version, method, shape) job in ladder order (version by version, method by method),
+    the event methods' jobs before the profiler methods' (the module's docstring says why): per
+    problem (``problems[v]``, version ``v``'s; in order of first appearance; default one), its
+    versions' event-method jobs, then their profiler-method jobs. None of the (version, method)
+    groups in ``skip``."""
+    problems = list(problems) if problems is not None else [None] * len(shape_counts)
+    event = [m for m in methods if m not in timing.PROFILER_METHODS]
+    profiler = [m for m in methods if m in timing.PROFILER_METHODS]
+    jobs = []
+    for problem in dict.fromkeys(problems):
+        versions = [v for v, p in enumerate(problems) if p == problem]
+        for kinds in (event, profiler):
+            jobs += [Job(v, m, s) for v in versions for m in kinds if (v, m) not in skip
+                     for s in range(shape_counts[v])]
+    return jobs
 
 
 def claim(pending: Sequence[Job], workers: int) -> int:
@@ -91,7 +113,7 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
     groups not to time (``table --missing``: recorded already); they get no outcome."""
     shapes = [list(shapes_of(sub)) for sub in subs]
     by_method = {plan.method: plan for plan in plans}
-    pending = job_list([len(s) for s in shapes], list(by_method), skip)
+    pending = job_list([len(s) for s in shapes], list(by_method), skip, [sub.problem for sub in subs])
     total = len(pending)
     parts: dict[tuple[int, str], list[runner.JobOutcome]] = {}
     lock, told = threading.Lock(), threading.Lock()

@@ -402,6 +402,11 @@ class SharedChild:
     - a crash or timeout while timing ends the process (:class:`harness.isolation.Child`'s rule:
       that shape's CRASH or TIMEOUT); the next shape, of whichever version, starts a fresh one.
 
+    A process that has opened a torch.profiler session (a ``timing.PROFILER_METHODS`` block asked of
+    it, or its reply saying so) is replaced before it is asked to prepare an event method's shape:
+    CUPTI's callbacks stay on every launch of it (``harness.timing._profiler_opened`` cites what they
+    cost; the ladder orders the event methods first, so a table never pays this).
+
     ``progress`` is the current piece's event printer (``run`` sets it); used from one thread,
     the GPU's, which must also stop it (a child dies with the thread that started it)."""
 
@@ -420,6 +425,7 @@ class SharedChild:
         self.members: list[str] = []  # the labels the running process imported, in its ``sub`` order
         self.device: dict | None = None
         self.started = 0  # processes started
+        self.profiler_opened = False  # whether the running process has opened a torch.profiler session
         self._old_logs: list = []
 
     def seat(self, sub: Submission) -> "_Seat":
@@ -476,6 +482,16 @@ class SharedChild:
             self.child.stop()
             self._old_logs.extend(self.child.logs)
             self.child, self.members = None, []
+        self.profiler_opened = False
+
+    def before(self, command: dict) -> None:
+        """Stops a process that has opened a profiler before it prepares an event method's shape (the
+        class's docstring says why): the next one serves it."""
+        if command["cmd"] == "prepare" and command["method"] not in timing.PROFILER_METHODS and self.profiler_opened:
+            where = f"GPU {self.gpu}" if self.gpu is not None else "this machine"
+            self._relay({"event": "note", "text": f"{where}: a fresh process for the {command['method']} method "
+                         "(the last one opened a torch.profiler session)"})
+            self.stop()
 
 
 class _Seat:
@@ -506,10 +522,16 @@ class _Seat:
         self.shared.stop()
 
     def request(self, command: dict, timeout_s: float) -> dict:
+        self.shared.before(command)
         child, index = self.shared.child_for(self.sub)
         if command["cmd"] in ("prepare", "block"):
             command = dict(command, sub=index)
-        return child.request(command, timeout_s)
+            if command["method"] in timing.PROFILER_METHODS:
+                self.shared.profiler_opened = True  # NOTE: the parent's own count: a CPU child opens none
+        reply = child.request(command, timeout_s)
+        if reply.get("profiler_opened"):
+            self.shared.profiler_opened = True
+        return reply
 
 
 def _refusal(subs: list[Submission], capability) -> tuple[str, str] | None:

@@ -75,8 +75,10 @@ _now = time.perf_counter
 ESCAPE_REL = 0.5
 ESCAPE_ABS_US = 500.0
 METHODS = ("gpumode", "kernel", "cold", "queued", "warm", "graph")
+# The methods read from a torch.profiler session (kineto's CUPTI records)
+PROFILER_METHODS = ("kernel",)
 # The methods timed by events around the calls: in the worker, the compiled clock's (harness.clock)
-EVENT_METHODS = tuple(m for m in METHODS if m != "kernel")
+EVENT_METHODS = tuple(m for m in METHODS if m not in PROFILER_METHODS)
 FLUSHES = ("dirty", "clean")
 DEFAULT_METHOD = "gpumode"
 # Calls per batch of GPU MODE's eval for each problem (reference-kernels, problems/nvidia): gemm and
@@ -116,6 +118,20 @@ class Bound:
 
 
 _bound: Bound | None = None
+# NOTE: set for good once this process opens a torch.profiler session (``_time_kernels``): kineto
+# leaves CUPTI's callbacks on every later launch of the process (no cuptiFinalize at a session's end;
+# pytorch/pytorch#144455, #146604), and an event method's host path pays them. On an H200 (torch
+# 2.11.0+cu130, session 52) group_gemm v53/v54's gpumode rows timed in a process after a kernel-method
+# job read 127.98/78.28/36.00/25.23 and 127.83/78.69/35.35/21.98 µs (A/B/C/D) against
+# 124.08/74.56/32.79/18.11 and 123.89/74.16/32.32/17.83 in a process with no profiler before them:
+# +3 to +7 µs a call. The worker refuses an event method once it is set (``harness.worker``).
+_profiler_opened = False
+
+
+def profiler_opened() -> bool:
+    """Whether this process has opened a torch.profiler session (an event method's figures here
+    would carry CUPTI's callbacks on every launch: see ``_profiler_opened``)."""
+    return _profiler_opened
 
 
 def bind(torch) -> Bound:
@@ -388,6 +404,8 @@ def _time_kernels(b, fn, pool, flush_kind, telemetry, capture) -> Block:
         # read every event of the one cycle there is
         warnings.simplefilter("ignore")
         prof = b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    global _profiler_opened
+    _profiler_opened = True
     with prof:
         b.synchronize()
         t0 = _now()

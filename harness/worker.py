@@ -292,6 +292,9 @@ class Worker:
         NOTE: a table's process holds every version of its ladder (harness.runner.SharedChild) and
         times one at a time: checking and warming the others at every shape cost seconds per shape."""
         from harness import timing
+        refused = _after_profiler(method)
+        if refused:
+            return refused
         torch = self.torch
         self.item, self.pool, self.graphs, self.graph = item, [], {}, None
         self._begin()
@@ -372,6 +375,10 @@ class Worker:
         """One timed block of kernel ``sub`` on round ``round_index``'s inputs (regenerated here, so
         every kernel of a compare times identical inputs); ``tag``: the parent's name for it, carried by
         every record of the compiled clock."""
+        from harness import timing
+        refused = _after_profiler(method)
+        if refused:
+            return dict(refused, sub=sub)
         self.use(sub)
         self.tag = tag
         self._begin()
@@ -389,7 +396,9 @@ class Worker:
                 reply = dict(reply, warm_times_us=warm_pass["times_us"])
         if reply["status"] == "PASS":
             reply["results"] = self.results
-        return dict(reply, sub=sub)
+        # NOTE: the parent replaces a process that has opened a profiler before it asks an event method
+        # of it (harness.runner.SharedChild)
+        return dict(reply, sub=sub, profiler_opened=timing.profiler_opened())
 
     def _refill(self, sets: list, round_index: int, first_slot: int = 0) -> None:
         """Never-seen inputs of round ``round_index`` into ``sets``' tensors (slot ``first_slot`` on),
@@ -523,6 +532,18 @@ class Worker:
         if self.torch.cuda.is_available():
             self.torch.cuda.empty_cache()
         return {"status": "PASS", "message": ""}
+
+
+def _after_profiler(method: str) -> dict | None:
+    """The refusal of an event method in a process that has opened a torch.profiler session, or None:
+    its figures would carry CUPTI's callbacks on every launch (``harness.timing._profiler_opened``
+    says what they cost). The parent never asks it (a fresh process serves it); this is the check that
+    a path which forgets cannot record slow figures in silence."""
+    from harness import timing
+    if method in timing.PROFILER_METHODS or not timing.profiler_opened():
+        return None
+    return {"status": "FAIL", "message": f"harness error: the {method} method asked of a process that has opened a "
+            "torch.profiler session (CUPTI's callbacks slow every later launch here); it needs a fresh process"}
 
 
 def _clone_structure(torch, obj):

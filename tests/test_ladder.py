@@ -22,9 +22,30 @@ def _jobs(*spec):
     return [ladder.Job(v, m, s) for v, m, s in spec]
 
 
-def test_job_list_is_version_by_version_then_method_then_shape():
-    assert ladder.job_list([2, 1], ["gpumode", "kernel"]) == _jobs(
-        (0, "gpumode", 0), (0, "gpumode", 1), (0, "kernel", 0), (0, "kernel", 1), (1, "gpumode", 0), (1, "kernel", 0))
+def test_job_list_is_version_by_version_then_method_then_shape_event_methods_first():
+    assert ladder.job_list([2, 1], ["gpumode", "cold"]) == _jobs(
+        (0, "gpumode", 0), (0, "gpumode", 1), (0, "cold", 0), (0, "cold", 1), (1, "gpumode", 0), (1, "cold", 0))
+    # NOTE: the profiler method after every version's event methods, however --method was ordered
+    assert ladder.job_list([2, 1], ["kernel", "gpumode"]) == _jobs(
+        (0, "gpumode", 0), (0, "gpumode", 1), (1, "gpumode", 0), (0, "kernel", 0), (0, "kernel", 1), (1, "kernel", 0))
+
+
+def test_job_list_puts_each_problems_event_methods_before_its_profiler_method():
+    assert ladder.job_list([1, 1, 1], ["gpumode", "kernel"], problems=["gemv", "gemv", "gemm"]) == _jobs(
+        (0, "gpumode", 0), (1, "gpumode", 0), (0, "kernel", 0), (1, "kernel", 0), (2, "gpumode", 0), (2, "kernel", 0))
+
+
+@pytest.mark.parametrize("gpus", [[None], [0, 1], [0, 1, 2, 3]])
+def test_no_gpu_times_an_event_method_after_a_profiler_method(gpus):
+    log, busy, lock = [], set(), threading.Lock()
+    plans = [runner.TimingPlan(method=m) for m in ("kernel", "gpumode", "cold")]
+    ladder.run(SUBS, lambda sub: SHAPES, plans, gpus, _fake_piece(log, busy, lock, seconds=0.01))
+    assert len({(label, method, shape) for label, method, shapes, _ in log for shape in shapes}) == 27
+    for gpu in gpus:
+        profiled = False
+        for method in [m for _, m, _, g in log if g == gpu]:
+            assert not (profiled and method != "kernel"), f"GPU {gpu}: {method} after kernel"
+            profiled = profiled or method == "kernel"
 
 
 def test_a_free_gpu_takes_the_front_group_whole_while_plenty_is_left():

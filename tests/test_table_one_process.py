@@ -89,3 +89,28 @@ def test_files_from_outside_the_lab_and_clashing_extensions_keep_a_process_of_th
     assert runner.shared_versions(subs, (9, 0), untrusted_all=True) == []
     with pytest.raises(ValueError):
         runner.SharedChild(subs[:1] + [dataclasses.replace(subs[1], problem="gemm")], None)  # one problem a process
+
+
+def test_a_process_that_timed_the_kernel_method_is_replaced_before_an_event_method(tmp_path, monkeypatch, tiny_shapes):
+    # NOTE: kineto leaves CUPTI's callbacks on in a process that opened a profiler (harness.timing's
+    # _profiler_opened): an event method timed there afterwards read +3 to +7 µs a call on an H200
+    _lab(tmp_path, monkeypatch, [V0, V0])
+    launched = _count_processes(monkeypatch)
+    subs = [submissions.resolve("gemv", v) for v in ("v0", "v1")]
+    shapes = runner.select_shapes("gemv", "tests:0", (), False)[0]
+    shared = runner.SharedChild(subs, None)
+    events: list[dict] = []
+    try:
+        for sub, method in [(subs[0], "gpumode"), (subs[0], "kernel"), (subs[1], "kernel"), (subs[1], "gpumode"),
+                            (subs[0], "cold")]:
+            plan = runner.TimingPlan.from_options(budget_s=0.1, min_samples=2, min_time_s=0.01, method=method)
+            out = runner.run([sub], shapes, ["competition"], "run", plan=plan, shared=shared, progress=events.append)
+            assert out.ok, [r.message for r in out.results]
+            launched.append(f"after {sub.label} {method}")
+    finally:
+        shared.stop()
+    # gpumode then kernel share the first process; v1's gpumode after the kernel pieces gets a fresh one,
+    # which the cold piece after it keeps (it opened no profiler)
+    assert launched == ["v0", "after v0 gpumode", "after v0 kernel", "after v1 kernel", "v0", "after v1 gpumode",
+                        "after v0 cold"]
+    assert any("a fresh process for the gpumode method" in e.get("text", "") for e in events)

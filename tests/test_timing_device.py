@@ -95,6 +95,7 @@ def device(monkeypatch):
     monkeypatch.setattr(timing, "_bound", bound)
     monkeypatch.setattr(timing, "_now", dev.now)
     monkeypatch.setattr(timing, "reset_persisting_l2", lambda: "ok")
+    monkeypatch.setattr(timing, "_profiler_opened", False)  # NOTE: this fake's sessions must not mark the test process
     return dev
 
 
@@ -135,6 +136,14 @@ def test_gpumode_divides_a_batch_by_its_calls_device_or_host_bound(device, host_
     assert len(block.results) == 6 and block.escape is None
     names = [n for n, *_ in device.log]
     assert names[:8] == ["sync", "event", "flush", "event", "kernel", "kernel", "kernel", "event"]
+
+
+def test_the_process_knows_it_opened_a_profiler_once_the_kernel_method_ran(device):
+    for method in timing.EVENT_METHODS[:4]:
+        timing.time_block(kernel(device, 5.0, 30.0), [1, 2], method, batch=2)
+    assert not timing.profiler_opened()
+    timing.time_block(kernel(device, 5.0, 30.0), [1, 2], "kernel")
+    assert timing.profiler_opened()
 
 
 def test_kernel_method_takes_each_calls_device_span_behind_one_sleep(device):

@@ -177,3 +177,17 @@ def test_structure_of_sees_a_replaced_item_but_not_new_values():
     assert worker.structure_of(data) == before
     data[1][0] = torch.ones(2)
     assert worker.structure_of(data) != before
+
+
+def test_an_event_method_is_refused_in_a_process_that_opened_a_profiler(monkeypatch):
+    # NOTE: the parent replaces such a process first (runner.SharedChild); this is the check behind it
+    w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
+                      SimpleNamespace(verdict=lambda since=None: None, thread_ids=set), None, None, clock=_Clock(7))
+    monkeypatch.setattr(timing, "_profiler_opened", True)
+    for method in ("gpumode", "cold"):
+        refused = w.block(1, method, False)
+        assert refused["status"] == "FAIL" and "opened a torch.profiler session" in refused["message"]
+        prepared = w.prepare({"params": {"seed": 1}, "dist": "competition"}, 1, method, 0)
+        assert prepared["status"] == "FAIL" and prepared["message"].startswith("harness error:")
+    monkeypatch.setattr(w, "_timed_pass", lambda method: {"status": "PASS", "message": ""})
+    assert w.block(1, "kernel", False)["status"] == "PASS"  # the profiler method itself goes on
