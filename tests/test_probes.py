@@ -368,6 +368,26 @@ def test_probe_host_splits_a_calls_host_path_and_says_what_the_cpu_cannot_measur
         assert "no GPU here" in text.stdout
 
 
+def test_probe_host_times_every_shapes_host_path_before_any_profiler_session(monkeypatch):
+    # NOTE: a process that opened torch.profiler keeps CUPTI's callbacks on (harness.timing's
+    # _profiler_opened): a host path timed after one would carry them
+    from harness import timing
+    from harness.probes import host
+    order: list[str] = []
+    host_call_times = timing.host_call_times
+
+    def timed_host(kernel, data_sets, calls):
+        order.append("host")
+        return host_call_times(kernel, data_sets, calls)
+
+    monkeypatch.setattr(timing, "host_call_times", timed_host)
+    monkeypatch.setattr(host, "_host_ops", lambda *args: order.append("profiler") or [])
+    shapes = [config.parse_shape_option("gemm", SMALL["gemm"], 0), config.parse_shape_option("gemm", "m=64,n=128,k=256,l=1", 1)]
+    results = host.measure(submissions.resolve("gemm", "v0"), shapes, calls=2, pool=1)
+    assert order == ["host", "host", "profiler", "profiler"]
+    assert [r["shape"] for r in results] == [s.label for s in shapes] and all(r["host_us"] > 0 for r in results)
+
+
 # ----------------------------------------------------------------------------------------- SASS
 def _sass(body: list[str]) -> list[str]:
     """A kernel's nvdisasm text: "L:name" lines are labels, the rest instructions, 16 bytes apart."""

@@ -41,12 +41,21 @@ ROUNDS = 10  # rounds per version in ``compare``: the interval comes from the ro
 
 
 def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int = 4, top: int = 12) -> list[dict]:
-    """The figures of the module's docstring for ``sub``, one dict per shape (µs, medians over ``calls``)."""
+    """The figures of the module's docstring for ``sub``, one dict per shape (µs, medians over ``calls``).
+    NOTE: every shape's host and event figures first, then the profiler's (the CPU ops, the kernel
+    method): a process that opened a torch.profiler session keeps CUPTI's callbacks on every later
+    launch (harness.timing's ``_profiler_opened`` cites +3 to +7 µs a call), so a host path or cold
+    call timed after one would carry them."""
     torch = common.bound_torch()
     common.refuse_unrunnable(sub, torch)
     from harness import loader
     kernel = loader.import_submission(sub.path, sub.label, source_hash=sub.source_hash)
-    return [_measure_shape(torch, sub, kernel, shape, calls, pool, top) for shape in shapes]
+    ready = [(shape, *_ready(sub, kernel, shape, pool)) for shape in shapes]
+    results = [_clock_figures(torch, sub, kernel, shape, data_sets, checked, calls)
+               for shape, data_sets, checked in ready]
+    for result, (_, data_sets, _) in zip(results, ready):
+        _profiler_figures(torch, kernel, data_sets, calls, top, result)
+    return results
 
 
 def _ready(sub: Submission, kernel, shape: Shape, pool: int) -> tuple[list, dict]:
@@ -60,30 +69,37 @@ def _ready(sub: Submission, kernel, shape: Shape, pool: int) -> tuple[list, dict
     return data_sets, checked
 
 
-def _measure_shape(torch, sub: Submission, kernel, shape: Shape, calls: int, pool: int, top: int) -> dict:
+def _clock_figures(torch, sub: Submission, kernel, shape: Shape, data_sets: list, checked: dict, calls: int) -> dict:
+    """A shape's figures of the host clock and events (host path, cold call, event pair), no profiler
+    opened; the profiler's are None until ``_profiler_figures``."""
     from harness import timing
-    data_sets, checked = _ready(sub, kernel, shape, pool)
-    cuda = torch.cuda.is_available()
-
     host = common.median(timing.host_call_times(kernel, data_sets, calls))
-    ops = _host_ops(torch, kernel, data_sets, calls, top)
     result = {"problem": sub.problem, "version": sub.label, "shape": shape.label, "device": common.device_name(torch),
-              "torch": torch.__version__, "calls": calls, "check": checked, "host_us": host, "ops": ops,
-              "rest_us": host - sum(op["self_us"] for op in ops), "device_us": None, "device_sum_us": None,
-              "cold_us": None, "events_us": None, "exposed_us": None}
-    if cuda:
+              "torch": torch.__version__, "calls": calls, "check": checked, "host_us": host, "ops": [],
+              "rest_us": None, "device_us": None, "device_sum_us": None, "cold_us": None, "events_us": None,
+              "exposed_us": None}
+    if torch.cuda.is_available():
         blocks = max(1, -(-calls // len(data_sets)))
-        spans, sums, cold = [], [], []
+        cold = [t for _ in range(blocks) for t in timing.time_block(kernel, data_sets, "cold").times_us]
+        result.update(cold_us=common.median(cold), events_us=common.median(timing.idle_event_pair_us(calls)))
+    return result
+
+
+def _profiler_figures(torch, kernel, data_sets: list, calls: int, top: int, result: dict) -> None:
+    """A shape's figures read from torch.profiler sessions, into ``result``: the CPU ops and the rest of
+    the host path; on a GPU the kernel method's device span and sum, and what the host leaves exposed."""
+    from harness import timing
+    result["ops"] = _host_ops(torch, kernel, data_sets, calls, top)
+    result["rest_us"] = result["host_us"] - sum(op["self_us"] for op in result["ops"])
+    if torch.cuda.is_available():
+        blocks = max(1, -(-calls // len(data_sets)))
+        spans, sums = [], []
         for _ in range(blocks):
             block = timing.time_block(kernel, data_sets, "kernel")
             spans += block.kernel["span_us"]
             sums += block.kernel["sum_us"]
-            cold += timing.time_block(kernel, data_sets, "cold").times_us
-        events = timing.idle_event_pair_us(calls)
-        result.update(device_us=common.median(spans), device_sum_us=common.median(sums), cold_us=common.median(cold),
-                      events_us=common.median(events))
+        result.update(device_us=common.median(spans), device_sum_us=common.median(sums))
         result["exposed_us"] = result["cold_us"] - result["device_us"] - result["events_us"]
-    return result
 
 
 def compare(subs: tuple[Submission, Submission], shapes: list[Shape], *, calls: int = 100, pool: int = 4,
