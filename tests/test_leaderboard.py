@@ -428,3 +428,27 @@ def test_recorded_already_does_not_count_a_row_without_code_hash():
                                             "competition")
     assert leaderboard.recorded_already([dict(row, code_hash="abc")], "gemm", "v3", "abc", "kernel", "dirty",
                                         "NVIDIA H200", ["s1"], "competition")
+
+
+def _stamped(method: str, at: str, **fields) -> dict:
+    return {"problem": "group_gemm", "version": "v53", "code_hash": "abc", "timing_mode": method, "flush": "dirty",
+            "gpu": "NVIDIA H200", "gpu_uuid": "GPU-1", "git_commit": "c1", "dist": "competition", "status": "PASS",
+            "mean_us": "18", "shape": "D", "timestamp": f"2026-11-29T{at}+0000", **fields}
+
+
+def test_an_event_method_row_after_a_kernel_row_of_its_gpu_and_commit_before_the_fix_is_timed_again():
+    # NOTE: a process that opened a profiler slowed the event methods timed after it (+3 to +7 µs a call,
+    # H200, session 52); a row does not name its process, so the widest reading is taken
+    before = _stamped("gpumode", "07:00:00")
+    kernel = _stamped("kernel", "07:05:00")
+    after = _stamped("gpumode", "07:10:00")
+    other_gpu = _stamped("gpumode", "07:10:00", gpu_uuid="GPU-2")
+    other_commit = _stamped("gpumode", "07:10:00", git_commit="c2")
+    fixed = _stamped("gpumode", "09:00:00")  # recorded after PROFILER_ORDER_FIXED: the ladder's order held
+    rows = [before, kernel, after, other_gpu, other_commit, fixed]
+    assert [id(r) for r in leaderboard.timed_after_profiler(rows)] == [id(after)]
+    ask = dict(problem="group_gemm", version="v53", code_hash="abc", method="gpumode", flush="dirty",
+               gpu="NVIDIA H200", shapes=["D"], dist="competition")
+    assert not leaderboard.recorded_already([kernel, after], **ask)  # table --missing times it again
+    assert leaderboard.recorded_already([kernel, after, other_gpu], **ask)
+    assert leaderboard.recorded_already([kernel], **dict(ask, method="kernel"))  # the kernel rows themselves stand

@@ -48,7 +48,8 @@ def leaderboard_cmd(problem, method, flush_kind, every_hash, fmt, output_path):
     if problem:
         submissions.check_problem(problem)
     fmt = output_format(fmt, output_path)
-    rows = leaderboard.best(leaderboard.read(), problem, method, flush_kind,
+    recorded = leaderboard.read()
+    rows = leaderboard.best(recorded, problem, method, flush_kind,
                             hashes=leaderboard.current_hashes([problem] if problem else PROBLEMS), every_hash=every_hash)
     if fmt != "table":
         plan = runner.TimingPlan(method=method, flush=flush_kind)
@@ -61,6 +62,13 @@ def leaderboard_cmd(problem, method, flush_kind, every_hash, fmt, output_path):
                       + " (use --record)")
         return
     render.print_leaderboard(rows, method, flush_kind, show_hash=every_hash)
+    suspect = {id(row) for row in leaderboard.timed_after_profiler(recorded)}
+    slow = sorted({(row["problem"], row["version"]) for row in rows if id(row) in suspect})
+    if slow:
+        console.print(f"note: {len(slow)} of these versions' best rows may have been timed in a process that had opened "
+                      f"a profiler, slower by its cost (docs/methodology.md): {', '.join(f'{p} {v}' for p, v in slow)}; "
+                      f"`nvfp4 table {problem or 'PROBLEM'} --record --missing --method {method}` times them again", soft_wrap=True,
+                      markup=False, highlight=False)
 
 
 @leaderboard_group.command("merge")
