@@ -65,9 +65,10 @@ def leaderboard_cmd(problem, method, flush_kind, every_hash, fmt, output_path):
     suspect = {id(row) for row in leaderboard.timed_after_profiler(recorded)}
     slow = sorted({(row["problem"], row["version"]) for row in rows if id(row) in suspect})
     if slow:
-        console.print(f"note: {len(slow)} of these versions' best rows may have been timed in a process that had opened "
-                      f"a profiler, slower by its cost (docs/methodology.md): {', '.join(f'{p} {v}' for p, v in slow)}; "
-                      f"`nvfp4 table {problem or 'PROBLEM'} --record --missing --method {method}` times them again", soft_wrap=True,
+        # NOTE: wrapped by the console: the list runs long (27 group_gemm versions at the fix)
+        console.print(f"note: the best rows of {len(slow)} versions ({', '.join(f'{p} {v}' for p, v in slow)}) may have "
+                      "been timed in a process that had opened a profiler (docs/methodology.md): "
+                      f"`nvfp4 table {problem or 'PROBLEM'} --record --missing --method {method}` times them again",
                       markup=False, highlight=False)
 
 
