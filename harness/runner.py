@@ -404,7 +404,7 @@ class SharedChild:
 
     A process that has opened a torch.profiler session (a ``timing.PROFILER_METHODS`` block asked of
     it, or its reply saying so) is replaced before it is asked to prepare an event method's shape:
-    CUPTI's callbacks stay on every launch of it (``harness.timing._profiler_opened`` cites what they
+    CUPTI's callbacks stay on every launch of it (``harness.timing._profiler`` cites what they
     cost; the ladder orders the event methods first, so a table never pays this).
 
     ``progress`` is the current piece's event printer (``run`` sets it); used from one thread,

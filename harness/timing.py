@@ -66,6 +66,7 @@ import bisect
 import ctypes
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from harness.guard import harness_work
 
@@ -125,13 +126,16 @@ _bound: Bound | None = None
 # job read 127.98/78.28/36.00/25.23 and 127.83/78.69/35.35/21.98 µs (A/B/C/D) against
 # 124.08/74.56/32.79/18.11 and 123.89/74.16/32.32/17.83 in a process with no profiler before them:
 # +3 to +7 µs a call. The worker refuses an event method once it is set (``harness.worker``).
-_profiler_opened = False
+# NOTE: a field of one object bound at import, never a module-level bool rebound: the tamper guard
+# (harness.guard) watches every module-level name of this module by identity, and rebinding a flag
+# made every kernel-method block TAMPERED on the H200 (session 52, `compare dual_gemm v39 v41`).
+_profiler = SimpleNamespace(opened=False)
 
 
 def profiler_opened() -> bool:
     """Whether this process has opened a torch.profiler session (an event method's figures here
-    would carry CUPTI's callbacks on every launch: see ``_profiler_opened``)."""
-    return _profiler_opened
+    would carry CUPTI's callbacks on every launch: see ``_profiler``)."""
+    return _profiler.opened
 
 
 def bind(torch) -> Bound:
@@ -404,8 +408,7 @@ def _time_kernels(b, fn, pool, flush_kind, telemetry, capture) -> Block:
         # read every event of the one cycle there is
         warnings.simplefilter("ignore")
         prof = b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-    global _profiler_opened
-    _profiler_opened = True
+    _profiler.opened = True
     with prof:
         b.synchronize()
         t0 = _now()

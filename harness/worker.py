@@ -536,7 +536,7 @@ class Worker:
 
 def _after_profiler(method: str) -> dict | None:
     """The refusal of an event method in a process that has opened a torch.profiler session, or None:
-    its figures would carry CUPTI's callbacks on every launch (``harness.timing._profiler_opened``
+    its figures would carry CUPTI's callbacks on every launch (``harness.timing._profiler``
     says what they cost). The parent never asks it (a fresh process serves it); this is the check that
     a path which forgets cannot record slow figures in silence."""
     from harness import timing

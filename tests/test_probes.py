@@ -370,7 +370,7 @@ def test_probe_host_splits_a_calls_host_path_and_says_what_the_cpu_cannot_measur
 
 def test_probe_host_times_every_shapes_host_path_before_any_profiler_session(monkeypatch):
     # NOTE: a process that opened torch.profiler keeps CUPTI's callbacks on (harness.timing's
-    # _profiler_opened): a host path timed after one would carry them
+    # _profiler): a host path timed after one would carry them
     from harness import timing
     from harness.probes import host
     order: list[str] = []

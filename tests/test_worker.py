@@ -183,7 +183,7 @@ def test_an_event_method_is_refused_in_a_process_that_opened_a_profiler(monkeypa
     # NOTE: the parent replaces such a process first (runner.SharedChild); this is the check behind it
     w = worker.Worker(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False)), _Problem, lambda data: "out",
                       SimpleNamespace(verdict=lambda since=None: None, thread_ids=set), None, None, clock=_Clock(7))
-    monkeypatch.setattr(timing, "_profiler_opened", True)
+    monkeypatch.setattr(timing._profiler, "opened", True)
     for method in ("gpumode", "cold"):
         refused = w.block(1, method, False)
         assert refused["status"] == "FAIL" and "opened a torch.profiler session" in refused["message"]
