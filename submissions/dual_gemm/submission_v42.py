@@ -32,7 +32,15 @@ from v41's in the prologue's scheduling only, 8 instructions, its K loop and HGM
 (2) before prepass stores issued max (1), wait returned (4) ~0.3-0.5 after (1)'s max. Refuted if (2) does not move
 before (1)'s max (clusters not placed under the prepass: the cluster and programmatic attributes together not
 honoured as v39's single attribute is); a launch error would show as "launch failed" on every call (loud).
-Measured: not yet run
+Measured: NVIDIA H200, session 52 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test dual_gemm v42 --dist all`: 40 of 40 pass; `--dist all` on m=512,n=3072,k=7168 / m=256,n=4096,k=7168 /
+m=256,n=4352,k=7168 (l=1): 12 of 12 (the launch with two attributes accepted). `compare dual_gemm v41 v42` did NOT
+measure (the harness fault v41's Measured names; fixed in 863ec49). Marks (`probe marks dual_gemm v42 --shape
+m=256,n=4096,k=7168,l=1`, 20 calls, L2 flushed, median (max) us after the call's first stamp): prepass stores
+issued 1.95 (2.43), GEMM start 2.40 (2.88): the clusters are placed under the prepass, first lap's B issued 3.90
+(4.32), wait returned 4.32 (4.77), K loop 39.23 (40.26), end 44.29 (45.41). v39 has no marks on this shape and its
+recorded kernel time is 45.16 us; the compare decides. As in v41, thread 0's first lap of B (1.47 us after its
+start) reaches the wait after the prepass is visible (~0.4 us late), so the early issue may cost here too.
 
 Exactness: the arithmetic and the K order are kSplit's (the split sum's order unchanged), so every output should
 equal v41's bit for bit. Bad inputs: v39's host checks and messages, unchanged (no check added).

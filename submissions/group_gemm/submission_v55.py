@@ -65,7 +65,22 @@ deadlock. (2) The marks' phases are taken in id order within a CTA row (harness/
 "wait returned -> A issued" is (7) -> (8) only: read the per-mark medians for everything else. A tall launch
 (A, B) stamps 9 and not 8 or 10. (3) Mark 9 is consumer thread 0's view (warpgroup 1, warp 0): the other
 warpgroup's wait returns at the same barrier phase, within a few cycles.
-Measured: not yet run
+Measured: NVIDIA H200, session 52 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). The timed cubin is v54's, so no correctness or compare run was spent on it. Marks (`probe marks
+group_gemm v55`, 20 calls, L2 flushed, median (max) us after the call's first stamp):
+- C (benchmarks:2): GEMM start 2.37, prepass stores issued 1.92 (2.94), wait returned (7) 3.58 (4.00), first lap's
+  A issued (8) 4.06 (4.51), stage 0 landed (9) 4.83 (5.63), first lap landed (10) 5.12 (5.79), first stage decoded
+  (1) 5.25 (6.08), K loop done (2) 29.38 (34.53; v54 29.38: mark 10's wait did not disturb the loop), end 30.40.
+- D (benchmarks:3, its first marks): GEMM start 1.73, prepass stores issued 1.47 (1.82), wait returned 2.94 (3.42),
+  A issued 3.46 (4.03), stage 0 landed 4.13 (5.31), first lap landed 4.51 (5.57), first stage decoded 4.45 (5.66),
+  K loop done 14.14 (15.52; the loop 9.73 us, 24 K blocks at 0.405), end 15.17 (16.61).
+Against the prediction: (7) 3.58 as predicted; (8) - (7) 0.48 us (predicted 0.02-0.05: issuing the lap's nine A
+copies is not free); (9) 4.83 (predicted 5.1-5.2); the decode (1) - (9) 0.42 on C and 0.32 on D (predicted
+0.13-0.18: about twice the instruction count's price); (10) - (8) 1.06 (predicted 2.0-2.8). By the docstring's
+rules: (1) - (9) >= 0.3, so the B-before-A decode of the first stage is worth building (~0.3-0.4 us on C and D);
+(9) - (8) 0.77 < 1.0, so A's copy is not where the time goes. Also new: (8) - (7) 0.48 us of issue before stage 0's
+wait can even start (issue stage 0's A alone first, then arm the rest), and 1.66 us (C) / 1.47 (D) from the median
+prepass block's stores to the wait's return (the slowest block at 2.94 / 1.82, then the grid's visibility).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v54's, which are v53's.
