@@ -13,10 +13,9 @@ How the list is served:
   same problem, so each GPU's process times its event methods before it opens a profiler. NOTE:
   kineto leaves CUPTI's callbacks on every later launch of a process that opened a torch.profiler
   session; in the order version by version, method by method, `table group_gemm --versions
-  v52,v53,v54 --method gpumode --method kernel` (H200, session 52, one process) read v53 and v54's
-  gpumode rows 127.98/78.28/36.00/25.23 and 127.83/78.69/35.35/21.98 µs (A/B/C/D), each after a
-  kernel-method job, against 124.08/74.56/32.79/18.11 and 123.89/74.16/32.32/17.83 in a process that
-  had opened none (+3 to +7 µs a call, the host path's); v52, timed first, was not slowed. A
+  v52,v53,v54 --method gpumode --method kernel` (H200, session 52, one process) read v53's gpumode D
+  25.23 µs a call after a kernel-method job against 19.95 re-timed first (docs/methodology.md,
+  "Event methods before the profiler", has every figure). A
   process that opened one is replaced before an event method all the same
   (``runner.SharedChild``), so an order that slips costs a process start, never a figure.
 - One process per GPU for the whole ladder (``runner.SharedChild``, made by the table in

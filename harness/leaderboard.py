@@ -521,7 +521,7 @@ def of_code(row: dict, code_hash: str | None) -> bool:
 
 # NOTE: until this commit time (375779e) a `table` timing several methods ran each version's kernel-method
 # job between the next version's event-method jobs, in one process per GPU, and kineto leaves CUPTI's
-# callbacks on in a process that opened a profiler: group_gemm v53/v54's gpumode rows read +3 to +7 µs a call
+# callbacks on in a process that opened a profiler: group_gemm v53/v54's gpumode rows read up to +5 µs a call
 # (docs/methodology.md, "Event methods before the profiler"). Rows recorded from then on were timed by code
 # that never times an event method in such a process.
 PROFILER_ORDER_FIXED = "2026-11-29T08:20:13+0000"

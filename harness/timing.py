@@ -121,11 +121,10 @@ class Bound:
 _bound: Bound | None = None
 # NOTE: set for good once this process opens a torch.profiler session (``_time_kernels``): kineto
 # leaves CUPTI's callbacks on every later launch of the process (no cuptiFinalize at a session's end;
-# pytorch/pytorch#144455, #146604), and an event method's host path pays them. On an H200 (torch
-# 2.11.0+cu130, session 52) group_gemm v53/v54's gpumode rows timed in a process after a kernel-method
-# job read 127.98/78.28/36.00/25.23 and 127.83/78.69/35.35/21.98 µs (A/B/C/D) against
-# 124.08/74.56/32.79/18.11 and 123.89/74.16/32.32/17.83 in a process with no profiler before them:
-# +3 to +7 µs a call. The worker refuses an event method once it is set (``harness.worker``).
+# pytorch/pytorch#144455, #146604), and an event method's host path pays them: on an H200 (torch
+# 2.11.0+cu130, session 52) group_gemm v53's gpumode D read 25.23 µs a call after a kernel-method job
+# in its table process and 19.95 re-timed first (docs/methodology.md, "Event methods before the
+# profiler", has every figure). The worker refuses an event method once it is set (``harness.worker``).
 # NOTE: a field of one object bound at import, never a module-level bool rebound: the tamper guard
 # (harness.guard) watches every module-level name of this module by identity, and rebinding a flag
 # made every kernel-method block TAMPERED on the H200 (session 52, `compare dual_gemm v39 v41`).

@@ -437,7 +437,7 @@ def _stamped(method: str, at: str, **fields) -> dict:
 
 
 def test_an_event_method_row_after_a_kernel_row_of_its_gpu_and_commit_before_the_fix_is_timed_again():
-    # NOTE: a process that opened a profiler slowed the event methods timed after it (+3 to +7 µs a call,
+    # NOTE: a process that opened a profiler slowed the event methods timed after it (up to +5 µs a call,
     # H200, session 52); a row does not name its process, so the widest reading is taken
     before = _stamped("gpumode", "07:00:00")
     kernel = _stamped("kernel", "07:05:00")

@@ -44,7 +44,7 @@ def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int
     """The figures of the module's docstring for ``sub``, one dict per shape (µs, medians over ``calls``).
     NOTE: every shape's host and event figures first, then the profiler's (the CPU ops, the kernel
     method): a process that opened a torch.profiler session keeps CUPTI's callbacks on every later
-    launch (harness.timing's ``_profiler`` cites +3 to +7 µs a call), so a host path or cold
+    launch (harness.timing's ``_profiler`` cites up to +5 µs a call), so a host path or cold
     call timed after one would carry them."""
     torch = common.bound_torch()
     common.refuse_unrunnable(sub, torch)
