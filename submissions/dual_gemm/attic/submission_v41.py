@@ -32,18 +32,20 @@ Issue 47's < 64 there is not reached by this alone. Marks: GEMM start (2) ~3.36 
 (3) ~3.6-3.9, wait returned (4) ~4.54 unchanged. Refuted if (4) moves later by >= 0.2 (the lap's B (128 CTAs x 30 KB = 3.8 MB)
 from HBM, issued while the prepass still runs, slows the prepass: v40's lesson that the prepass's end sets the
 wait) or if (5) does not move (B was not on stage 0's path: A's L2 copies were the later ones).
-Measured: NVIDIA H200, session 52 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+Verdict: slower
+Measured: NVIDIA H200, sessions 52-53 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
 command). `test dual_gemm v41 --dist all`: 40 of 40 pass; `--dist all` on m=512,n=3072,k=7168 / m=480,n=3072,k=4160 /
-m=512,n=3072,k=4160 / m=256,n=4352,k=7168 (l=1): 16 of 16. `compare dual_gemm v39 v41` did NOT measure: a harness
-fault of that commit (375779e: the profiler flag a rebound module-level name, which the tamper guard read as
-replaced) made every kernel-method block TAMPERED; fixed in 863ec49, the compare is the next call's first.
+m=512,n=3072,k=4160 / m=256,n=4352,k=7168 (l=1): 16 of 16. `compare dual_gemm v39 v41` (session 53, a fresh
+one-GPU H200, one process, kernel method, mean us v39 -> v41, speedup [95%]): 256x4096x7168 45.47 -> 45.67 0.996x
+SAME; 512x4096x7168 79.09 -> 79.28 0.998x SAME; 256x3072x4096 29.42 -> 29.49 0.997x SAME; 512x3072x7168 65.83 ->
+65.78 1.001x [0.993, 1.008] SAME (session 52's compare was lost to a harness fault, fixed in 863ec49).
 Marks (`probe marks dual_gemm v41 --shape m=512,n=3072,k=7168,l=1`, 20 calls, L2 flushed, median (max) us after
 the call's first stamp): prepass stores issued 2.46 (4.96), GEMM start 3.36 (4.70), first lap's B issued 4.77
 (6.14), prepass visible (wait returned) 5.31 (6.53; v39 4.54 (5.09)), K loop 58.75 (60.54; v39 58.02), end 64.42
 (66.62; v39 63.78). Refuted by the marks (its rule: the wait returning >= 0.2 us later): thread 0 took 1.41 us
 from its start to the last of the lap's B copies issued (six stages' barriers armed, 12 copies and their map
 reads), so it reached griddepcontrol.wait 0.77 us later than v39's, the prepass was visible before that, and
-the K loop ends ~0.7 us later. Likely SLOWER by ~1% (compare to confirm): B's early issue is only worth it where
+the K loop ends ~0.7 us later. The compare read SAME (1.001x): the later wait cost nothing measurable, and gained nothing. B's early issue is only worth it where
 the thread would otherwise idle at the wait (group_gemm v54, whose prepass ends later relative to its start).
 
 Exactness: the arithmetic and the K order are v39's (the change moves only when copies are issued), so every

@@ -32,14 +32,17 @@ from v41's in the prologue's scheduling only, 8 instructions, its K loop and HGM
 (2) before prepass stores issued max (1), wait returned (4) ~0.3-0.5 after (1)'s max. Refuted if (2) does not move
 before (1)'s max (clusters not placed under the prepass: the cluster and programmatic attributes together not
 honoured as v39's single attribute is); a launch error would show as "launch failed" on every call (loud).
-Measured: NVIDIA H200, session 52 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+Verdict: slower
+Measured: NVIDIA H200, sessions 52-53 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
 command). `test dual_gemm v42 --dist all`: 40 of 40 pass; `--dist all` on m=512,n=3072,k=7168 / m=256,n=4096,k=7168 /
-m=256,n=4352,k=7168 (l=1): 12 of 12 (the launch with two attributes accepted). `compare dual_gemm v41 v42` did NOT
-measure (the harness fault v41's Measured names; fixed in 863ec49). Marks (`probe marks dual_gemm v42 --shape
+m=256,n=4352,k=7168 (l=1): 12 of 12 (the launch with two attributes accepted). `compare dual_gemm v39 v42` (session 53, one
+process, kernel method, v39 -> v42): 256x4096x7168 45.56 -> 45.61 0.999x [0.990, 1.008] SAME; 512x4096x7168 79.24 ->
+79.05 1.002x SAME; 256x3072x4096 29.41 -> 29.40 1.000x SAME; 512x3072x7168 65.40 -> 65.74 0.995x SAME. Marks (`probe marks dual_gemm v42 --shape
 m=256,n=4096,k=7168,l=1`, 20 calls, L2 flushed, median (max) us after the call's first stamp): prepass stores
 issued 1.95 (2.43), GEMM start 2.40 (2.88): the clusters are placed under the prepass, first lap's B issued 3.90
-(4.32), wait returned 4.32 (4.77), K loop 39.23 (40.26), end 44.29 (45.41). v39 has no marks on this shape and its
-recorded kernel time is 45.16 us; the compare decides. As in v41, thread 0's first lap of B (1.47 us after its
+(4.32), wait returned 4.32 (4.77), K loop 39.23 (40.26), end 44.29 (45.41). v39 has no marks on this shape; the
+compare found no gain (SAME): placing the clusters earlier does not move the wait, which returns when the prepass
+is visible, and the loop and epilogue after it are v39's. As in v41, thread 0's first lap of B (1.47 us after its
 start) reaches the wait after the prepass is visible (~0.4 us late), so the early issue may cost here too.
 
 Exactness: the arithmetic and the K order are kSplit's (the split sum's order unchanged), so every output should
