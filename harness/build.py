@@ -38,20 +38,22 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import build_cache, compile_only, contract, locking, machine, paths, submissions
+from harness import build_cache, compile_only, contract, isolation, locking, machine, paths, submissions
 from harness.compile_only import FAIL, OK, CompileResult
 from harness.errors import UserError
 from harness.submissions import Submission
 
 # The child: point load_inline at this version's build folder, import (which builds), report.
 _CHILD = """
-import sys, time
+import os, sys, time
+os.nice(int(sys.argv[5]))  # a build beside a timing yields the CPU to it (harness.build.Background)
 sys.path.insert(0, sys.argv[1])
 from harness import loader
 t0 = time.perf_counter()
@@ -72,27 +74,51 @@ def choose_mode(compile_only_flag: bool, has_gpu: bool, nvcc: str | None) -> str
     return "full"
 
 
-def full_build(sub: Submission, timeout_s: float) -> CompileResult:
-    """Import ``sub`` in a child (building its extension); OK, or FAIL with the error's first lines."""
+class _Group:
+    """A build child's process group, killed by ``isolation.reaped_on_signals`` with the workers
+    (a table's builds run while it times: SIGTERM from a time limit must not leave nvcc running)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def _kill_group(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _remove_tmp(self) -> None:
+        pass
+
+
+def full_build(sub: Submission, timeout_s: float, stop: threading.Event | None = None, niceness: int = 0) -> CompileResult:
+    """Import ``sub`` in a child (building its extension); OK, or FAIL with the error's first lines.
+    ``stop`` set: the child's group is killed (FAIL, "stopped"); ``niceness``: the child's nice."""
     t0 = time.monotonic()
     log = build_cache.logs_dir() / f"build-{sub.problem}-{sub.label.replace('/', '_')}-{os.getpid()}-{time.time_ns()}.log"
-    cmd = [sys.executable, "-c", _CHILD, str(paths.REPO_ROOT), str(sub.path), sub.label, sub.source_hash]
+    cmd = [sys.executable, "-c", _CHILD, str(paths.REPO_ROOT), str(sub.path), sub.label, sub.source_hash, str(niceness)]
+    stopped = False
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
+        group = _Group(proc.pid)
+        isolation._LIVE.add(group)
         try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
             code = None
+            while code is None and time.monotonic() - t0 < timeout_s and not stopped:
+                try:
+                    code = proc.wait(timeout=min(0.2, max(0.01, timeout_s - (time.monotonic() - t0))))
+                except subprocess.TimeoutExpired:
+                    stopped = stop is not None and stop.is_set()
         finally:  # the child's compiler processes too: the whole group
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            group._kill_group()
             proc.wait()
+            isolation._LIVE.discard(group)
     text = log.read_text(errors="replace")
     result = CompileResult(sub.label, OK, seconds=time.monotonic() - t0, log=str(log))
-    if code is None:
+    if stopped:
+        result.status, result.message = FAIL, "stopped before it ended (the command stopped)"
+    elif code is None:
         result.status, result.message = FAIL, f"building took over {timeout_s:.0f} s (process group killed)"
     elif code != 0:
         result.status = FAIL
@@ -102,13 +128,20 @@ def full_build(sub: Submission, timeout_s: float) -> CompileResult:
 
 def build(subs: list[Submission], mode: str, *, nvcc: str | None = None, jobs: int | None = None,
           timeout_s: float = compile_only.DEFAULT_TIMEOUT_S,
-          on_done: Callable[[Submission, CompileResult], None] | None = None) -> list[CompileResult]:
-    """Every version of ``subs``, ``jobs`` at a time; results in the order of ``subs``."""
+          on_done: Callable[[Submission, CompileResult], None] | None = None,
+          stop: threading.Event | None = None, niceness: int = 0) -> list[CompileResult]:
+    """Every version of ``subs``, ``jobs`` at a time, started in the order of ``subs``; results in
+    that order. ``stop`` set: running full builds are killed and the others not started (FAIL,
+    ``on_done`` not told)."""
     def one(sub: Submission) -> CompileResult:
+        if stop is not None and stop.is_set():
+            return CompileResult(sub.label, FAIL, message="not started (the command stopped)")
         if mode == "compile-only":
             result = compile_only.check(sub, nvcc, timeout_s)
         else:
-            result = full_build(sub, timeout_s)
+            result = full_build(sub, timeout_s, stop, niceness)
+        if stop is not None and stop.is_set():
+            return result
         if on_done:
             on_done(sub, result)
         return result
@@ -158,6 +191,79 @@ def prebuild_plan(subs: list[Submission], capability: tuple[int, int] | None,
 def failed_builds(plan: list[Submission], results: list[CompileResult]) -> dict[str, CompileResult]:
     """source hash -> the failed build of that code (every version of it fails the same way)."""
     return {sub.source_hash: r for sub, r in zip(plan, results) if not r.ok}
+
+
+class Background:
+    """``plan``'s full builds (``prebuild_plan``'s) running in a thread of their own while the command
+    times the versions built already (``table``: harness.ladder waits on :meth:`ended`, per version).
+
+    NOTE: issue 49: `table group_gemm` on a fresh one-GPU H200 (session 52) spent 65 s building all 34
+    versions before timing any, although the builds end roughly in ladder order (they start in it)
+    and v0's rows alone take ~22 s. The builds overlap the timing, so they leave it CPU: ``jobs``
+    builds at a time (the table's: cores - 2, one core for the timing child's host path, one for the
+    parent and the judge) and each at ``niceness`` 10 (the scheduler favours the timing process when
+    both want a core: gpumode rows of group_gemm's C and D are host-bound, a few µs of launch path).
+
+    As a context manager: entered, the builds start; left (the command ended, Ctrl-C, an error),
+    the running builds are killed and the others not started, and the thread is joined, so no
+    compiler outlives the command (SIGTERM: each build's group is in ``isolation.reaped_on_signals``)."""
+
+    def __init__(self, plan: list[Submission], timeout_s: float, jobs: int | None = None, niceness: int = 10,
+                 on_done: Callable[[Submission, CompileResult], None] | None = None):
+        self.plan, self.timeout_s, self.jobs, self.niceness = list(plan), timeout_s, jobs, niceness
+        self.on_done = on_done
+        self._planned = {sub.source_hash for sub in self.plan}
+        self._results: dict[str, CompileResult] = {}  # source hash -> its build's result, once ended
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="table-builds", daemon=True)
+        self.error: BaseException | None = None  # a fault of the build machinery itself, not of a version
+
+    def __enter__(self) -> "Background":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        try:
+            build(self.plan, "full", jobs=self.jobs, timeout_s=self.timeout_s, on_done=self._done, stop=self._stop,
+                  niceness=self.niceness)
+        except BaseException as exc:  # noqa: BLE001 - every unended build then reads as this failure
+            self.error = exc
+        finally:
+            with self._lock:
+                for sub in self.plan:
+                    self._results.setdefault(sub.source_hash, CompileResult(sub.label, FAIL, message=(
+                        f"harness error: the builds stopped: {type(self.error).__name__}: {self.error}" if self.error
+                        else "not built: the command stopped")))
+
+    def _done(self, sub: Submission, result: CompileResult) -> None:
+        with self._lock:
+            self._results[sub.source_hash] = result
+        if self.on_done:
+            self.on_done(sub, result)
+
+    def ended(self, sub: Submission) -> bool:
+        """Whether ``sub`` can be timed: its build ended (well or not), or it builds nothing here."""
+        with self._lock:
+            return sub.source_hash not in self._planned or sub.source_hash in self._results
+
+    def failure(self, sub: Submission) -> CompileResult | None:
+        """``sub``'s build if it ended and failed, else None."""
+        with self._lock:
+            result = self._results.get(sub.source_hash)
+        return result if result is not None and not result.ok else None
+
+    def built(self, sub: Submission) -> bool:
+        """Whether ``sub`` can be imported without compiling: ended and not failed."""
+        return self.ended(sub) and self.failure(sub) is None
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 # ----------------------------------------------------------------------------------- manifest

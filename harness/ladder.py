@@ -19,7 +19,7 @@ How the list is served:
   process that opened one is replaced before an event method all the same
   (``runner.SharedChild``), so an order that slips costs a process start, never a figure.
 - One process per GPU for the whole ladder (``runner.SharedChild``, made by the table in
-  ``per_gpu``): it imports every lab version the GPU may time once, and each shape is checked,
+  ``per_gpu``): it imports every lab version the GPU may time once (each when built), and each shape is checked,
   warmed and timed for one version at a time, as in a process of the version's own. NOTE: with a
   process per (version, method) group, `table gemv` on one H200 (commit 414d167) spent 9-11 s
   from a group's start to its first shape's result against 1.0-1.5 s for each further shape, and
@@ -34,6 +34,11 @@ How the list is served:
   (``runner.run``'s ``gpus``), so two timings never share a GPU. Every result keeps the GPU index
   it ran on; the pieces of one (version, method) are put back together in shape order
   (``runner.combined``) and judged as one (floors, geomeans).
+- A version is timed only once it is built (``ready``): the table builds in the background while it
+  times (``harness.build.Background``), and a GPU whose next job's version is still building waits for
+  that build, in ladder order (the builds start in it, so they end roughly in it). NOTE: issue 49:
+  `table group_gemm` (H200, session 52) waited 65 s for all 34 builds before timing v0, whose rows
+  alone take ~22 s.
 - ``on_piece`` hears of every finished piece at once (the table records it then: a run stopped at a
   time limit keeps what it measured).
 
@@ -44,12 +49,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Collection, ContextManager, Hashable, Sequence
 
 from harness import runner, timing
 from harness.config import Shape
 from harness.submissions import Submission
+
+
+READY_POLL_S = 0.05  # how often a GPU waiting for a build looks again (a build takes ~20-50 s)
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,8 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
         plans: Sequence[runner.TimingPlan], gpus: Sequence[Hashable], run_piece: RunPiece,
         on_piece: Callable[[runner.JobOutcome, int, int], None] | None = None,
         per_gpu: Callable[[Hashable], ContextManager] | None = None,
-        skip: Collection[tuple[int, str]] = ()) -> dict[tuple[int, str], runner.JobOutcome]:
+        skip: Collection[tuple[int, str]] = (), ready: Callable[[int], bool] | None = None,
+        ) -> dict[tuple[int, str], runner.JobOutcome]:
     """Every version of ``subs`` on its shapes (``shapes_of``) with every plan (one per method),
     over ``gpus``.
 
@@ -109,7 +119,9 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
     table's shared process lives there: a child dies with the thread that started it). A piece that raises becomes FAIL
     results naming the harness error (the other GPUs go on); an ``on_piece`` that raises stops every
     GPU after its current piece, and the error is raised here. ``skip``: (version index, method)
-    groups not to time (``table --missing``: recorded already); they get no outcome."""
+    groups not to time (``table --missing``: recorded already); they get no outcome. ``ready(v)``
+    (quick: asked under the ladder's lock): whether version index ``v`` may be timed now (its build
+    ended); a GPU whose front job's version is not ready waits, in ladder order (default: all are)."""
     shapes = [list(shapes_of(sub)) for sub in subs]
     by_method = {plan.method: plan for plan in plans}
     pending = job_list([len(s) for s in shapes], list(by_method), skip, [sub.problem for sub in subs])
@@ -127,10 +139,15 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
             with lock:
                 if state["error"] is not None:
                     return
-                n = claim(pending, len(gpus))
-                if n == 0:
-                    return
-                piece, pending[:n] = pending[:n], []
+                waiting = bool(pending) and ready is not None and not ready(pending[0].version)
+                if not waiting:
+                    n = claim(pending, len(gpus))
+                    if n == 0:
+                        return
+                    piece, pending[:n] = pending[:n], []
+            if waiting:
+                time.sleep(READY_POLL_S)
+                continue
             sub, method = subs[piece[0].version], piece[0].method
             piece_shapes = [shapes[piece[0].version][job.shape] for job in piece]
             try:

@@ -407,10 +407,18 @@ class SharedChild:
     CUPTI's callbacks stay on every launch of it (``harness.timing._profiler`` cites what they
     cost; the ladder orders the event methods first, so a table never pays this).
 
+    ``built(sub)``: whether ``sub``'s build has ended well (default: all have). A process imports
+    the versions built when it starts, and a later one when its first shape is asked for (the
+    worker's ``import`` command: guard bound before, asked after, as at start). NOTE: issue 49's
+    `table group_gemm` (H200, session 52) waited 65 s for all 34 builds before timing any version,
+    although v0 was built first and its rows alone take ~22 s; a process restarted to take the
+    versions built since would pay its ~6-10 s start each time a build ends after the last start.
+
     ``progress`` is the current piece's event printer (``run`` sets it); used from one thread,
     the GPU's, which must also stop it (a child dies with the thread that started it)."""
 
-    def __init__(self, subs: list[Submission], gpu: int | None, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S):
+    def __init__(self, subs: list[Submission], gpu: int | None, compile_timeout_s: float = isolation.DEFAULT_COMPILE_TIMEOUT_S,
+                 built: Callable[[Submission], bool] | None = None):
         problems = {s.problem for s in subs}
         if len(problems) != 1:
             raise ValueError(f"a shared process holds the versions of one problem, not {sorted(problems)}")
@@ -419,6 +427,7 @@ class SharedChild:
         self.job = {"mode": "run", "problem": subs[0].problem, "ceilings": True}
         self.env = {"CUDA_VISIBLE_DEVICES": visible_device(gpu)} if gpu is not None else {}
         self.compile_timeout_s = compile_timeout_s
+        self.built = built or (lambda sub: True)
         self.progress: Callable[[dict], None] | None = None
         self.refused: dict[str, isolation.ChildFailure] = {}  # label -> why its import failed
         self.child: isolation.Child | None = None
@@ -439,15 +448,41 @@ class SharedChild:
         """The running process holding ``sub`` (started if none runs) and ``sub``'s index in it;
         ChildFailure where the version's import failed, or the process cannot start at all."""
         if sub.label not in self.refused and (self.child is None or not self.child.alive()):
-            self._start()
+            self._start(sub)
         if sub.label in self.refused:
             raise self.refused[sub.label]
+        if sub.label not in self.members:
+            self._import(sub)
         return self.child, self.members.index(sub.label)
 
-    def _start(self) -> None:
+    def _import(self, sub: Submission) -> None:
+        """``sub`` imported into the running process (built after it started); ChildFailure (and the
+        version refused, the process ended) where its import fails."""
+        t0 = time.monotonic()
+        try:
+            reply = self.child.request({"cmd": "import", "submission": _described([sub])[0]}, self.compile_timeout_s)
+        except isolation.ChildFailure as exc:  # a crash or hang while importing it: the version's
+            self.stop()
+            self.refused[sub.label] = exc
+            raise
+        if reply.get("status") != "PASS":
+            self.stop()
+            self.refused[sub.label] = isolation.ChildFailure(reply.get("status", "FAIL"), reply.get("message", ""))
+            raise self.refused[sub.label]
+        if reply.get("sub") != len(self.members):
+            self.stop()  # NOTE: the child's count and ours disagree: no index we send could be trusted
+            raise isolation.ChildFailure("FAIL", f"harness error: the shared process numbered {sub.label} "
+                                         f"{reply.get('sub')!r}, not {len(self.members)}")
+        self.members.append(sub.label)
+        where = f"GPU {self.gpu}" if self.gpu is not None else "this machine"
+        self._relay({"event": "note", "text": f"{where}: {sub.label} imported into the running process "
+                     f"in {time.monotonic() - t0:.1f} s"})
+
+    def _start(self, sub: Submission | None = None) -> None:
+        """A fresh process with every version built now (and ``sub``, whose shape is asked for)."""
         self.stop()
         while True:
-            members = [s for s in self.subs if s.label not in self.refused]
+            members = [s for s in self.subs if s.label not in self.refused and (s.label == getattr(sub, "label", None) or self.built(s))]
             if not members:
                 return
             described = _described(members)

@@ -556,6 +556,24 @@ def _clone_structure(torch, obj):
     return obj
 
 
+def _import_one(loader, guard, channel, sub: dict, index: int, kernels: list, refreshers: list) -> dict | None:
+    """Imports one submission into this process (``kernels``/``refreshers`` gain its entries); None,
+    or the import_error event's fields: its import raised, or it changed what the guard watches."""
+    channel.emit("phase", phase="import", label=sub["label"])
+    try:
+        kernel = loader.import_submission(sub["path"], sub["label"], source_hash=sub["source_hash"],
+                                          on_progress=lambda text: channel.emit("progress", stage=text))
+        refresher = peer_refresh(sub["path"], kernel)
+    except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
+        return {"label": sub["label"], "sub": index, "message": _one_line(exc), "detail": traceback.format_exc(limit=5)}
+    if guard.changes():
+        status, message = guard.verdict()
+        return {"label": sub["label"], "sub": index, "status": status, "message": message}
+    kernels.append(kernel)
+    refreshers.append(refresher)
+    return None
+
+
 def _judge_loop(judge, commands, channel) -> int:
     """The judge process: no submission is imported here; one ``check`` per command."""
     channel.emit("ready", label="judge", seconds=0.0)
@@ -658,18 +676,9 @@ def main(argv: list[str]) -> int:
     kernels, refreshers = [], []
     t0 = time.perf_counter()
     for index, sub in enumerate(subs):
-        channel.emit("phase", phase="import", label=sub["label"])
-        try:
-            kernels.append(loader.import_submission(sub["path"], sub["label"], source_hash=sub["source_hash"],
-                                                    on_progress=lambda text: channel.emit("progress", stage=text)))
-            refreshers.append(peer_refresh(sub["path"], kernels[-1]))
-        except BaseException as exc:  # noqa: BLE001 - any import failure is the submission's
-            channel.emit("import_error", label=sub["label"], sub=index, message=_one_line(exc),
-                         detail=traceback.format_exc(limit=5))
-            return 1
-        if guard.changes():
-            status, message = guard.verdict()
-            channel.emit("import_error", label=sub["label"], sub=index, status=status, message=message)
+        failure = _import_one(loader, guard, channel, sub, index, kernels, refreshers)
+        if failure:
+            channel.emit("import_error", **failure)
             return 1
     guard.accept_threads()
     channel.emit("ready", label=subs[0]["label"], seconds=time.perf_counter() - t0)
@@ -680,7 +689,23 @@ def main(argv: list[str]) -> int:
         if cmd is None or cmd["cmd"] == "exit":
             return 0
         try:
-            if cmd["cmd"] == "test":
+            if cmd["cmd"] == "import":
+                # NOTE: a table's shared process takes a version built after it started (issue 49: the
+                # table times while the rest build). As at start: the guard and clock were bound before
+                # this import, the guard is asked right after it, and only the threads it started are
+                # accepted; a failed import ends the process (its code ran here), the parent goes on
+                # with a fresh one without it (harness.runner.SharedChild)
+                before = guard.thread_ids()
+                failure = _import_one(loader, guard, channel, cmd["submission"], len(worker.kernels), worker.kernels,
+                                      worker.refreshers)
+                if failure:
+                    status = failure.get("status", "FAIL")
+                    reply = {"status": status, "message": failure["message"] if status == "TAMPERED"
+                             else f"import failed: {failure['message']}", "restart": True}
+                else:
+                    guard.accept_threads(guard.thread_ids() - before)
+                    reply = {"status": "PASS", "sub": len(worker.kernels) - 1}
+            elif cmd["cmd"] == "test":
                 reply = worker.test(cmd["item"], cmd["seeds"])
             elif cmd["cmd"] == "prepare":
                 reply = worker.prepare(cmd["item"], cmd["pool"], cmd["method"], cmd["warmup"],

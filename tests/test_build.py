@@ -101,7 +101,7 @@ def test_cli_refusals(monkeypatch):
 def test_cli_full_build_table(monkeypatch):
     """The GPU path's table (the build itself stubbed: this machine may have no GPU)."""
     monkeypatch.setattr(runner, "local_capability", lambda: (9, 0))
-    monkeypatch.setattr(build, "full_build", lambda sub, timeout_s: compile_only.CompileResult(sub.label, "OK", seconds=1.5))
+    monkeypatch.setattr(build, "full_build", lambda sub, timeout_s, *_: compile_only.CompileResult(sub.label, "OK", seconds=1.5))
     r = invoke("build", "gemm", "v0")
     assert r.exit_code == 0, r.output
     assert "build (full, load_inline in a child per version)" in r.stdout and "1.5 s" in r.stdout
@@ -359,3 +359,27 @@ def test_failed_builds_are_keyed_by_source_hash():
     results = [compile_only.CompileResult("v2", compile_only.FAIL, "importing exited with code 1"),
                compile_only.CompileResult("v3", compile_only.OK)]
     assert build.failed_builds([v2, v3], results) == {v2.source_hash: results[0]}
+
+
+def test_a_background_build_stopped_mid_way_kills_its_child_and_leaves_no_thread(tmp_path):
+    import os
+    import threading
+    import time
+    from harness import isolation
+    hang = tmp_path / "hang.py"
+    hang.write_text("import time\ntime.sleep(120)  # a build that would take two minutes\ndef custom_kernel(data):\n    return data[-1]\n")
+    sub = submissions.load("gemm", hang, "hang.py")
+    t0 = time.monotonic()
+    with build.Background([sub], timeout_s=300, jobs=1) as builds:
+        while not [g for g in isolation._LIVE if isinstance(g, build._Group)]:
+            assert time.monotonic() - t0 < 20, "the build child never started"
+            time.sleep(0.05)
+        pids = [g.pid for g in isolation._LIVE if isinstance(g, build._Group)]
+        assert not builds.ended(sub) and not builds.built(sub)
+    assert time.monotonic() - t0 < 20
+    assert builds.ended(sub) and builds.failure(sub).message == "not built: the command stopped"
+    assert not [g for g in isolation._LIVE if isinstance(g, build._Group)]
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not [t for t in threading.enumerate() if t.name == "table-builds"]

@@ -114,3 +114,31 @@ def test_a_process_that_timed_the_kernel_method_is_replaced_before_an_event_meth
     assert launched == ["v0", "after v0 gpumode", "after v0 kernel", "after v1 kernel", "v0", "after v1 gpumode",
                         "after v0 cold"]
     assert any("a fresh process for the gpumode method" in e.get("text", "") for e in events)
+
+
+def test_a_version_built_after_the_process_started_is_imported_into_it(tmp_path, monkeypatch, tiny_shapes):
+    # NOTE: the table times while the rest build (issue 49): the process starts with what is built
+    _lab(tmp_path, monkeypatch, [V0, V0, ADVERSARIAL_DIR / "import_error.py"])
+    launched = _count_processes(monkeypatch)
+    subs = [submissions.resolve("gemv", v) for v in ("v0", "v1", "v2")]
+    shapes = runner.select_shapes("gemv", "tests:0", (), False)[0]
+    built = {"v0"}
+    shared = runner.SharedChild(subs, None, built=lambda sub: sub.label in built)
+    events: list[dict] = []
+    plan = runner.TimingPlan.from_options(budget_s=0.1, min_samples=2, min_time_s=0.01, method="gpumode")
+    try:
+        out = runner.run([subs[0]], shapes, ["competition"], "run", plan=plan, shared=shared, progress=events.append)
+        assert out.ok and shared.members == ["v0"]
+        built |= {"v1", "v2"}
+        out = runner.run([subs[1]], shapes, ["competition"], "run", plan=plan, shared=shared, progress=events.append)
+        assert out.ok and shared.members == ["v0", "v1"]  # the same process took v1
+        out = runner.run([subs[2]], shapes, ["competition"], "run", plan=plan, shared=shared, progress=events.append)
+        assert [r.status for r in out.results] == ["FAIL"]
+        assert "import failed: RuntimeError: adversarial import-time failure" in out.results[0].message
+        assert shared.child is None  # its code ran in there: the process ended with it
+        out = runner.run([subs[1]], shapes, ["competition"], "run", plan=plan, shared=shared, progress=events.append)
+        assert out.ok and shared.members == ["v0", "v1"]  # a fresh one, without v2
+    finally:
+        shared.stop()
+    assert launched == ["v0", "v0"]
+    assert any("v1 imported into the running process" in e.get("text", "") for e in events)

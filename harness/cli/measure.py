@@ -13,6 +13,7 @@ import contextlib
 import math
 import os
 import sys
+import threading
 import time
 
 import click
@@ -470,10 +471,10 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
               run_processes, gpus_spec, timeout, compile_timeout, untrusted):
     """Every version x benchmark shape measured here, beside the writeup analogue's B200 figures.
 
-    PROBLEM may be `all` (every lineage, one job list). The versions are built first, all at once
-    on every core; then every (version, shape, method) job is timed, over --gpus as one list: each
-    GPU takes the next version's shapes as soon as it is free, in one process per GPU that imports
-    the lab's versions once (harness.ladder). Repeat --method to time each version
+    PROBLEM may be `all` (every lineage, one job list). Every (version, shape, method) job is timed
+    over --gpus as one list while the versions build in the background: each GPU takes the next
+    version's shapes as soon as it is free and that version is built, in one process per GPU that
+    imports the lab's versions once (harness.ladder). Repeat --method to time each version
     with several methods (e.g. --method gpumode --method kernel)."""
     _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
     if versions:
@@ -692,38 +693,39 @@ def _recorded_here(subs, plans, shapes_of_problem, cap, gpus) -> dict:
 
 def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet, timeout,
                     compile_timeout, untrusted, recorded_here=None) -> dict:
-    """Build all, then time every (version, shape, method) job over the GPUs (harness.ladder);
-    with ``record`` each piece is recorded as it ends (a failure to record goes to ``record_failures``,
-    ``_record``). (label, problem, method) -> outcome. ``recorded_here`` (``_recorded_here``): the
-    (label, problem, method) groups not to time, each an outcome refused as recorded already."""
-    from harness import ladder
+    """Time every (version, shape, method) job over the GPUs (harness.ladder) while the versions build
+    in the background (harness.build.Background): a version is timed once its build ended; one that
+    does not build is a FAIL row per shape with its error. With ``record`` each piece is recorded as
+    it ends (a failure to record goes to ``record_failures``, ``_record``). (label, problem, method)
+    -> outcome. ``recorded_here`` (``_recorded_here``): the (label, problem, method) groups not to
+    time, each an outcome refused as recorded already."""
+    from harness import build, ladder
     recorded_here = recorded_here or {}
-    # NOTE: a version whose every method is recorded is not built either (a ladder resumed on a fresh
-    # machine builds only what it will time)
-    subs_left = [s for s in subs if any((s.label, s.problem, p.method) not in recorded_here for p in plans)]
-    failures = _prebuild(title, subs_left, cap, untrusted, compile_timeout, quiet)
     outcomes = {}
     for (label, name, method), model in recorded_here.items():
         sub = next(s for s in subs if (s.label, s.problem) == (label, name))
         outcomes[(label, name, method)] = runner.JobOutcome(
             [sub], None, refused=f"{label}: {method} recorded already for this code on {model} (--missing)",
             plan=next(p for p in plans if p.method == method))
-    subs = subs_left
-    for sub in subs:
-        if sub.source_hash in failures:
-            for p in plans:
-                if (sub.label, sub.problem, p.method) not in recorded_here:
-                    outcomes[(sub.label, sub.problem, p.method)] = _not_built(sub, shapes_of_problem[sub.problem], p,
-                                                                            failures[sub.source_hash])
-    to_time = [s for s in subs if s.source_hash not in failures]
+    # NOTE: a version whose every method is recorded is not built either (a ladder resumed on a fresh
+    # machine builds only what it will time)
+    to_time = [s for s in subs if any((s.label, s.problem, p.method) not in recorded_here for p in plans)]
     skip = {(i, p.method) for i, s in enumerate(to_time) for p in plans if (s.label, s.problem, p.method) in recorded_here}
     recorded_rows = [0]
     several_problems = len(shapes_of_problem) > 1
-    # NOTE: one process per GPU imports every version of the lab it may time (harness.ladder says why);
-    # a file from outside the lab (or --untrusted) keeps a sandboxed process of its own per piece
+    # NOTE: one process per GPU imports the lab's versions it may time (harness.ladder says why), those
+    # built when it starts and each later one when its first shape comes; a file from outside the lab
+    # (or --untrusted) keeps a sandboxed process of its own per piece
     shareable = {name: runner.shared_versions([s for s in to_time if s.problem == name], cap, untrusted)
                  for name in shapes_of_problem}
     held: dict = {}  # GPU -> its shared process (of one problem at a time: `table all` moves on)
+    plan_builds = build.prebuild_plan(to_time, cap, untrusted)
+    # NOTE: cores - 2 while timing runs beside the builds (harness.build.Background says why)
+    jobs = max(1, min(len(plan_builds), (os.cpu_count() or 1) - 2))
+    said = {"builds": f"0 of {len(plan_builds)} built" if plan_builds else "", "jobs": ""}
+    said_lock = threading.Lock()
+    ended: list = []
+    t0 = time.monotonic()
 
     @contextlib.contextmanager
     def per_gpu(gpu):
@@ -734,49 +736,71 @@ def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, re
             if shared is not None:
                 shared.stop()
 
-    def shared_for(sub, gpu):
-        if sub not in shareable[sub.problem]:
-            return None
-        shared = held.get(gpu)
-        if shared is None or shared.subs[0].problem != sub.problem:
-            if shared is not None:
-                shared.stop()
-            shared = held[gpu] = runner.SharedChild(shareable[sub.problem], gpu, compile_timeout)
-        return shared
+    with isolation.reaped_on_signals(), render.Progress(title, quiet=quiet) as prog:  # NOTE: the shared processes
+        # outlive each piece's runner.run; the builds' groups are reaped with them
+        def say(key: str, text: str) -> None:
+            """The progress line: the builds' count and the jobs' count, both while both run."""
+            with said_lock:
+                said[key] = text
+                line = "; ".join(t for t in said.values() if t)
+            prog({"event": "note", "text": line})
 
-    with render.Progress(title, quiet=quiet) as prog:
-        def run_piece(sub, shapes, plan, gpu):
-            def relay(event):
-                tag = " ".join([sub.problem] * several_problems + [sub.label] + [plan.method] * (len(plans) > 1))
-                if event.get("event") in ("start", "done"):
-                    event = {**event, "item": f"{tag} {event['item']}"}
-                    if "line" in event:
-                        event["line"] = f"{tag} {event['line']}"
-                prog(event)
-            return runner.run([sub], shapes, [TABLE_DIST], "run", plan=plan, timeout_s=timeout,
-                              compile_timeout_s=compile_timeout, capability=cap, progress=relay,
-                              gpus=[gpu] if gpu is not None else None, untrusted_all=untrusted,
-                              shared=shared_for(sub, gpu))
+        def on_built(sub, result):
+            with said_lock:
+                ended.append((sub, result))
+                failed = [f"{s.problem} {s.label}" for s, r in ended if not r.ok]
+                count = f"{len(ended) - len(failed)} of {len(plan_builds)} built" + (
+                    f", {len(failed)} failed: {', '.join(failed)}" if failed else "")
+                last = len(ended) == len(plan_builds)
+            if not quiet and not result.ok:
+                err_console.print(f"{sub.problem} {sub.label} does not build (log: {result.log or '-'}): "
+                                  f"{_first_line(result.message)}", markup=False, highlight=False, soft_wrap=True)
+            if last and not quiet:
+                err_console.print(f"{title}: {count} in {time.monotonic() - t0:.0f} s ({jobs} at once, beside the "
+                                  "timing)", markup=False, highlight=False, soft_wrap=True)
+            say("builds", "" if last else count)
 
-        def on_piece(outcome, done, total):
-            if record and not outcome.refused:
-                recorded_rows[0] += _record(outcome, record_failures)
-            prog({"event": "note", "text": f"{done} of {total} (version, shape, method) jobs done"})
+        with build.Background(plan_builds, compile_timeout, jobs=jobs, on_done=on_built) as builds:
+            def shared_for(sub, gpu):
+                if sub not in shareable[sub.problem]:
+                    return None
+                shared = held.get(gpu)
+                if shared is None or shared.subs[0].problem != sub.problem:
+                    if shared is not None:
+                        shared.stop()
+                    shared = held[gpu] = runner.SharedChild(shareable[sub.problem], gpu, compile_timeout,
+                                                            built=builds.built)
+                return shared
 
-        with isolation.reaped_on_signals():  # NOTE: the shared processes outlive each piece's runner.run
+            def run_piece(sub, shapes, plan, gpu):
+                failure = builds.failure(sub)
+                if failure is not None:
+                    return _not_built(sub, shapes, plan, failure)
+
+                def relay(event):
+                    tag = " ".join([sub.problem] * several_problems + [sub.label] + [plan.method] * (len(plans) > 1))
+                    if event.get("event") in ("start", "done"):
+                        event = {**event, "item": f"{tag} {event['item']}"}
+                        if "line" in event:
+                            event["line"] = f"{tag} {event['line']}"
+                    prog(event)
+                return runner.run([sub], shapes, [TABLE_DIST], "run", plan=plan, timeout_s=timeout,
+                                  compile_timeout_s=compile_timeout, capability=cap, progress=relay,
+                                  gpus=[gpu] if gpu is not None else None, untrusted_all=untrusted,
+                                  shared=shared_for(sub, gpu))
+
+            def on_piece(outcome, done, total):
+                if record and not outcome.refused:
+                    recorded_rows[0] += _record(outcome, record_failures)  # a build failure's rows too
+                say("jobs", f"{done} of {total} (version, shape, method) jobs done")
+
             timed = ladder.run(to_time, lambda s: shapes_of_problem[s.problem], plans, gpus or [None], run_piece,
-                               on_piece, per_gpu=per_gpu, skip=skip)
+                               on_piece, per_gpu=per_gpu, skip=skip, ready=lambda i: builds.ended(to_time[i]))
     for (index, mode), outcome in timed.items():
         sub = to_time[index]
         outcomes[(sub.label, sub.problem, mode)] = outcome
-    if record:
-        for sub in subs:  # NOTE: never timed, so no piece recorded them: a build failure is a row too
-            if sub.source_hash in failures:
-                for p in plans:
-                    if (sub.label, sub.problem, p.method) not in recorded_here:
-                        recorded_rows[0] += _record(outcomes[(sub.label, sub.problem, p.method)], record_failures)
-        if not quiet:
-            console.print(_recorded_line(recorded_rows[0]))
+    if record and not quiet:
+        console.print(_recorded_line(recorded_rows[0]))
     return outcomes
 
 
