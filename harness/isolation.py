@@ -110,7 +110,7 @@ class SandboxBroken(UserError):
 
 
 # -- no child outlives the harness --------------------------------------------------------------
-_LIVE: set["Child"] = set()  # children with a process running, killed on SIGTERM/SIGHUP
+_LIVE: set["Child"] = set()  # children with a process running (and harness.build._Group: a build beside a table), killed on SIGTERM/SIGHUP
 PR_SET_PDEATHSIG = 1
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
