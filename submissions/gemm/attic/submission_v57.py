@@ -103,7 +103,21 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run (compile-only, above).
+Verdict: slower
+Measured: NVIDIA H200, session 53 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test gemm v57 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus the seven custom shapes above
+(S = 3, 5, 8): 36 of 36. `compare gemm v52 v57` (kernel method, mean us v52 -> v57, speedup [95%]): 128x7168x16384
+59.70 -> 59.63 1.001x SAME; 128x4096x7168 22.31 -> 24.47 0.912x [0.908, 0.916] SLOWER; 128x7168x2048 14.22 -> 14.28
+0.996x SAME. Marks (`probe marks gemm v57 --shapes benchmarks:1`, 20 calls, L2 flushed, median (max) us after the
+call's first stamp): K loop done 13.44 (14.30), round 1 stored and flag 1 raised 15.78 (16.51), first peer's part
+issued 16.51 (17.54), last round stored and flagged 18.21 (19.49), peers' parts received 19.01 (20.13), end 19.84
+(20.93): 6.40 us from the loop's end to the end against v56's 4.51 (15.01 -> 19.52). Refuted, and by neither of
+its two rules: round 1's third of the bytes (16 KB) took 2.34 us to be stored and flagged, as long as v52's whole
+48 KB (v56: 2.08), and each later round ~0.85 us more. The chain is paced by each round's completion wait, gpu-scope
+release and flag, not by its bytes: rounds multiply that fixed cost (three instead of one) and overlap too little
+to pay for it. Lesson for the exchange: fewer synchronisation points, not smaller or earlier bytes (a single
+release per CTA, as v52, stays; what is left to try is removing the poll/release round trip itself, e.g. the peers
+of one tile in one cluster, whose DSMEM writes complete on the reader's mbarrier).
 
 Exactness (v43's; the kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums
