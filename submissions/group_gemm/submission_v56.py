@@ -59,7 +59,19 @@ low end). (3) Code placement (v52's lesson): D's kernel grows by 16 instructions
 loops' own code is v54's except C's unused N = 64 loop. (4) The first-lap barrier holds for one phase only: each CTA
 runs one tile (no persistence), so stage 0's refill (K block 9, phase 1) arms the full barrier with A's and B's bytes
 as v54 does; a persistent or split version would have to re-arm it.
-Measured: not yet run
+Measured: NVIDIA H200, session 53 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test group_gemm v56 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus v54's five custom shapes:
+32 of 32. `compare group_gemm v54 v56` (kernel method, mean us v54 -> v56, speedup [95%]): A 122.08 -> 121.96 1.001x
+SAME; B 72.81 -> 72.63 1.003x SAME; C 30.87 -> 31.13 0.991x [0.986, 0.997] SAME (the interval below 1); D 16.24 ->
+15.94 1.018x [1.009, 1.028] FASTER. Recorded (`table --record`, a fresh machine): kernel 121.58 / 73.28 / 31.30 /
+16.09, gpumode 125.1 / 75.03 / 32.94 / 18.04 (D's gpumode 1.12x its kernel time). Marks (20 calls, L2 flushed,
+medians (max) us after the call's first stamp), C / D: wait returned (7) 3.62 / 2.94, A issued (8) 4.13 / 3.58, first
+stage's B decoded (1) 4.83 (6.24) / 3.26 (4.99), stage 0's A landed (9) 5.12 / 4.13, first lap landed 5.12 / 4.51,
+K loop done (2) 28.99 / 13.70, end 29.95 / 14.75. Against the prediction: D as predicted ((1) before (9), the loop
+0.44 us earlier, 1.018x inside 1.014-1.020x). C refuted by its compare though not by its marks: (1) came before (9)
+and the marks build's loop ended 0.39 us earlier, but stage 0's A landed at 5.12, 0.29 us later than v55's stage 0
+(A and B together, 4.83), and the timed build read 0.991x: risk (1) or C's own placement (its kernel grew by 56
+instructions). Verdict: kept as the best (D FASTER, A-C SAME); the next version tries the barrier on D's kernel only.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v54's, which are v53's.
