@@ -45,7 +45,17 @@ on 512x3072x7168 makes v44 (the silu's instructions) worth its compare; 7 -> 8 >
 flag wait) makes the tail's read the step, against v35's SAME (then the L2's aggregate rate, not the read's
 placement, is its price).
 Compile-only (nvcc 13.0, sm_90a): every kernel as v39's: 168 registers (the prepass 32), no spills, no stack.
-Measured: not yet run
+Measured: NVIDIA H200, session 53 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130). The timed cubin is
+v39's, so no compare was spent on it. Marks (`probe marks dual_gemm v43`, 20 calls, L2 flushed, median (max) us
+after the call's first stamp):
+- 256x3072x4096: prepass stores issued 1.66 (2.98), GEMM start 2.91 (4.06), helpers' tail flags 12.86 / 19.74, K loop
+  (5) 22.37 (23.87), tail flag seen (7) 23.26, sums complete (8) 24.58, C staged (10) 27.42, end (6) 28.35 (29.98):
+  5.95 us after the loop; 8 -> 10 2.85 us (predicted 2.5-3.0: the cluster peer's pull and the silu), 7 -> 8 1.25.
+- 512x3072x7168: K loop (5) 58.24 (59.68), tail flag seen (7) 58.62, sums complete (8) 60.70 (the tail's 128 KB
+  read: 2.08, predicted 2.5-3.0), halves exchanged (9) 60.96, C staged (10) 63.42 (9 -> 10 2.46 us, the silu x up
+  and staging: predicted 2.0-2.6), end (6) 64.10 (66.21); helpers' flags 23.90 / 40.58 / 57.02.
+By its rules: 9 -> 10 >= 2 on 512x3072x7168, so v44 (the silu's instructions) was worth its compare (it read 1.014x
+there); 8 -> 10 >= 2.5 on 256x3072x4096, so the split sum's transfer is the next target there.
 """
 
 import torch
