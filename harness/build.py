@@ -203,6 +203,11 @@ class Background:
     builds at a time (the table's: cores - 2, one core for the timing child's host path, one for the
     parent and the judge) and each at ``niceness`` 10 (the scheduler favours the timing process when
     both want a core: gpumode rows of group_gemm's C and D are host-bound, a few µs of launch path).
+    Measured (session 53, a fresh one-GPU H200, 16 cores, `table group_gemm --record`, 36 versions):
+    240 s against 305, the 36 builds done 85 s in (14 at once) while v0-v6 were timed; the rows timed
+    beside the builds against earlier rows of the same code: C of v1, v2, v4, v5 within 1.3%, v3's
+    18% and v6's 6% above; rows timed after the builds were done spread as far on the host-bound D
+    (v32 31.1 against 21.0 µs), so one run does not separate the builds' cost from that spread.
 
     As a context manager: entered, the builds start; left (the command ended, Ctrl-C, an error),
     the running builds are killed and the others not started, and the thread is joined, so no
