@@ -62,8 +62,7 @@ def leaderboard_cmd(problem, method, flush_kind, every_hash, fmt, output_path):
                       + " (use --record)")
         return
     render.print_leaderboard(rows, method, flush_kind, show_hash=every_hash)
-    suspect = {id(row) for row in leaderboard.timed_after_profiler(recorded)}
-    slow = sorted({(row["problem"], row["version"]) for row in rows if id(row) in suspect})
+    slow = leaderboard.to_retime(recorded, rows)
     if slow:
         # NOTE: wrapped by the console: the list runs long (27 group_gemm versions at the fix)
         console.print(f"note: the best rows of {len(slow)} versions ({', '.join(f'{p} {v}' for p, v in slow)}) may have "
