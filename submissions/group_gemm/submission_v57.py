@@ -51,7 +51,14 @@ the 227 KB limit; no instruction differs). (2) If v56's C loss was the run's noi
 is near 1), v57 reads SAME on C and the split buys nothing but keeps D's gain. (3) The lineage now has two consumer
 starts in the deep ring, chosen by the launch's shape class: a shape whose B lands early but which holds a 112-row
 tile (or the reverse) gets the start measured for C (or D), not its own.
-Measured: not yet run
+Measured: NVIDIA H200, session 53 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test group_gemm v57 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus v54's five custom shapes:
+32 of 32. `compare group_gemm v56 v57` (kernel method, mean us v56 -> v57, speedup [95%]): A 121.93 -> 121.52 1.003x
+SAME; B 73.10 -> 73.55 0.994x [0.987, 1.001] SAME; C 31.39 -> 31.10 1.009x [1.003, 1.016] SAME (faster by its
+interval, as predicted: ~1.008x); D 16.12 -> 16.10 1.001x SAME. Recorded (`table --versions v57 --record`): kernel
+121.83 / 73.31 / 31.26 / 16.10, gpumode 125.35 / 77.11 / 33.35 / 19.67 (a table row's 1 s budget: D's gpumode reads
+1.5-3 us above compare's, group_gemm's NOTES). Kept as the best: C back to v54's code and D's v56 gain kept, no shape
+slower by its interval.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v56's (v54's, v53's).

@@ -56,7 +56,21 @@ ring bytes the K loop's TMA wrote: initialised after the loop's last stage compl
 the cluster barrier, then thread 0's UBLKCP.S.G, the 8 LD.E.128 (DSMEM) all issued before the mbarrier's TRYWAIT
 (a first build with per-thread ld.global.cg had ptxas spread the 8 LDG a thread through the arithmetic).
 Compile-only (nvcc 13.0, sm_90a): every kernel 168 registers (the prepass 32), no spills, no stack.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 53 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test dual_gemm v45 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus m=512,n=3072,k=7168 /
+m=480,n=3072,k=4160 / m=256,n=4352,k=7168 / m=128,n=4096,k=7168 (l=1) / m=64,n=2048,k=7168,l=2 /
+m=256,n=3072,k=4096,l=2: 32 of 32. `compare dual_gemm v44 v45` (kernel method, mean us v44 -> v45, speedup [95%]):
+256x4096x7168 45.32 -> 45.15 1.004x [0.998, 1.009] SAME; 512x4096x7168 77.71 -> 77.79 0.999x SAME; 256x3072x4096
+29.20 -> 29.12 1.003x [0.995, 1.011] SAME; 512x3072x7168 64.78 -> 64.53 1.004x SAME. Marks (20 calls, L2 flushed,
+medians us after the call's first stamp): 256x3072x4096: K loop 22.37, tail flag seen 23.71 (v43: 23.26), sums
+complete 24.96 (24.58), C staged 27.07 (27.42), end 28.00 (28.35): 10 - 8 2.08 us (v43 2.85: -0.77, the DSMEM half
+as priced), but the loop's end to the tail flag seen +0.45 and 8 - 7 as v43's (1.25): the STGs' acks before the
+cluster barrier paid back most of it (the call -0.35 us in the marks, -0.09 in the compare). 256x4096x7168: K loop
+39.04, sums complete 40.90, C staged 43.01, end 44.03 (v42's marks: K loop 39.23, end 44.29). Refuted by its second
+rule (what the DSMEM step lost came back before the barrier): the exchange's two paths each carry a fixed release
+cost; SAME -> attic. What the exchange is worth now: ~2.1 us of a 5.6 us after-loop on these shapes, half of it the
+remaining DSMEM half at the measured 29 GB/s a CTA.
 """
 
 import torch
