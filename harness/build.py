@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -74,23 +73,6 @@ def choose_mode(compile_only_flag: bool, has_gpu: bool, nvcc: str | None) -> str
     return "full"
 
 
-class _Group:
-    """A build child's process group, killed by ``isolation.reaped_on_signals`` with the workers
-    (a table's builds run while it times: SIGTERM from a time limit must not leave nvcc running)."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-
-    def _kill_group(self) -> None:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def _remove_tmp(self) -> None:
-        pass
-
-
 def full_build(sub: Submission, timeout_s: float, stop: threading.Event | None = None, niceness: int = 0) -> CompileResult:
     """Import ``sub`` in a child (building its extension); OK, or FAIL with the error's first lines.
     ``stop`` set: the child's group is killed (FAIL, "stopped"); ``niceness``: the child's nice."""
@@ -101,19 +83,16 @@ def full_build(sub: Submission, timeout_s: float, stop: threading.Event | None =
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-        group = _Group(proc.pid)
-        isolation._LIVE.add(group)
-        try:
+        # NOTE: the child's compiler processes too: the whole group, killed on leaving (or by SIGTERM /
+        # SIGHUP with the workers: a table's builds run while it times)
+        with isolation.reaped_group(proc.pid):
             code = None
             while code is None and time.monotonic() - t0 < timeout_s and not stopped:
                 try:
                     code = proc.wait(timeout=min(0.2, max(0.01, timeout_s - (time.monotonic() - t0))))
                 except subprocess.TimeoutExpired:
                     stopped = stop is not None and stop.is_set()
-        finally:  # the child's compiler processes too: the whole group
-            group._kill_group()
-            proc.wait()
-            isolation._LIVE.discard(group)
+        proc.wait()
     text = log.read_text(errors="replace")
     result = CompileResult(sub.label, OK, seconds=time.monotonic() - t0, log=str(log))
     if stopped:

@@ -110,7 +110,7 @@ class SandboxBroken(UserError):
 
 
 # -- no child outlives the harness --------------------------------------------------------------
-_LIVE: set["Child"] = set()  # children with a process running (and harness.build._Group: a build beside a table), killed on SIGTERM/SIGHUP
+_LIVE: set = set()  # children with a process running, and process groups (``reaped_group``), killed on SIGTERM/SIGHUP
 PR_SET_PDEATHSIG = 1
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
@@ -128,6 +128,36 @@ def _dies_with(parent_pid: int) -> Callable[[], None]:
         if os.getppid() != parent_pid:
             os._exit(1)
     return preexec
+
+
+class _Group:
+    """A process group started outside a ``Child`` (a build beside a table's timing): killed with the
+    children on SIGTERM/SIGHUP (``reaped_on_signals``), and by its owner when it is done."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def _kill_group(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _remove_tmp(self) -> None:  # NOTE: the children's protocol (reap); a bare group keeps no folder
+        pass
+
+
+@contextlib.contextmanager
+def reaped_group(pid: int):
+    """While inside, the process group ``pid`` leads is killed by ``reaped_on_signals`` as the children
+    are; on leaving it is killed (anything it started with it) and forgotten."""
+    group = _Group(pid)
+    _LIVE.add(group)
+    try:
+        yield group
+    finally:
+        group._kill_group()
+        _LIVE.discard(group)
 
 
 @contextlib.contextmanager

@@ -565,21 +565,29 @@ def to_retime(recorded: list[dict], best_rows: list[dict]) -> list[tuple[str, st
     leaderboard` names. NOTE: a suspect row that is the best although a clean row of its shape exists
     beat that row: the profiler only adds time, so it is not named (session 53's fresh group_gemm table
     re-timed every version, and 25 versions' old, faster rows stayed the best)."""
-    suspect = {id(row) for row in timed_after_profiler(recorded)}
+    suspect = suspect_ids(recorded)
     return sorted({(row["problem"], row["version"]) for row in best_rows if id(row) in suspect
                    and not recorded_already(recorded, row["problem"], row["version"], row.get("code_hash") or "",
                                             method_of(row), flush_kind(row), row.get("gpu"), [row["shape"]],
-                                            row.get("dist"))})
+                                            row.get("dist"), suspect)})
+
+
+def suspect_ids(rows: list[dict]) -> set[int]:
+    """``id`` of each row of ``rows`` that ``timed_after_profiler`` names: worked out once per read of
+    the leaderboard and handed to each ``recorded_already`` (it parses every row's timestamp)."""
+    return {id(row) for row in timed_after_profiler(rows)}
 
 
 def recorded_already(rows: list[dict], problem: str, version: str, code_hash: str, method: str, flush: str,
-                     gpu: str, shapes: list[str], dist: str) -> bool:
+                     gpu: str, shapes: list[str], dist: str, suspect: set[int] | None = None) -> bool:
     """Whether ``rows`` hold a passing row of this version's code (``code_hash``, a row without one
     does not count: it cannot be told apart) with this method and flush on this GPU model, for
     every shape key in ``shapes`` and the distribution ``dist`` (a table times the competition's):
     what ``table --missing`` skips. A row maybe timed after a profiler in its process
-    (``timed_after_profiler``) does not count either: --missing times it again."""
-    suspect = {id(row) for row in timed_after_profiler(rows)}
+    (``timed_after_profiler``) does not count either: --missing times it again. ``suspect``:
+    ``suspect_ids(rows)`` where the caller asks of the same rows many times."""
+    if suspect is None:
+        suspect = suspect_ids(rows)
     seen = {row["shape"] for row in rows
             if id(row) not in suspect
             and row.get("status") == "PASS" and row.get("mean_us") and row.get("problem") == problem

@@ -371,14 +371,14 @@ def test_a_background_build_stopped_mid_way_kills_its_child_and_leaves_no_thread
     sub = submissions.load("gemm", hang, "hang.py")
     t0 = time.monotonic()
     with build.Background([sub], timeout_s=300, jobs=1) as builds:
-        while not [g for g in isolation._LIVE if isinstance(g, build._Group)]:
+        while not [g for g in isolation._LIVE if isinstance(g, isolation._Group)]:
             assert time.monotonic() - t0 < 20, "the build child never started"
             time.sleep(0.05)
-        pids = [g.pid for g in isolation._LIVE if isinstance(g, build._Group)]
+        pids = [g.pid for g in isolation._LIVE if isinstance(g, isolation._Group)]
         assert not builds.ended(sub) and not builds.built(sub)
     assert time.monotonic() - t0 < 20
     assert builds.ended(sub) and builds.failure(sub).message == "not built: the command stopped"
-    assert not [g for g in isolation._LIVE if isinstance(g, build._Group)]
+    assert not [g for g in isolation._LIVE if isinstance(g, isolation._Group)]
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

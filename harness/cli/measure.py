@@ -686,9 +686,10 @@ def _recorded_here(subs, plans, shapes_of_problem, cap, gpus) -> dict:
         import torch
         model = torch.cuda.get_device_name(gpus[0] if gpus else 0)
     rows = leaderboard.read()
+    suspect = leaderboard.suspect_ids(rows)
     return {(sub.label, sub.problem, p.method): model for sub in subs for p in plans
             if leaderboard.recorded_already(rows, sub.problem, sub.label, leaderboard.code_hash(sub), p.method, p.flush, model,
-                                            [shape.key for shape in shapes_of_problem[sub.problem]], TABLE_DIST)}
+                                            [shape.key for shape in shapes_of_problem[sub.problem]], TABLE_DIST, suspect)}
 
 
 def _measure_ladder(title, subs, shapes_of_problem, plans, gpus, cap, record, record_failures, quiet, timeout,
