@@ -116,7 +116,17 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 54 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test gemm v58 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus the seven custom shapes of
+the commands above: 36 of 36. `compare gemm v52 v58` (kernel method, mean us v52 -> v58): 128x7168x16384 59.91 ->
+59.87 1.001x, 128x4096x7168 22.40 -> 22.43 0.999x [0.990, 1.009], 128x7168x2048 14.34 -> 14.39 0.997x: SAME on all
+three. `probe marks gemm v58 --shapes benchmarks:1`: marks 6-7 absent (start 0.13, first stage decoded 2.27, K loop
+done 13.34 (max 14.27), end 18.11 (max 19.14) us): this H200 answered cudaOccupancyMaxActiveClusters < 32 for
+clusters of 4, so every benchmark shape ran v52's L2 path, the risk (1) case: the idea is untested on the H200 and
+cannot run there at 128x4096x7168's 32 tiles (the GH100's GPCs hold 30 clusters of 4, as the H100 in v21's call).
+SAME by construction -> attic. The cluster path itself ran in the tests (128x1536x7168 and 512x512x7168: 12 and 16
+clusters of 4, which fit) and passed on every distribution; what was not measured is its speed.
 
 Exactness (v43's; the kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums

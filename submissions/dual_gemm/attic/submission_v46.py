@@ -48,7 +48,22 @@ the read now competes with the STS.U16 staging for the LSU pipe (64 2-byte store
 Bad inputs: v44's checks and messages, unchanged (no new input path).
 Compile-only (nvcc 13.0, sm_90a): every GEMM kernel 168 registers (the prepass 32), no spills, no stack frame; with
 -DNVFP4_MARKS as well (the probe's build).
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, session 54 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test dual_gemm v46 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus m=512,n=3072,k=7168 /
+m=480,n=3072,k=4160 / m=256,n=4352,k=7168 (l=1): 20 of 20. `compare dual_gemm v44 v46` twice in two calls (kernel
+method, mean us v44 -> v46, speedup [95%]): 512x3072x7168 65.03 -> 64.49 1.008x [1.002, 1.015] then 64.69 -> 64.51
+1.003x [0.994, 1.011]: SAME by the 2% margin both times (predicted 1.011-1.024x); the SASS-identical shapes 0.995x /
+0.997x / 1.000x then 1.000x / 1.001x / 0.998x SAME. Marks on 512x3072x7168 (20 calls, L2 flushed, median (max) us
+after the call's first stamp, v44 beside it in the same call): K loop 58.72 (59.81) / 58.56 (60.16); tail flag seen
+59.42 (60.51) / 58.98 (60.58); halves exchanged 59.55 / 61.41 (now under the flag's wait, as predicted); sums
+complete 61.89 (63.87) / 61.15 (62.85); C staged 62.30 (64.80) / 63.01 (64.70); end 62.94 (65.50) / 63.68 (65.38).
+The median CTA's loop -> end fell 5.09 -> 4.16 us (-0.93: the prediction's 5 -> 10 cut of >= 0.5 holds for the
+median), but the slowest CTA did not move (end max 65.50 against 65.38): its streamed tail read took 3.4 us from
+the flag (sums complete max 63.87 against v44's 62.85), the refutation's second rule (the up warpgroup's window of 6
+loads reads slower than v44's 8 in bursts, where the read is long). A call ends with its slowest CTA, so the
+median's saving is not the call's: SAME -> attic. What it leaves: the exchange is off the path; the tail read of
+the slowest CTAs is the step to shorten (a deeper explicit prefetch, or fewer bytes per tail).
 """
 
 import torch
