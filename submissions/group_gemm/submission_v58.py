@@ -74,7 +74,21 @@ if (2). (2) two copies in flight keep ahead of the loop only while a copy's load
 back the A copy two stages on; the consumers need that B at the same stage anyway. (4) code placement (v52's
 lesson): the consumers' code is v57's shifted by 16 bytes (above); a K-loop change outside compare's resolution is
 not expected from that alone, but a C or D result within ~1% of v57 cannot separate it from the pacing's.
-Measured: not yet run
+Measured: NVIDIA H200, session 54 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test group_gemm v58 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus the four custom shapes
+of the commands: 28 of 28. `compare group_gemm v57 v58` (kernel method, mean us v57 -> v58, speedup [95%]): A 122.43
+-> 122.30 1.001x SAME; B 73.10 -> 73.41 0.996x [0.988, 1.004] SAME; C 31.10 -> 30.88 1.007x [0.998, 1.016] SAME
+(predicted 1.010-1.013x); D 16.18 -> 15.62 1.036x [1.026, 1.046] FASTER (predicted 1.025-1.03x). Marks (20 calls,
+L2 flushed, medians (max) us after the call's first stamp), D, v57 beside it in the same call: stages 0-1 issued
+3.23, stage 0 landed 3.84 (5.02) / 4.10 (5.12): -0.26, short of the predicted 3.6-3.75 but moved (not refuted by
+its first rule); the loop phase 10.14 / 10.24 (not starved: its second rule holds); K loop done 13.47 / 13.66; end
+14.56 (15.71) / 14.72 (15.87). C: stages 0-1 issued 4.22, stage 0 landed 4.64 (v55's 4.83), first stage's B decoded
+5.28 (v57 5.25): on C the first stage still waits for B's block 0, as the prediction allowed, and the loop phase
+24.10 is v57's. The compare's D gain (0.56 us, means over its blocks of queued calls) is larger than the marks' (end median
+and max both -0.16 us over 20 single flushed calls): the marks do not explain the rest; a compare repeated next
+session says whether it holds. Kept as the best: D faster by its
+interval, no shape slower by its interval. Not yet recorded (`table group_gemm --versions v58 --record --method
+gpumode --method kernel`: the session's device time ended).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -72,7 +72,20 @@ custom m=256,n=4352,k=7168), not as a hang.
 Bad inputs: v44's checks and messages, unchanged (no new input path).
 Compile-only (nvcc 13.0, sm_90a): every GEMM kernel 168 registers (the prepass 32), no spills, no stack frame; the
 same with -DNVFP4_MARKS (the probe's build).
-Measured: not yet run.
+Verdict: slower
+Measured: NVIDIA H200, session 54 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test dual_gemm v47 --dist all`: 40 of 40 pass; `--dist all --shapes edges` plus m=512,n=3072,k=7168 /
+m=480,n=3072,k=4160 / m=256,n=4352,k=7168 / m=128,n=4096,k=7168 / m=150,n=4096,k=7168 (l=1): 28 of 28. `compare
+dual_gemm v44 v47` (kernel method, mean us v44 -> v47, speedup [95%]): 256x4096x7168 45.20 -> 45.43 0.995x [0.993,
+0.997] SAME by the margin, slower by its interval (predicted 1.005-1.014x); the SASS-identical shapes 0.998x /
+1.003x / 1.004x SAME. Marks on 256x4096x7168 (20 calls, L2 flushed, median (max) us after the call's first stamp,
+v44 beside it in the same call): K loop 39.23 / 39.04; sums complete 40.26 / 40.32 (5 -> 8 1.03 against 1.28: -0.25,
+the first rule holds); C staged 43.55 (45.25) / 43.01 (44.13): 8 -> 10 3.26 against 2.69 (+0.57, predicted ~2.6-2.8);
+end 44.26 (46.30) / 44.00 (44.99): 10 -> 6 0.71 against 0.99 (-0.28). With all 16 peer reads issued before the
+own-share exchange, the pull and the exchange took longer together than v44's in turn, and the slowest CTA's end
+moved +1.3 us: the DSMEM pull did not hide the exchange between warpgroups (a likely cause, not measured: the
+pull's replies and the exchange's stores share the SM's shared-memory port). -> attic. The ~1.2 us between the slowest CTA and
+the median (v44: end 44.00 median, 44.99 max) is not a launch-half effect: the CTA halves 0-63 and 64-127 read alike.
 """
 
 import torch

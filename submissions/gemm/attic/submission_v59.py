@@ -74,7 +74,23 @@ length (882 instructions from the first HGMMA to the last at 128 rows) with v52'
 compiler picked (15 IMAD.SHL -> SHF.L, 2 VIADD -> IADD3); the prologue is the unsplit kernel's (UTMACCTL.PF,
 ACQBULK = griddepcontrol.wait); the exchange 5 UBLKCP.S.S (shared::cta -> shared::cluster pushes), 3 UCGABAR_ARV
 / 3 UCGABAR_WAIT, no MEMBAR.GPU, no LDL/STL. ptxas: 168 registers, no spills, no stack, every kernel.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 54 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; one process per
+command). `test gemm v59 --dist all`: 40 of 40 pass (no tests shape takes the pair path). `--dist all --shapes
+edges` plus the ten custom shapes of the commands: 47 of 48, and the one failure is on the pair path:
+128x7168x2112 (16 + 17 blocks a pair) `mixed` seed 1113, max error 0.962 of the tolerance (cuBLAS fp16 0.964) but
+the errors beyond one fp16 ulp 0.481 of the tolerance, more than 1.5x cuBLAS's (0.0549): NOT exact as the lab
+defines it (cause not isolated: the other pair-path shapes, 17-block splits excepted, pass; v52 runs that shape
+unsplit). `compare gemm v52 v59` (kernel method, mean us v52 -> v59): 128x7168x16384 59.92 -> 59.81 1.002x SAME,
+128x4096x7168 22.34 -> 22.36 0.999x SAME, 128x7168x2048 14.29 -> 14.70 0.972x [0.964, 0.981] SLOWER (predicted
+1.10x; refuted below 1.03x). Marks (`probe marks gemm v59 --shapes benchmarks:2`, 20 calls, L2 flushed, medians
+(max) us after the call's first stamp): B armed = prepass done 1.31, first stage decoded 3.14 (4.10), K loop done
+9.47, pushes issued 10.27, peers' parts received 11.30, end 12.35 (13.18). Phases: the loop 6.34 us (predicted
+5.9-6.2, v52 8.96: the per-block overhead is fixed, as priced), but the start is 0.7 us later than v52's (first
+stage decoded 2.43 -> 3.14: the refutation's third rule, > 0.5; the pair's A first lap is twice the bytes and the
+cluster launch is placed later under PDL) and the loop's end to the end 2.88 (predicted 2.0-2.5: push to received
+0.99, as dsmem_rate's pairs, but 0.80 from the loop's end to the pushes, the staging and the first cluster barrier).
+The loop saved 2.6 us; the start and the exchange gave back 3.0. -> attic.
 
 Bad inputs: v52's table, unchanged (no check added, changed or removed; the host's checks are v52's code).
 
