@@ -261,6 +261,20 @@ def test_marks_summary_times_marks_from_the_calls_first_stamp_and_phases_within_
     assert {m["mark"]: m["max_us"] for m in only_second["marks"]}["start"] == pytest.approx(1.0)
 
 
+def test_marks_summary_tells_a_slow_call_from_a_straggling_cta_by_each_calls_last_cta():
+    # two CTAs a call; the second always ends 2 us after the first, and the third call is 8 us slow
+    calls = [_call({0: (1000, 0), 1: (11_000, 0)}, {0: (1000, 0), 1: (13_000, 0)}),
+             _call({0: (1000, 0), 1: (11_000, 0)}, {0: (1000, 0), 1: (13_000, 0)}),
+             _call({0: (1000, 0), 1: (11_000, 0)}, {0: (1000, 0), 1: (21_000, 0)})]
+    end = {m["mark"]: m for m in marks.summarise(calls, ["start", "end"])["marks"]}["end"]
+    assert end["median_us"] == pytest.approx(11.0) and end["max_us"] == pytest.approx(20.0)
+    assert end["last_cta_median_us"] == pytest.approx(12.0)  # a typical call ends at 12, not at the max's 20
+    first_only = {m["mark"]: m for m in marks.summarise(calls, ["start", "end"], ctas=range(0, 1))["marks"]}["end"]
+    assert first_only["last_cta_median_us"] == pytest.approx(10.0)  # the range's own slowest CTA
+    lines = marks.format_summary(marks.summarise(calls, ["start", "end"]))
+    assert "last CTA" in lines[0] and lines[2].split()[-2] == "12.00"
+
+
 def test_marks_names_extend_past_the_declared_ones_and_an_unstamped_call_is_said():
     calls = [_call({0: (5, 0), 3: (9, 0)})]
     assert marks.mark_names(["start"], calls) == ["start", "mark 1", "mark 2", "mark 3"]

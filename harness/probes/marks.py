@@ -17,7 +17,10 @@ exported from the extension's shared object, are read through ctypes: nothing ha
 the version's ``FUNCTIONS``.
 
 The report, per mark over CTAs and calls: when it was reached (µs after the call's first stamp of
-any mark in any CTA, median and max) and by how many CTAs; per phase (one mark to the next stamped
+any mark in any CTA, median and max), when the call's last CTA reached it (median over calls: a call
+ends with its slowest CTA, so this, not the median CTA, is what a change to the call's time must
+move; and a max far above it is a few slow calls, not a straggling CTA in every call) and by how
+many CTAs; per phase (one mark to the next stamped
 one within a CTA, in id order, so marks a launch skips merge their neighbours' phases): median and
 max µs and median cycles.
 """
@@ -140,6 +143,7 @@ def summarise(calls: list[Stamps], names: list[str], ctas: range | None = None) 
     """Per mark and per phase figures over ``calls`` (see the module's docstring). With ``ctas``,
     only those CTAs are counted; times stay relative to the whole call's first stamp."""
     at: dict[str, list[float]] = {n: [] for n in names}
+    last: dict[str, list[float]] = {n: [] for n in names}  # per call, the slowest counted CTA's time
     phases: dict[str, dict[str, list[float]]] = {}
     steps: set[int] = set()
     counted_calls = 0
@@ -150,19 +154,24 @@ def summarise(calls: list[Stamps], names: list[str], ctas: range | None = None) 
             continue
         counted_calls += 1
         t0 = min(stamped)
+        slowest: dict[str, float] = {}
         for cta, (row, clocks) in enumerate(zip(call.ns, call.cycles)):
             if ctas is not None and cta not in ctas:
                 continue
             hits = [(i, t, clocks[i]) for i, t in enumerate(row) if t and i < len(names)]
             for i, t, _ in hits:
                 at[names[i]].append((t - t0) / 1e3)
+                slowest[names[i]] = max(slowest.get(names[i], 0.0), (t - t0) / 1e3)
             for (i, ta, ca), (j, tb, cb) in zip(hits, hits[1:]):
                 phase = phases.setdefault(f"{names[i]} -> {names[j]}", {"us": [], "cycles": []})
                 phase["us"].append((tb - ta) / 1e3)
                 phase["cycles"].append(float(cb - ca))
                 if tb > ta:
                     steps.add(tb - ta)
-    marks = [{"mark": n, "median_us": statistics.median(xs), "max_us": max(xs), "ctas": len(xs) / counted_calls}
+        for n, t in slowest.items():
+            last[n].append(t)
+    marks = [{"mark": n, "median_us": statistics.median(xs), "max_us": max(xs),
+              "last_cta_median_us": statistics.median(last[n]), "ctas": len(xs) / counted_calls}
              for n, xs in at.items() if xs]
     phase_rows = [{"phase": p, "median_us": statistics.median(v["us"]), "max_us": max(v["us"]),
                    "median_cycles": statistics.median(v["cycles"])} for p, v in phases.items()]
@@ -174,9 +183,11 @@ def format_summary(summary: dict) -> list[str]:
     """The lines ``nvfp4 probe marks`` prints for one summary."""
     if not summary["marks"]:
         return ["no mark was stamped: the kernel never reached NVFP4_MARK (or the CTA range holds none)"]
-    out = [f"{'mark (µs after the call first stamp)':<40} {'median':>9} {'max':>9} {'CTAs':>7}"]
+    out = [f"{'mark (µs after the call first stamp)':<40} {'median':>9} {'max':>9} {'last CTA':>9} {'CTAs':>7}"]
     for m in summary["marks"]:
-        out.append(f"{m['mark']:<40} {m['median_us']:9.2f} {m['max_us']:9.2f} {m['ctas']:7.1f}")
+        out.append(f"{m['mark']:<40} {m['median_us']:9.2f} {m['max_us']:9.2f} {m['last_cta_median_us']:9.2f} "
+                   f"{m['ctas']:7.1f}")
+    out.append("last CTA: when a call's slowest CTA reached the mark, median over calls (the call ends with it)")
     if summary["phases"]:
         out.append(f"{'phase (within a CTA)':<40} {'median':>9} {'max':>9} {'cycles':>9}")
         for p in summary["phases"]:
