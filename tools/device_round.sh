@@ -6,7 +6,11 @@
 # Usage (device machine, repo root): STEPS=check|time|record|all bash tools/device_round.sh P:V:PARENT[:STEPS] ...
 # STEPS=check builds and tests only; time compares with the parent and records; record only
 # records; all does check and time. A spec's own STEPS overrides the variable for that version.
-# Env: GPUS (ids to use, default every GPU nvidia-smi lists).
+# Env: GPUS (ids to use, default every GPU nvidia-smi lists); DEADLINE (seconds after the round starts,
+# e.g. 540 in a 600 s device call: no step runs past it, and what was skipped is said); EXTRA (a file of
+# harness command lines, run in order after every version's steps on the first GPU: marks, custom shapes,
+# records; one command a line, arguments split on whitespace (no quoting), blank and # lines skipped;
+# each line's output in extra-N.txt).
 # The archives are rewritten after every version, so a call stopped at its limit keeps the rest.
 set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
@@ -18,6 +22,8 @@ work=/tmp/nvfp4-round; rm -rf "$work"; mkdir -p "$work"
 read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | tr '\n' ' ')}"
 [ "${#gpus[@]}" -ge 1 ] || { echo "no GPU listed by nvidia-smi (set GPUS)" >&2; exit 2; }
 t0=$(date +%s)
+[ -n "${DEADLINE:-}" ] && export DEADLINE_AT=$(( t0 + DEADLINE ))
+if [ -n "${EXTRA:-}" ] && [ ! -r "$EXTRA" ]; then echo "EXTRA: cannot read $EXTRA" >&2; exit 2; fi
 for spec in "$@"; do  # NOTE: builds are CPU-bound (nvcc), so they overlap; GPU steps below do not
   IFS=: read -r p v _ <<< "$spec"
   python3 -m harness build "$p" "$v" > "$work/build-$p-$v.log" 2>&1 &
@@ -43,5 +49,19 @@ for spec in "$@"; do
   ( one "$spec" "$g"; echo "$g" >&3 ) &
 done
 wait
+n=0
+if [ -n "${EXTRA:-}" ]; then
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in ''|'#'*) continue ;; esac
+    n=$(( n + 1 )); read -r -a args <<< "$line"
+    left=$(( ${DEADLINE_AT:-9999999999} - $(date +%s) - 5 ))
+    if [ "$left" -lt 20 ]; then echo "extra $n ($line): skipped (the round's deadline)" >> "$work/extra.txt"; continue; fi
+    CUDA_VISIBLE_DEVICES="${gpus[0]}" timeout -k 10 "$(( left < 900 ? left : 900 ))" python3 -m harness "${args[@]}" \
+      > "$work/extra-$n.txt" 2>&1
+    echo "extra $n ($line): rc $? at $(( $(date +%s) - t0 )) s" >> "$work/extra.txt"
+    flock "$work/.lock" tar czf "$OUT/round.tgz" -C "$work" --exclude=gpus.fifo --exclude=.lock .
+  done < "$EXTRA"
+fi
 for spec in "$@"; do IFS=: read -r p v _ <<< "$spec"; cat "$work/$p-$v.done" 2>/dev/null; done | tee "$work/summary.txt"
+[ -f "$work/extra.txt" ] && tee -a "$work/summary.txt" < "$work/extra.txt"
 cp "$work/summary.txt" "$OUT/summary.txt"; flock "$work/.lock" tar czf "$OUT/round.tgz" -C "$work" --exclude=gpus.fifo --exclude=.lock .

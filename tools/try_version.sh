@@ -7,7 +7,8 @@
 # Env: NVFP4_GIT_COMMIT (required: the commit being run, which the copied tree cannot tell),
 # BUDGET (run seconds, default 3; compare stops on its own: decided and precise, or 10 s a shape),
 # STEPS: check (build and tests), time (compare and recorded run), record (recorded run only),
-# all (default: check and time); STEP_TIMEOUT (seconds per step, default 900).
+# all (default: check and time); STEP_TIMEOUT (seconds per step, default 900); DEADLINE_AT (epoch
+# seconds: no step runs past it, a step that would start within 20 s of it is skipped and said).
 set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
 # session's first commit, dirty); every recorded row must name the commit that actually ran.
@@ -18,16 +19,24 @@ export PYTHONUNBUFFERED=1 COLUMNS=200 NVFP4_LEADERBOARD="$OUT/leaderboard.csv"
 export NVFP4_EXTENSIONS_DIR="${NVFP4_EXTENSIONS_DIR:-$PWD/.build/torch_extensions}"
 log="$OUT/$problem-$version.log" summary="$OUT/summary.txt" t0=$(date +%s)
 say() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$summary"; }
+limit() {  # the seconds a step may take: STEP_TIMEOUT, cut to what is left before DEADLINE_AT
+  local left=$(( ${DEADLINE_AT:-9999999999} - $(date +%s) - 5 )) cap=${STEP_TIMEOUT:-900}
+  echo $(( left < cap ? left : cap ))
+}
 step() {  # step NAME CMD...: run, log, and stop on failure
   local name=$1; shift
   echo "### $name" >> "$log"
+  # NOTE: a device call has a hard limit (600 s): a step that cannot finish before the round's deadline is
+  # skipped and said, so the call returns with everything that did finish instead of being cut mid-step.
+  local t; t=$(limit); if [ "$t" -lt 20 ]; then say "$name: skipped (the round's deadline)"; finish 3; fi
   # NOTE: a barrier mistake in a new kernel hangs rather than fails; the timeout turns it into a failure.
-  if timeout -k 10 "${STEP_TIMEOUT:-900}" "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -20 "$log" | tee -a "$summary"; finish 1; fi
+  if timeout -k 10 "$t" "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -20 "$log" | tee -a "$summary"; finish 1; fi
 }
 soft() {  # soft NAME CMD...: like step, but a failure is said and the steps go on (a finding, not a broken build)
   local name=$1; shift
   echo "### $name" >> "$log"
-  if timeout -k 10 "${STEP_TIMEOUT:-900}" "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -16 "$log" | tee -a "$summary"; fi
+  local t; t=$(limit); if [ "$t" -lt 20 ]; then say "$name: skipped (the round's deadline)"; finish 3; fi
+  if timeout -k 10 "$t" "$@" >> "$log" 2>&1; then say "$name: ok"; else say "$name: FAILED (see $log)"; tail -16 "$log" | tee -a "$summary"; fi
 }
 finish() {
   if [ -d "$OUT/leaderboard_runs" ]; then
