@@ -179,15 +179,16 @@ def summarise(calls: list[Stamps], names: list[str], ctas: range | None = None) 
             "timer_step_ns": min(steps) if steps else None, "dropped": dropped}
 
 
-def format_summary(summary: dict) -> list[str]:
-    """The lines ``nvfp4 probe marks`` prints for one summary."""
+def format_summary(summary: dict, legend: bool = True) -> list[str]:
+    """The lines ``nvfp4 probe marks`` prints for one summary (``legend``: the line saying what "last CTA" is)."""
     if not summary["marks"]:
         return ["no mark was stamped: the kernel never reached NVFP4_MARK (or the CTA range holds none)"]
     out = [f"{'mark (µs after the call first stamp)':<40} {'median':>9} {'max':>9} {'last CTA':>9} {'CTAs':>7}"]
     for m in summary["marks"]:
         out.append(f"{m['mark']:<40} {m['median_us']:9.2f} {m['max_us']:9.2f} {m['last_cta_median_us']:9.2f} "
                    f"{m['ctas']:7.1f}")
-    out.append("last CTA: when a call's slowest CTA reached the mark, median over calls (the call ends with it)")
+    if legend:
+        out.append("last CTA: when a call's slowest CTA reached the mark, median over calls (the call ends with it)")
     if summary["phases"]:
         out.append(f"{'phase (within a CTA)':<40} {'median':>9} {'max':>9} {'cycles':>9}")
         for p in summary["phases"]:
@@ -262,6 +263,6 @@ def format_report(r: dict) -> list[str]:
         lines += format_summary(entry["summary"])
         for part in entry["ranges"]:
             lines.append(f"CTAs {part['ctas']}:")
-            lines += ["  " + line for line in format_summary(part["summary"])]
+            lines += ["  " + line for line in format_summary(part["summary"], legend=False)]
         lines.append("")
     return lines
