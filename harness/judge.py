@@ -353,7 +353,8 @@ class Judge:
         params = {k: v for k, v in item["params"].items() if k != "seed"}
         self._mapped_now = False
         cache: dict[tuple, tuple] = {}
-        worst = (0.0, 0.0)
+        worst = beyond = (0.0, 0.0)
+        from reference import yardstick
         for call, entry in zip(calls, results):
             seed, key = call["seed"], call.get("key")
             if (seed, key) not in cache:
@@ -370,14 +371,21 @@ class Judge:
                     problem += f" (cuBLAS fp16 on the same data: max error {errors[1]:.3g} of the tolerance)"
                 return {"status": "FAIL", "message": f"{call['label']}: {problem}", "sub": call["sub"]}
             if errors:
-                from reference import yardstick
                 ok, verdict = yardstick.judge(*errors)
                 if not ok:
                     return {"status": "FAIL", "message": f"{call['label']}: {verdict}", "sub": call["sub"]}
                 worst = max(worst, errors[:2])
+                beyond = max(beyond, errors[2:])
         if kind == "test":
+            # NOTE: error beyond one fp16 ulp is what the yardstick judges (reference/yardstick.py); shown
+            # whenever there is any, so a PASS says how close it came to that bar (gemm v52 passed 40 of 40
+            # mixed seeds, then FAILed one on 128x7168x2112 at 0.481 against a bar of 0.25)
+            margin = "" if beyond[0] == 0 else (
+                f"; beyond one fp16 ulp {beyond[0]:.3g} (cuBLAS fp16: {beyond[1]:.3g}; FAIL above "
+                f"{yardstick.BEYOND_ULP_JUDGED_ABOVE} and {yardstick.MAX_RATIO}x cuBLAS's)")
             return {"status": "PASS", "message": f"{len(calls)} seeds pass; max error {worst[0]:.3g} of the tolerance "
-                    f"(cuBLAS fp16: {worst[1]:.3g})", "max_error": worst[0], "yardstick_error": worst[1]}
+                    f"(cuBLAS fp16: {worst[1]:.3g}){margin}", "max_error": worst[0], "yardstick_error": worst[1],
+                    "beyond_ulp": beyond[0], "yardstick_beyond_ulp": beyond[1]}
         return {"status": "PASS", "message": ""}
 
     def _verdict(self, data, prints: list[int], ref, entry) -> tuple[object, str | None]:
