@@ -101,6 +101,9 @@ at the end: deterministic. A pair split's chunks restart at its own K range's st
 boundaries differ from v52's unsplit ones on 128x7168x2048 (16 + 16 blocks, chunks of 4 either way: the same
 boundaries), and the two partials add in fp32 round-to-nearest. Rows past M are zero (the prepass writes them) and
 not stored. Any M >= 1, N multiple of 128, K multiple of 64, any L.
+
+Session 55: v52 itself fails that seed with the same figures (0.962, 0.481 against cuBLAS's 0.0549), so the failure is
+v52's 4-block promotion, not the pair path (gemm v61 and v62's docstrings).
 """
 
 import torch

@@ -89,6 +89,14 @@ Exactness as v44: the K sums, their order, the partials' order and silu x up are
 the first lap's copies are issued (the same bytes to the same slots on the same barriers), so every output should
 equal v44's bit for bit. Bad inputs: v44's host checks and messages, unchanged.
 Measured: not yet run
+
+Verdict: slower
+Measured: NVIDIA H200, session 55 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; kernel method, one process
+per command). `test dual_gemm v48 --dist all` 40 of 40 and edges pass, bad inputs, racecheck and synccheck clean.
+`compare dual_gemm v44 v48`: 256x4096x7168 1.000x [0.991, 1.009], 512x4096x7168 1.001x [0.995, 1.008], 256x3072x4096
+0.998x [0.991, 1.004], 512x3072x7168 1.001x [1.000, 1.002], geomean 1.000x [0.999, 1.001] SAME (predicted
+1.003-1.016x): pacing every launch's first lap (three stages in flight) moves no call. Recorded gpumode 47.14 / 78.27
+/ 30.98 / 66.30 us. Not kept (attic/).
 """
 
 import torch

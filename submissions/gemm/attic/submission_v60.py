@@ -120,6 +120,13 @@ are issued (the same bytes into the same slots, counted on the same barriers), s
 bit for bit. a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16, fp16 x fp16 products exact, each chunk of 4 K
 blocks summed by wgmma from zero, the chunk sums added in fp32 round-to-nearest in K order, split partials added
 in a fixed order, x 2^7 at the end. Any M >= 1, N multiple of 128, K multiple of 64, any L.
+
+Verdict: slower
+Measured: NVIDIA H200, session 55 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; kernel method, one process
+per command). `test gemm v60 --dist all` 40 of 40 and edges pass, bad inputs, racecheck and synccheck clean. `compare
+gemm v52 v60`: 128x7168x16384 0.988x [0.980, 0.996] SLOWER, 128x4096x7168 0.991x [0.985, 0.996], 128x7168x2048 0.998x
+[0.990, 1.007], geomean 0.992x [0.989, 0.995] (predicted 1.013-1.025x on the two short shapes): pacing the first lap's
+A copies (two in flight) costs where the loads were the pace. Not kept (attic/).
 """
 
 import torch

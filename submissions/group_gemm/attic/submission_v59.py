@@ -74,6 +74,13 @@ chain per output over the whole K in v47's K order; the change moves only when B
 are issued (the same bytes to the same slots, on the same barriers, armed for the same bytes), so every output should
 equal v58's bit for bit.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
+
+Verdict: slower
+Measured: NVIDIA H200, session 55 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; kernel method, one process
+per command). `test group_gemm v59 --dist all` 40 of 40 and edges pass, bad inputs, racecheck and synccheck clean.
+`compare group_gemm v58 v59`: A 1.000x [0.993, 1.007], B 0.999x [0.996, 1.002], C 0.997x [0.988, 1.006], D 1.002x
+[0.999, 1.004], geomean 0.999x [0.998, 1.001] SAME: splitting C's B first lap around A's first window moves nothing
+(predicted C 1.006-1.013x). Recorded gpumode 124.48 / 74.94 / 31.77 / 17.20 us. Not kept (attic/).
 """
 
 import torch

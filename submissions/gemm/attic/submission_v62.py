@@ -55,6 +55,17 @@ products exact, each k16 step's 16 products of one scale pair, each chunk of 8 K
 added in fp32 round-to-nearest in K order, split partials added in a fixed order (0 + split 0 + split 1 +
 ...), x 2^7 at the end. Rows past M are zero (the prepass writes them) and not stored. Any M >= 1, N multiple
 of 128, K multiple of 64, any L.
+
+Verdict: slower
+Measured: NVIDIA H200, session 55 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; kernel method, one process
+per command). `test gemm v62 --dist all` 40 of 40 and edges pass, bad inputs, racecheck and synccheck clean. `compare
+gemm v61 v62`: 128x7168x16384 1.022x [1.016, 1.028] FASTER, 128x4096x7168 1.011x [1.003, 1.019], 128x7168x2048 1.008x
+[1.002, 1.014], geomean 1.014x [1.012, 1.016] (predicted 1.005-1.025x): promotion every 8 K blocks gives back about
+half of v43's cost, but on v61's slower decode, so ~0.957x of v52 (not compared directly). `test gemm v62 --dist mixed
+--seeds 8`: all four shapes pass, 128x7168x2112 included (beyond one fp16 ulp 0.0495, cuBLAS 0.113; v52 and v61 failed
+its seed 1113 at 0.481); benchmark shapes 0.134 / 0.0907 / 0.0582 (cuBLAS 1.34 / 0.224 / 0.088). Recorded gpumode
+64.50 / 26.84 / 26.08 us. Not kept (attic/); its lesson (8-block promotion passes where 4 failed) goes on in v52's
+order.
 """
 
 import torch
