@@ -88,7 +88,6 @@ v44's) perturbed the consumers as much or more (difflib ratio of the consumer se
 Exactness as v44: the K sums, their order, the partials' order and silu x up are v44's; the change moves only when
 the first lap's copies are issued (the same bytes to the same slots on the same barriers), so every output should
 equal v44's bit for bit. Bad inputs: v44's host checks and messages, unchanged.
-Measured: not yet run
 
 Verdict: slower
 Measured: NVIDIA H200, session 55 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; kernel method, one process

@@ -77,7 +77,6 @@ other tile heights' consumer code is rescheduled by ptxas (same instructions in 
 ~1% cannot be separated from the pacing by compare alone; the marks' loop phase can. (4) The producer now spins on
 full barriers the consumers also poll during the first lap; it issues nothing else then, and v58's group kernel
 did the same without a loop-phase change.
-Measured: not yet run (compile-only; the next session's first device call).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -64,7 +64,6 @@ us after that B, at least ~1 K block ahead of the consumers while stages 4-6 lan
 instructions, after the consumers); its consumers' instructions are v58's at the same addresses (branch targets
 aside). (4) Other shapes: the split applies to every dependent launch whose plan holds a 112-row tile; with
 num_k <= 4 nothing is late (b_early = first_lap), with 5-8 the stages from 4 on are.
-Measured: not yet run (device spec group_gemm:v59:v58).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v58's.
