@@ -373,6 +373,11 @@ class Judge:
             if errors:
                 ok, verdict = yardstick.judge(*errors)
                 if not ok:
+                    try:
+                        yard = self.mod.ref_kernel(data, matmul=yardstick.matmul_nt)
+                        verdict += "; worst at " + yardstick.worst_element(output, ref, yard)
+                    except Exception:  # noqa: BLE001 - the verdict stands without the element's description
+                        pass
                     return {"status": "FAIL", "message": f"{call['label']}: {verdict}", "sub": call["sub"]}
                 worst = max(worst, errors[:2])
                 beyond = max(beyond, errors[2:])

@@ -100,6 +100,39 @@ def errors(out, ref) -> tuple[float, float]:
     return float((diff / tolerance).max()), float(((diff - ulp).clamp_min(0) / tolerance).max())
 
 
+def worst_element(out, ref, yard=None) -> str:
+    """Where the error beyond one fp16 ulp is largest, in words: the element's index, the kernel's
+    value, the reference's (and the yardstick's, given its output), e.g. ``c[17, 4093, 0] = 1.034
+    (reference 1.032, cuBLAS fp16 1.032)``; lists (one tensor per group) name the group. A FAIL that
+    says which element lets the user take that row and column apart; the largest numbers alone do not."""
+    if isinstance(out, (list, tuple)):
+        worst, where = -1.0, ""
+        for g, (o, r) in enumerate(zip(out, ref)):
+            y = yard[g] if yard is not None else None
+            beyond = errors(o, r)[1]
+            if beyond == beyond and beyond > worst:
+                worst, where = beyond, f"group {g}: " + worst_element(o, r, y)
+        return where
+    got = out.detach().to(torch.float64)
+    exp = ref.detach().to(torch.float64).to(got.device)
+    finite = torch.isfinite(exp)
+    diff = (got - exp).abs()
+    tolerance = checking.ATOL + checking.RTOL * exp.abs()
+    ulp = torch.exp2(torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14))) - 10)
+    score = torch.where(finite, (diff - ulp).clamp_min(0) / tolerance, torch.zeros_like(diff))
+    score = torch.where(torch.isnan(score), torch.full_like(score, float("inf")), score)
+    flat = int(torch.argmax(score.flatten()))
+    index = []
+    for size in reversed(score.shape):
+        index.append(flat % size)
+        flat //= size
+    index = tuple(reversed(index))
+    text = f"c[{', '.join(str(i) for i in index)}] = {float(got[index]):.6g} (reference {float(exp[index]):.6g}"
+    if yard is not None:
+        text += f", cuBLAS fp16 {float(yard[index]):.6g}"
+    return text + ")"
+
+
 def judge(kernel_error: float, yardstick_error: float, kernel_beyond_ulp: float | None = None,
           yardstick_beyond_ulp: float = 0.0) -> tuple[bool, str]:
     """Whether a kernel that passed the tolerance check is also as accurate as the yardstick.

@@ -70,6 +70,7 @@ def test_a_kernel_that_passes_the_check_but_is_far_less_accurate_than_cublas_fai
     item = {"params": {"m": 128, "n": 128, "k": 256, "l": 1, "seed": 7}, "dist": "realistic"}
     reply = _judged_test(mod, sloppy, item, 1)
     assert reply["status"] == "FAIL" and "more than 1.5x cuBLAS" in reply["message"], reply
+    assert "; worst at c[" in reply["message"] and "(reference " in reply["message"], reply  # which element
 
     reply = _judged_test(mod, lambda d: mod.ref_kernel(d), item, 2)
     assert reply["status"] == "PASS" and "cuBLAS fp16" in reply["message"]
@@ -105,3 +106,20 @@ def test_mixed_scales_make_fp32_sums_round_where_realistic_ones_do_not():
     assert float(scales.min()) >= 2.0 ** -6 and float(scales.max()) < 2.0
     ref = mod.ref_kernel(data)
     assert yardstick.errors(mod.ref_kernel(data, matmul=yardstick.matmul_nt), ref)[1] == 0.0
+
+
+def test_worst_element_names_the_element_and_its_values():
+    ref = torch.ones(4, 6, 1, dtype=torch.float16)
+    out = ref.clone()
+    out[2, 3, 0] = 1.0 + 3 * 2 ** -10  # three ulps off: two beyond one
+    out[1, 1, 0] = 1.0 + 2 ** -10  # one ulp: never the worst beyond one ulp
+    assert yardstick.worst_element(out, ref, ref) == "c[2, 3, 0] = 1.00293 (reference 1, cuBLAS fp16 1)"
+    assert yardstick.worst_element([ref, out], [ref, ref]) == "group 1: c[2, 3, 0] = 1.00293 (reference 1)"
+
+
+def test_worst_element_prefers_a_nan_output():
+    ref = torch.ones(2, 2, 1, dtype=torch.float16)
+    out = ref.clone()
+    out[0, 1, 0] = 1.0 + 3 * 2 ** -10
+    out[1, 0, 0] = float("nan")
+    assert yardstick.worst_element(out, ref).startswith("c[1, 0, 0] = nan")
