@@ -1,0 +1,120 @@
+"""Why one output of a GEMM version is off: the worst outputs of one input set taken apart along K.
+
+A yardstick FAIL names its worst element (`nvfp4 test`: "worst at c[i, j, l] = ..."); this study takes
+that input set (problem gemm, the seed and distribution of the FAIL), runs the version once, and for
+the --top outputs furthest beyond one fp16 ulp prints: the exact sum, the kernel's and cuBLAS fp16's
+values, the largest partial sum along K (the cancellation the output went through), and what each
+candidate accumulation order gives (chunks of P K blocks of 64, each summed exactly then rounded to
+fp32 toward zero, added by fp32 FADD in round-to-nearest; P = 1, 2, 4, 8 and the whole K), plus
+whether the kernel's error matches one K block's contribution dropped or counted twice (a
+bookkeeping bug rather than rounding).
+
+Asked by: gemm v52 and v61 (two K orders) FAILed 128x7168x2112 mixed seed 1113 with the same
+figures to the digit (0.481 of the tolerance beyond one fp16 ulp, cuBLAS 0.0549), v62 (8-block
+chunks) passed it, and no CPU emulation of the orders reached 0.48 (session 55, gemm v63's docstring).
+
+Usage (repository root, a GPU machine): python3 studies/gemm_failure_anatomy.py --version v52
+       --m 128 --n 7168 --k 2112 --seed 1113 --dist mixed [--top 3]
+On a CPU it runs the reference in place of the kernel (a dry run of the arithmetic: every error 0).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from reference import checking, codec, problem_module, yardstick  # noqa: E402
+
+BLOCK_K = 64
+
+
+def load_version(version: str):
+    for path in (ROOT / "submissions/gemm" / f"submission_{version}.py", ROOT / "submissions/gemm/attic" / f"submission_{version}.py"):
+        if path.exists():
+            spec = importlib.util.spec_from_file_location(f"anatomy_{version}", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+    raise SystemExit(f"no gemm {version} in submissions/gemm or its attic")
+
+
+def rz32(x: float) -> float:
+    """float64 -> the fp32 value toward zero."""
+    f = float(torch.tensor(x, dtype=torch.float64).float())
+    if abs(f) > abs(x):
+        f = float(torch.nextafter(torch.tensor(f, dtype=torch.float32), torch.tensor(0.0, dtype=torch.float32)))
+    return f
+
+
+def chunked(products: torch.Tensor, blocks: int | None) -> float:
+    """Chunks of ``blocks`` K blocks (None: the whole K as one chunk), each chunk's k16 steps added
+    exactly then the running chunk rounded to fp32 toward zero per step, chunks added by fp32 FADD."""
+    steps = products.view(-1, 16).sum(dim=1).tolist()
+    per_chunk = len(steps) if blocks is None else blocks * BLOCK_K // 16
+    acc = torch.tensor(0.0, dtype=torch.float32)
+    for c0 in range(0, len(steps), per_chunk):
+        chunk = 0.0
+        for s in steps[c0:c0 + per_chunk]:
+            chunk = rz32(chunk + s)
+        acc = acc + torch.tensor(chunk, dtype=torch.float32)
+    return float(acc)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--version", required=True)
+    p.add_argument("--m", type=int, required=True)
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--k", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--dist", default="mixed")
+    p.add_argument("--top", type=int, default=3)
+    args = p.parse_args()
+    mod = problem_module("gemm")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    data = mod.generate_input(m=args.m, n=args.n, k=args.k, l=1, seed=args.seed, dist=args.dist, device=device)
+    ref = mod.ref_kernel(data)
+    yard = mod.ref_kernel(data, matmul=yardstick.matmul_nt)
+    out = load_version(args.version).custom_kernel(data) if device == "cuda" else ref.clone()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    print(f"gemm {args.version} {args.m}x{args.n}x{args.k} {args.dist} seed {args.seed} on {device}: errors (in tolerances, "
+          f"beyond one ulp) kernel {yardstick.errors(out, ref)}, cuBLAS {yardstick.errors(yard, ref)}")
+    got = out.double().cpu()
+    exp = ref.double().cpu()
+    diff = (got - exp).abs()
+    tol = checking.ATOL + checking.RTOL * exp.abs()
+    ulp = torch.exp2(torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14))) - 10)
+    score = ((diff - ulp).clamp_min(0) / tol)[:, :, 0]
+    a, b, sfa, sfb = (t.cpu() for t in data[:4])
+    A = codec.dequantize(a[:, :, 0], sfa[:, :, 0], torch.float32).double()
+    B = codec.dequantize(b[:, :, 0], sfb[:, :, 0], torch.float32).double()
+    for rank, flat in enumerate(torch.argsort(score.flatten(), descending=True)[:args.top].tolist()):
+        i, j = divmod(flat, args.n)
+        prods = A[i] * B[j]
+        exact = float(prods.sum())
+        partial = torch.cumsum(prods, 0)
+        blocks = prods.view(-1, BLOCK_K).sum(dim=1)
+        print(f"\n#{rank + 1} c[{i}, {j}, 0]: {score[i, j]:.3f} tolerances beyond one ulp; exact {exact:.9g}, fp16 reference "
+              f"{float(exp[i, j, 0]):.6g}, kernel {float(got[i, j, 0]):.6g}, cuBLAS {float(yard[i, j, 0]):.6g}; "
+              f"largest |partial sum| {float(partial.abs().max()):.6g}, largest |block sum| {float(blocks.abs().max()):.6g}")
+        for blocks_per_chunk in (1, 2, 4, 8, None):
+            v = chunked(prods, blocks_per_chunk)
+            name = "whole K" if blocks_per_chunk is None else f"P = {blocks_per_chunk}"
+            print(f"  {name:8s} fp32 {v:.9g} -> fp16 {float(torch.tensor(v).half()):.6g} (error {v - exact:+.3g})")
+        err = float(got[i, j, 0]) - exact
+        fp16_step = 2.0 ** (math.floor(math.log2(max(abs(exact), 2.0 ** -14))) - 10)
+        near = [(kb, float(s)) for kb, s in enumerate(blocks.tolist()) if abs(abs(err) - abs(s)) <= fp16_step]
+        print(f"  kernel - exact {err:+.6g}; K blocks whose sum is that within one fp16 ulp (dropped or doubled?): "
+              + (", ".join(f"{kb} ({s:+.4g})" for kb, s in near[:8]) or "none"))
+
+
+if __name__ == "__main__":
+    main()
