@@ -20,7 +20,6 @@ On a CPU it runs the reference in place of the kernel (a dry run of the arithmet
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -36,12 +35,11 @@ BLOCK_K = 64
 
 
 def load_version(version: str):
+    """The version's custom_kernel through the harness's loader (its build cache: no second build)."""
+    from harness import loader
     for path in (ROOT / "submissions/gemm" / f"submission_{version}.py", ROOT / "submissions/gemm/attic" / f"submission_{version}.py"):
         if path.exists():
-            spec = importlib.util.spec_from_file_location(f"anatomy_{version}", path)
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            return mod
+            return loader.import_submission(path, f"anatomy {version}")
     raise SystemExit(f"no gemm {version} in submissions/gemm or its attic")
 
 
@@ -82,7 +80,7 @@ def main() -> None:
     data = mod.generate_input(m=args.m, n=args.n, k=args.k, l=1, seed=args.seed, dist=args.dist, device=device)
     ref = mod.ref_kernel(data)
     yard = mod.ref_kernel(data, matmul=yardstick.matmul_nt)
-    out = load_version(args.version).custom_kernel(data) if device == "cuda" else ref.clone()
+    out = load_version(args.version)(data) if device == "cuda" else ref.clone()
     if device == "cuda":
         torch.cuda.synchronize()
     print(f"gemm {args.version} {args.m}x{args.n}x{args.k} {args.dist} seed {args.seed} on {device}: errors (in tolerances, "
