@@ -162,8 +162,11 @@ def _recorded_board(isolated_env) -> list[dict]:
     import shutil
 
     from harness import leaderboard
+    from harness import submissions
     shutil.copy(REPO / "leaderboard.csv", isolated_env["leaderboard"])
-    return leaderboard.best(leaderboard.read(), "group_gemm", "gpumode", "dirty")
+    # NOTE: the table lists the main ladder; a recorded version since moved to attic/ shows with --all only
+    ladder = {sub.label for sub in submissions.versions("group_gemm")}
+    return [r for r in leaderboard.best(leaderboard.read(), "group_gemm", "gpumode", "dirty") if r["version"] in ladder]
 
 
 def _assert_readable(lines: list[str], columns: int = 80) -> str:
