@@ -354,6 +354,9 @@ class Judge:
         self._mapped_now = False
         cache: dict[tuple, tuple] = {}
         worst = beyond = (0.0, 0.0)
+        # NOTE: a seed the yardstick FAILs does not stop the check: the count of such seeds and the worst
+        # says whether a kernel is marginal (one unlucky seed of 40) or off everywhere
+        accuracy_failures: list[tuple[float, dict]] = []
         from reference import yardstick
         for call, entry in zip(calls, results):
             seed, key = call["seed"], call.get("key")
@@ -378,9 +381,16 @@ class Judge:
                         verdict += "; worst at " + yardstick.worst_element(output, ref, yard)
                     except Exception:  # noqa: BLE001 - the verdict stands without the element's description
                         pass
-                    return {"status": "FAIL", "message": f"{call['label']}: {verdict}", "sub": call["sub"]}
+                    accuracy_failures.append((errors[2], {"message": f"{call['label']}: {verdict}", "sub": call["sub"]}))
+                    continue
                 worst = max(worst, errors[:2])
                 beyond = max(beyond, errors[2:])
+        if accuracy_failures:
+            failure = max(accuracy_failures, key=lambda f: f[0] if f[0] == f[0] else float("inf"))[1]
+            if len(calls) > 1:
+                failure["message"] = (f"{len(accuracy_failures)} of {len(calls)} seeds beyond the yardstick's bar; "
+                                      f"the worst, {failure['message']}")
+            return {"status": "FAIL", **failure}
         if kind == "test":
             # NOTE: error beyond one fp16 ulp is what the yardstick judges (reference/yardstick.py); shown
             # whenever there is any, so a PASS says how close it came to that bar (gemm v52 passed 40 of 40

@@ -76,6 +76,27 @@ def test_a_kernel_that_passes_the_check_but_is_far_less_accurate_than_cublas_fai
     assert reply["status"] == "PASS" and "cuBLAS fp16" in reply["message"]
 
 
+def test_an_accuracy_fail_counts_the_seeds_beyond_the_bar_and_reports_the_worst():
+    """One unlucky seed of three is not every seed: the FAIL says how many, and shows the worst."""
+    mod = problem_module("gemm")
+    seen = []
+
+    def sloppy_once(data):  # beyond the yardstick on the second input set only, exact elsewhere
+        seen.append(1)
+        out = mod.ref_kernel(data).to(torch.float64)
+        if len(seen) == 2:
+            out = out + 0.7 * (checking.ATOL + checking.RTOL * out.abs())
+        c = data[-1]
+        c.copy_(out.to(c.dtype))
+        return c
+
+    item = {"params": {"m": 128, "n": 128, "k": 256, "l": 1, "seed": 7}, "dist": "realistic"}
+    reply = _judged_test(mod, sloppy_once, item, 3)
+    assert reply["status"] == "FAIL", reply
+    assert reply["message"].startswith("1 of 3 seeds beyond the yardstick's bar; the worst, seed 8: "), reply
+    assert "more than 1.5x cuBLAS" in reply["message"] and "; worst at c[" in reply["message"], reply
+
+
 def _judged_test(mod, kernel, item, seeds):
     """``test``'s path in one process: the worker's calls, then the judge's verdict on them."""
     import os
