@@ -72,8 +72,9 @@ gemm v52 v61`: 128x7168x16384 0.950x [0.943, 0.956], 128x4096x7168 0.968x [0.964
 0.921] SLOWER, geomean 0.944x [0.942, 0.946] (predicted 0.97-1.00x): B's decode of a whole row and four scales a
 thread costs 3-9%. And the accuracy it was built for did not move: `test gemm v61 --dist mixed --seeds 8` on
 128x7168x2112 FAILs on seed 1113 with v52's figures to the digit (max error 0.962 of the tolerance, beyond one fp16
-ulp 0.481 against cuBLAS fp16's 0.0549), so that output's error is not the tensor core's in-step truncation (the K
-order changed every step's terms) but comes after the steps; the benchmark shapes pass with beyond-ulp 0.178 / 0.0751
+ulp 0.481 against cuBLAS fp16's 0.0549: the same fp16 value at that output), so the in-step order is not what
+puts it there (where the chunk's accumulator sets the alignment window, the order inside a step matters little;
+session 55's model runs, v64's docstring, show the tail growing with the chunk instead); the benchmark shapes pass with beyond-ulp 0.178 / 0.0751
 / 0.0446 (cuBLAS 1.31 / 0.357 / 0.149). v62 (promotion every 8 blocks) passes that seed. Recorded gpumode 65.76 /
 25.04 / 24.79 us. Not kept (attic/).
 """
