@@ -91,13 +91,19 @@ def errors(out, ref) -> tuple[float, float]:
     if not bool(finite.any()):
         return 0.0, 0.0
     exp, got = exp[finite], got[finite]
-    diff = (got - exp).abs()
-    if not bool(torch.isfinite(diff).all()):
+    if not bool(torch.isfinite(got - exp).all()):
         return float("nan"), float("nan")
+    in_tolerances, beyond = _scores(got, exp)
+    return float(in_tolerances.max()), float(beyond.max())
+
+
+def _scores(got: torch.Tensor, exp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per element (float64 tensors alike): |got - exp| in tolerances, and its part beyond one fp16 ulp of exp."""
+    diff = (got - exp).abs()
     tolerance = checking.ATOL + checking.RTOL * exp.abs()
     # fp16's ulp at |x|: 2^(floor(log2 |x|) - 10) for normals, 2^-24 below 2^-14
     ulp = torch.exp2(torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14))) - 10)
-    return float((diff / tolerance).max()), float(((diff - ulp).clamp_min(0) / tolerance).max())
+    return diff / tolerance, (diff - ulp).clamp_min(0) / tolerance
 
 
 def worst_element(out, ref, yard=None) -> str:
@@ -115,12 +121,9 @@ def worst_element(out, ref, yard=None) -> str:
         return where
     got = out.detach().to(torch.float64)
     exp = ref.detach().to(torch.float64).to(got.device)
-    finite = torch.isfinite(exp)
-    diff = (got - exp).abs()
-    tolerance = checking.ATOL + checking.RTOL * exp.abs()
-    ulp = torch.exp2(torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14))) - 10)
-    score = torch.where(finite, (diff - ulp).clamp_min(0) / tolerance, torch.zeros_like(diff))
-    score = torch.where(torch.isnan(score), torch.full_like(score, float("inf")), score)
+    beyond = _scores(got, exp)[1]
+    score = torch.where(torch.isfinite(exp), beyond, torch.zeros_like(beyond))
+    score = torch.where(torch.isnan(score), torch.full_like(score, float("inf")), score)  # a NaN output is the worst
     flat = int(torch.argmax(score.flatten()))
     index = []
     for size in reversed(score.shape):
