@@ -279,9 +279,9 @@ def test_killing_nvfp4_mid_run_leaves_no_child(signum):
         time.sleep(3)  # NOTE: long enough for the worker to be inside the kernel that never returns
         children |= _descendants(proc.pid)
         proc.send_signal(signum)
-        # NOTE: Ctrl-C kills the children at once (isolation.Child.stop): the polite exit took 10.5 s here
-        # and, under CI's load, over 20; killed, 0.5 s
-        code = proc.wait(timeout=8)
+        # NOTE: Ctrl-C kills the children at once (isolation.Child.stop): here the polite exit took 10.5 s
+        # (over 20 once under CI's load), killed 0.5 s; the bound stays loose for CI's two busy cores
+        code = proc.wait(timeout=20)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(_alive(p) for p in children):
             time.sleep(0.1)
