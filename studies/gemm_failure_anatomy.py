@@ -12,8 +12,9 @@ whether the kernel's error matches one K block's contribution dropped or counted
 bookkeeping bug rather than rounding).
 
 Asked by: gemm v52 and v61 (two K orders) FAILed 128x7168x2112 mixed seed 1113 with the same
-figures to the digit (0.481 of the tolerance beyond one fp16 ulp, cuBLAS 0.0549), v62 (8-block
-chunks) passed it, and no CPU emulation of the orders reached 0.48 (session 55, gemm v63's docstring).
+figures (the same fp16 value there: 0.481 of the tolerance beyond one fp16 ulp, cuBLAS 0.0549), v62
+(8-block chunks) passed it; on CPU-drawn data the model's 22-23-bit windows come near such tails and
+its 24-bit one does not (session 55, gemm NOTES and v64's docstring): which one this output follows.
 
 Usage (repository root, a GPU machine): python3 studies/gemm_failure_anatomy.py --version v52
        --m 128 --n 7168 --k 2112 --seed 1113 --dist mixed [--top 3]
