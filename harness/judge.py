@@ -368,7 +368,8 @@ class Judge:
                 cache[(seed, key)] = (data, fingerprint(self.torch, input_tensors(self.mod, data)), self.mod.ref_kernel(data))
             data, prints, ref = cache[(seed, key)]
             output, problem = self._verdict(data, prints, ref, entry)
-            errors = self._accuracy(data, output, ref) if kind == "test" and output is not None else None
+            accuracy = self._accuracy(data, output, ref) if kind == "test" and output is not None else None
+            errors, yard = accuracy if accuracy else (None, None)
             if problem:
                 if errors:
                     problem += f" (cuBLAS fp16 on the same data: max error {errors[1]:.3g} of the tolerance)"
@@ -377,7 +378,6 @@ class Judge:
                 ok, verdict = yardstick.judge(*errors)
                 if not ok:
                     try:
-                        yard = self.mod.ref_kernel(data, matmul=yardstick.matmul_nt)
                         verdict += "; worst at " + yardstick.worst_element(output, ref, yard)
                     except Exception:  # noqa: BLE001 - the verdict stands without the element's description
                         pass
@@ -480,13 +480,14 @@ class Judge:
             rebuilt.append(value)
         return rebuilt if entry.get("listed") else rebuilt[0]
 
-    def _accuracy(self, data, output, ref) -> tuple[float, float, float, float] | None:
-        """(kernel, yardstick) errors in tolerances, then beyond one fp16 ulp (reference.yardstick),
-        or None where the output's form is wrong (the check said so)."""
+    def _accuracy(self, data, output, ref) -> tuple[tuple[float, float, float, float], object] | None:
+        """((kernel, yardstick) errors in tolerances, then beyond one fp16 ulp (reference.yardstick),
+        the yardstick's output), or None where the output's form is wrong (the check said so)."""
         from reference import yardstick
         try:
             kernel = yardstick.errors(output, ref)
-            yard = yardstick.errors(self.mod.ref_kernel(data, matmul=yardstick.matmul_nt), ref)
+            yard_out = self.mod.ref_kernel(data, matmul=yardstick.matmul_nt)
+            yard = yardstick.errors(yard_out, ref)
         except Exception:  # noqa: BLE001 - a malformed output is the check's verdict, already given
             return None
-        return kernel[0], yard[0], kernel[1], yard[1]
+        return (kernel[0], yard[0], kernel[1], yard[1]), yard_out
