@@ -101,9 +101,17 @@ def _scores(got: torch.Tensor, exp: torch.Tensor) -> tuple[torch.Tensor, torch.T
     """Per element (float64 tensors alike): |got - exp| in tolerances, and its part beyond one fp16 ulp of exp."""
     diff = (got - exp).abs()
     tolerance = checking.ATOL + checking.RTOL * exp.abs()
-    # fp16's ulp at |x|: 2^(floor(log2 |x|) - 10) for normals, 2^-24 below 2^-14
-    ulp = torch.exp2(torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14))) - 10)
-    return diff / tolerance, (diff - ulp).clamp_min(0) / tolerance
+    return diff / tolerance, (diff - fp16_ulp(exp)).clamp_min(0) / tolerance
+
+
+def fp16_ulp(x: torch.Tensor) -> torch.Tensor:
+    """fp16's unit in the last place at each |x| (float64): 2^(e - 10) for |x| in [2^e, 2^(e+1)), 2^-24
+    below 2^-14 (the subnormals' spacing). NOTE: by frexp, exact; floor(log2 |x|) is not: CUDA's log2
+    gives 5.99999... for 64, which halved the ulp at every power of two on the GPU, and every one-ulp
+    result above 8 or 64 read as half an ulp too far (the gemm FAILs of session 55, all at -64 or 8);
+    on a CPU log2 of the largest double below 64 rounds to 6.0, doubling it there."""
+    _, exponent = torch.frexp(x.abs().clamp_min(2.0 ** -14))  # |x| = m * 2^exponent, m in [0.5, 1)
+    return torch.ldexp(torch.ones_like(x), exponent - 11)
 
 
 def worst_element(out, ref, yard=None) -> str:

@@ -23,7 +23,6 @@ On a CPU it runs the reference in place of the kernel (a dry run of the arithmet
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reference import checking, codec, problem_module, yardstick  # noqa: E402
+from reference import codec, problem_module, yardstick  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "studies"))
 import emulate_gemm_accumulation as accumulation  # noqa: E402
@@ -92,10 +91,7 @@ def main() -> None:
           f"beyond one ulp) kernel {yardstick.errors(out, ref)}, cuBLAS {yardstick.errors(yard, ref)}")
     got = out.double().cpu()
     exp = ref.double().cpu()
-    diff = (got - exp).abs()
-    tol = checking.ATOL + checking.RTOL * exp.abs()
-    ulp = torch.exp2(torch.floor(torch.log2(exp.abs().clamp_min(2.0 ** -14))) - 10)
-    score = ((diff - ulp).clamp_min(0) / tol)[:, :, 0]
+    score = yardstick._scores(got, exp)[1][:, :, 0]  # the judge's own score, so its worst element ranks first
     a, b, sfa, sfb = (t.cpu() for t in data[:4])
     A = codec.dequantize(a[:, :, 0], sfa[:, :, 0], torch.float32).double()
     B = codec.dequantize(b[:, :, 0], sfb[:, :, 0], torch.float32).double()
@@ -120,7 +116,7 @@ def main() -> None:
                     cells.append(f"{'K' if blocks_per_chunk is None else blocks_per_chunk}:{v16:.6g}{mark}({v32 - exact:+.1e})")
                 print(f"  {order:9s} {24 + extra_bits}-bit window: " + "  ".join(cells))
         err = float(got[i, j, 0]) - exact
-        fp16_step = 2.0 ** (math.floor(math.log2(max(abs(exact), 2.0 ** -14))) - 10)
+        fp16_step = float(yardstick.fp16_ulp(torch.tensor(exact, dtype=torch.float64)))
         near = [(kb, float(s)) for kb, s in enumerate(blocks.tolist()) if abs(abs(err) - abs(s)) <= fp16_step / 4]
         print(f"  kernel - exact {err:+.6g}; K blocks whose sum is that within a quarter fp16 ulp (dropped or doubled?): "
               + (", ".join(f"{kb} ({s:+.4g})" for kb, s in near[:8]) or "none"))

@@ -51,6 +51,22 @@ def test_one_fp16_ulp_is_not_held_against_a_kernel():
     assert yardstick.errors(two_ulps, ref)[1] == pytest.approx(1.0 / (1e-3 + 1e-3 * 1024))
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_one_ulp_is_exact_at_and_just_below_every_power_of_two(device):
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    import math
+    x = torch.tensor([64.0, -math.nextafter(64.0, 0.0), 8.0, 1.0, 65504.0, 2.0 ** -14, 2.0 ** -20, 0.0],
+                     dtype=torch.float64, device=device)
+    want = [2.0 ** -4, 2.0 ** -5, 2.0 ** -7, 2.0 ** -10, 32.0, 2.0 ** -24, 2.0 ** -24, 2.0 ** -24]
+    assert yardstick.fp16_ulp(x).cpu().tolist() == want
+    # session 55's FAILs: one fp16 ulp past -64 or 8 in magnitude read as half an ulp beyond (CUDA's log2(64) < 6)
+    ref = torch.tensor([-64.0, 8.0], dtype=torch.float16, device=device)
+    out = torch.tensor([-64.0625, 8.0078125], dtype=torch.float16, device=device)
+    assert yardstick.errors(out, ref)[1] == 0.0
+    assert yardstick.errors(out - torch.tensor([0.0625, -0.0078125], dtype=torch.float16, device=device), ref)[1] > 0.4
+
+
 def test_the_reference_is_float64_on_every_device():
     from reference import exact
     assert exact.compute_dtype(torch.device("cpu")) == torch.float64
