@@ -35,10 +35,12 @@ How the list is served:
   it ran on; the pieces of one (version, method) are put back together in shape order
   (``runner.combined``) and judged as one (floors, geomeans).
 - A version is timed only once it is built (``ready``): the table builds in the background while it
-  times (``harness.build.Background``), and a GPU whose next job's version is still building waits for
-  that build, in ladder order (the builds start in it, so they end roughly in it). NOTE: issue 49:
-  `table group_gemm` (H200, session 52) waited 65 s for all 34 builds before timing v0, whose rows
-  alone take ~22 s.
+  times (``harness.build.Background``), and a free GPU takes the first group in ladder order whose
+  version is built (and of the front's kind, event or profiler), waiting only when none is. NOTE:
+  issue 49: `table group_gemm` (H200, session 52) waited 65 s for all 34 builds before timing v0,
+  whose rows alone take ~22 s; then, waiting for the front version's own build (session 56, two
+  H200s, 32 cores, 38 builds), GPU 1 sat idle until 65.7 s for v2, the 30th build to end, while 29
+  others had ended by 52 s: the builds start in ladder order but do not end in it.
 - ``on_piece`` hears of every finished piece at once (the table records it then: a run stopped at a
   time limit keeps what it measured).
 
@@ -99,6 +101,23 @@ def claim(pending: Sequence[Job], workers: int) -> int:
     return max(1, min(group, share))
 
 
+def first_ready(pending: Sequence[Job], ready: Callable[[int], bool] | None) -> int | None:
+    """Where a free GPU starts its claim in ``pending``: the first job whose version is ``ready``
+    among those of the front job's kind (event methods, or the profiler's: a process times its event
+    methods before it opens a profiler, the module's docstring says why), 0 when every version is
+    ready or nothing is left, None when none of them is ready yet (the GPU waits)."""
+    if not pending or ready is None:
+        return 0
+    profiled = pending[0].method in timing.PROFILER_METHODS
+    asked: dict[int, bool] = {}
+    for i, job in enumerate(pending):
+        if (job.method in timing.PROFILER_METHODS) != profiled:
+            break
+        if asked.setdefault(job.version, ready(job.version)):
+            return i
+    return None
+
+
 RunPiece = Callable[[Submission, list[Shape], runner.TimingPlan, Hashable], runner.JobOutcome]
 
 
@@ -121,7 +140,8 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
     GPU after its current piece, and the error is raised here. ``skip``: (version index, method)
     groups not to time (``table --missing``: recorded already); they get no outcome. ``ready(v)``
     (quick: asked under the ladder's lock): whether version index ``v`` may be timed now (its build
-    ended); a GPU whose front job's version is not ready waits, in ladder order (default: all are)."""
+    ended); a free GPU takes the first group of a ready version (``first_ready``), waiting while
+    there is none (default: all are ready)."""
     shapes = [list(shapes_of(sub)) for sub in subs]
     by_method = {plan.method: plan for plan in plans}
     pending = job_list([len(s) for s in shapes], list(by_method), skip, [sub.problem for sub in subs])
@@ -139,12 +159,13 @@ def run(subs: Sequence[Submission], shapes_of: Callable[[Submission], list[Shape
             with lock:
                 if state["error"] is not None:
                     return
-                waiting = bool(pending) and ready is not None and not ready(pending[0].version)
+                start = first_ready(pending, ready)
+                waiting = start is None
                 if not waiting:
-                    n = claim(pending, len(gpus))
+                    n = claim(pending[start:], len(gpus))
                     if n == 0:
                         return
-                    piece, pending[:n] = pending[:n], []
+                    piece, pending[start:start + n] = pending[start:start + n], []
             if waiting:
                 time.sleep(READY_POLL_S)
                 continue

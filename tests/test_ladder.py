@@ -81,6 +81,30 @@ def _fake_piece(log, busy, lock, seconds=0.05):
     return run_piece
 
 
+def test_a_free_gpu_starts_at_the_first_built_version_of_the_fronts_kind():
+    jobs = ladder.job_list([2, 2, 2], ["gpumode", "kernel"])  # gpumode v0 v0 v1 v1 v2 v2, then kernel's
+    assert ladder.first_ready(jobs, None) == 0 and ladder.first_ready([], lambda v: False) == 0
+    assert ladder.first_ready(jobs, lambda v: v == 2) == 4  # v0 and v1 still building: v2's gpumode
+    assert ladder.first_ready(jobs, lambda v: False) is None  # nothing built: wait
+    # v0 built, but its only jobs left are kernel's while v1's and v2's gpumode wait: no profiler before them
+    assert ladder.first_ready(jobs[2:], lambda v: v == 0) is None
+    assert ladder.first_ready(jobs[6:], lambda v: v == 1) == 2  # among the profiler's jobs alike
+
+
+def test_a_gpu_times_a_built_version_while_an_earlier_one_still_builds():
+    # NOTE: session 56, two H200s: GPU 1 idled 65 s waiting for v2's build while 29 later versions were built
+    log, busy, lock = [], set(), threading.Lock()
+    built = threading.Event()  # v1 "builds" until v2 has been timed
+    out = ladder.run(SUBS, lambda sub: SHAPES, [PLANS["gpumode"]], [0, 1], _fake_piece(log, busy, lock, seconds=0.02),
+                     on_piece=lambda outcome, done, total: built.set() if outcome.submissions[0] is SUBS[2] else None,
+                     ready=lambda v: v != 1 or built.is_set())
+    order = [label for label, *_ in log]
+    assert order.index(SUBS[2].label) < order.index(SUBS[1].label)
+    assert set(out) == {(v, "gpumode") for v in range(3)}
+    assert Counter((label, shape) for label, _, shapes, _ in log for shape in shapes) == Counter(
+        {(sub.label, i): 1 for sub in SUBS for i in range(3)})
+
+
 def test_every_job_runs_once_on_some_gpu_and_every_gpu_works():
     log, busy, lock = [], set(), threading.Lock()
     heard = []
