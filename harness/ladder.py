@@ -40,7 +40,9 @@ How the list is served:
   issue 49: `table group_gemm` (H200, session 52) waited 65 s for all 34 builds before timing v0,
   whose rows alone take ~22 s; then, waiting for the front version's own build (session 56, two
   H200s, 32 cores, 38 builds), GPU 1 sat idle until 65.7 s for v2, the 30th build to end, while 29
-  others had ended by 52 s: the builds start in ladder order but do not end in it.
+  others had ended by 52 s: the builds start in ladder order but do not end in it. Taking the first
+  built version, GPU 1 started at 31.2 s (the first builds' end) and the table took 144 s against 187
+  (another bare two-GPU machine, whose 38 builds ended at 53 s against 81: part of the gain is its own).
 - ``on_piece`` hears of every finished piece at once (the table records it then: a run stopped at a
   time limit keeps what it measured).
 
