@@ -77,9 +77,9 @@ puts it there (where the chunk's accumulator sets the alignment window, the orde
 session 55's model runs, v64's docstring, show the tail growing with the chunk instead); the benchmark shapes pass with beyond-ulp 0.178 / 0.0751
 / 0.0446 (cuBLAS 1.31 / 0.357 / 0.149). v62 (promotion every 8 blocks) passes that seed. Recorded gpumode 65.76 /
 25.04 / 24.79 us. Not kept (attic/).
-"""
 Later (session 56): the seed-1113 FAIL was the yardstick's, not a kernel's: fp16's ulp at -64 read half its size
 on the GPU (CUDA's log2), fixed at e328512; v52 and the versions named here pass 40 seeds of that shape.
+"""
 
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -66,9 +66,9 @@ half of v43's cost, but on v61's slower decode, so ~0.957x of v52 (not compared 
 its seed 1113 at 0.481); benchmark shapes 0.134 / 0.0907 / 0.0582 (cuBLAS 1.34 / 0.224 / 0.088). Recorded gpumode
 64.50 / 26.84 / 26.08 us. Not kept (attic/); its lesson (8-block promotion passes where 4 failed) goes on in v52's
 order.
-"""
 Later (session 56): the seed-1113 FAIL was the yardstick's, not a kernel's: fp16's ulp at -64 read half its size
 on the GPU (CUDA's log2), fixed at e328512; v52 and the versions named here pass 40 seeds of that shape.
+"""
 
 import torch
 from torch.utils.cpp_extension import load_inline
