@@ -131,12 +131,34 @@ def _lineage_files(problem: str, include_attic: bool) -> dict[str, Path]:
     return found
 
 
-def versions(problem: str, include_attic: bool = False) -> list[Submission]:
+def versions(problem: str, include_attic: bool = False, strict: bool = False) -> list[Submission]:
     """The lineage's versions in number order: the main folder's, or with ``include_attic`` the
-    attic's ✗ versions among them."""
+    attic's ✗ versions among them. A file of the lineage that cannot be loaded as a version (a
+    syntax error, no custom_kernel, a bad Arch or Verdict line; ``unreadable`` says which and why) is
+    left out: a half-written vN stops only what names it (`nvfp4 test P vN`), never the listing,
+    tables and records of the others. ``strict`` raises its error instead (build's check of the
+    whole ladder, which CI runs)."""
     check_problem(problem)
-    found = [load(problem, f, label=label) for label, f in _lineage_files(problem, include_attic).items()]
+    found = []
+    for label, f in _lineage_files(problem, include_attic).items():
+        try:
+            found.append(load(problem, f, label=label))
+        except UserError:
+            if strict:
+                raise
     return sorted(found, key=lambda s: s.order)
+
+
+def unreadable(problem: str, include_attic: bool = False) -> dict[str, str]:
+    """Label -> why, for each file of the lineage that ``versions`` leaves out (its load's error)."""
+    check_problem(problem)
+    out = {}
+    for label, f in _lineage_files(problem, include_attic).items():
+        try:
+            load(problem, f, label=label)
+        except UserError as exc:
+            out[label] = str(exc)
+    return out
 
 
 def resolve(problem: str, version: str) -> Submission:

@@ -466,6 +466,21 @@ def test_list_leaves_the_attic_out_unless_asked(gemm_attic):
                                                                                         ("v1", "slower", True)]
 
 
+def test_a_half_written_version_is_left_out_and_said_and_stops_only_what_names_it(gemm_attic, isolated_env):
+    (gemm_attic / "submission_v2.py").write_text('"""NVFP4 GEMM v2: being written\n')  # unterminated docstring
+    r = invoke("list", "gemm")
+    assert r.exit_code == 0 and "v0" in r.output, r.output
+    assert "gemm v2 left out (it cannot be loaded)" in r.output and "submission_v2.py:1: syntax error" in r.output
+    for args in (("leaderboard", "gemm"), ("table", "gemm", "--recorded")):
+        r = invoke(*args)
+        assert r.exit_code == 0 and "gemm v2 left out" in r.output, (args, r.output)
+    r = invoke("test", "gemm", "v0", "--shape", SHAPE, "--seeds", "1", "--dist", "competition")
+    assert r.exit_code == 0 and "left out" not in r.output, r.output  # a version that does not name it
+    assert_clean_user_error(invoke("test", "gemm", "v2", "--shape", SHAPE), "submission_v2.py:1: syntax error")
+    # the whole ladder's build check (CI's) refuses it
+    assert_clean_user_error(invoke("build", "gemm", "all", "--compile-only"), "submission_v2.py:1: syntax error")
+
+
 def test_an_attic_version_runs_exports_and_parents_a_new_one(gemm_attic):
     r = invoke("test", "gemm", "v1", "--shape", SHAPE, "--seeds", "1", "--dist", "competition")
     assert r.exit_code == 0 and "1 passed, 0 failed" in r.output, r.output

@@ -68,13 +68,14 @@ def export_cmd(problem, version, output_path, gpu):
 # ------------------------------------------------------------------------------------------ build
 def tool_subs(problem: str, version: str) -> list:
     """PROBLEM VERSION where either may be ``all``: every version, the attic's included (they stay
-    loadable, so they must keep compiling and stay in the compiled manifest)."""
+    loadable, so they must keep compiling and stay in the compiled manifest); a file that cannot be
+    loaded is the error here (strict), so CI's build step fails on it."""
     if problem == "all":
         if version != "all":
             raise UserError("with PROBLEM all, VERSION must be all too")
-        return [s for p in PROBLEMS for s in submissions.versions(p, include_attic=True)]
+        return [s for p in PROBLEMS for s in submissions.versions(p, include_attic=True, strict=True)]
     if version == "all":
-        return submissions.versions(problem, include_attic=True)
+        return submissions.versions(problem, include_attic=True, strict=True)
     return [submissions.resolve(problem, version)]
 
 

@@ -21,7 +21,7 @@ import click
 from harness import config, isolation, leaderboard, lineage, paths, report, runner, stats, submissions
 from harness.cli import (COUNT, Number, clean_errors, common_options, emit, gpu_indices, gpus_option, main, output_format,
                          output_options, refuse, refuse_batched_pool, given, run_processes_option, timing_options,
-                         timing_plan, writable_file)
+                         say_unreadable, timing_plan, writable_file)
 from harness.cli import render
 from harness.cli.render import console, err_console
 from harness.errors import UserError
@@ -114,6 +114,7 @@ def list_cmd(problem, include_attic, fmt, output_path):
             return
     for name in names:
         render.print_list(name, cfg[name], listed[name], len(lineages[name]) - len(listed[name]))
+    say_unreadable(names, include_attic)
 
 
 # ------------------------------------------------------------------------------------------ test
@@ -473,7 +474,7 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
 
     PROBLEM may be `all` (every lineage, one job list). Every (version, shape, method) job is timed
     over --gpus as one list while the versions build in the background: each GPU takes the next
-    version's shapes as soon as it is free and that version is built, in one process per GPU that
+    built version's shapes as soon as it is free (the first in ladder order), in one process per GPU that
     imports the lab's versions once (harness.ladder). Repeat --method to time each version
     with several methods (e.g. --method gpumode --method kernel)."""
     _refuse_table_combinations(published, recorded, markdown, update_readme, fmt, output_path, plot_path)
@@ -523,6 +524,8 @@ def table_cmd(problem, versions, include_attic, shapes_spec, plot_path, record, 
     if plot_path:
         writable_file(plot_path, "--plot")
         render.require_matplotlib()  # NOTE: before minutes of measuring, not after
+    if not versions:  # NOTE: before minutes of measuring; a file --versions names is an error of its own
+        say_unreadable(problems, include_attic)
     if markdown:
         _markdown_table(problem, plan, include_attic, update_readme, commit)
         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from harness import leaderboard, report, runner, submissions, timing
-from harness.cli import METHODS, clean_errors, emit, main, output_format, output_options
+from harness.cli import METHODS, clean_errors, emit, main, output_format, output_options, say_unreadable
 from harness.cli import render
 from harness.cli.render import console
 from reference import PROBLEMS
@@ -48,6 +48,7 @@ def leaderboard_cmd(problem, method, flush_kind, every_hash, fmt, output_path):
     if problem:
         submissions.check_problem(problem)
     fmt = output_format(fmt, output_path)
+    say_unreadable([problem] if problem else PROBLEMS, include_attic=True)  # NOTE: their rows count as any code's
     recorded = leaderboard.read()
     rows = leaderboard.best(recorded, problem, method, flush_kind,
                             hashes=leaderboard.current_hashes([problem] if problem else PROBLEMS), every_hash=every_hash)
