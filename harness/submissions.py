@@ -138,27 +138,27 @@ def versions(problem: str, include_attic: bool = False, strict: bool = False) ->
     left out: a half-written vN stops only what names it (`nvfp4 test P vN`), never the listing,
     tables and records of the others. ``strict`` raises its error instead (build's check of the
     whole ladder, which CI runs)."""
-    check_problem(problem)
-    found = []
-    for label, f in _lineage_files(problem, include_attic).items():
-        try:
-            found.append(_load_listed(problem, f, label))
-        except UserError:
-            if strict:
-                raise
+    found, failed = _lineage(problem, include_attic)
+    if strict and failed:
+        raise UserError(next(iter(failed.values())))
     return sorted(found, key=lambda s: s.order)
 
 
 def unreadable(problem: str, include_attic: bool = False) -> dict[str, str]:
     """Label -> why, for each file of the lineage that ``versions`` leaves out (its load's error)."""
+    return _lineage(problem, include_attic)[1]
+
+
+def _lineage(problem: str, include_attic: bool) -> tuple[list[Submission], dict[str, str]]:
+    """The lineage's files loaded: the versions, and label -> error for the files that cannot be."""
     check_problem(problem)
-    out = {}
+    found, failed = [], {}
     for label, f in _lineage_files(problem, include_attic).items():
         try:
-            _load_listed(problem, f, label)
+            found.append(_load_listed(problem, f, label))
         except UserError as exc:
-            out[label] = str(exc)
-    return out
+            failed[label] = str(exc)
+    return found, failed
 
 
 def _load_listed(problem: str, path: Path, label: str) -> Submission:

@@ -28,17 +28,14 @@ from harness.cli.render import err_console
 from harness.errors import UserError
 
 
-def say_unreadable(problems, include_attic: bool) -> int:
+def say_unreadable(problems, include_attic: bool) -> None:
     """A warning for each file of these lineages that cannot be loaded as a version (left out of the
-    listing, table or records being shown: harness.submissions.versions); how many."""
+    listing, table or records being shown: harness.submissions.versions)."""
     from harness import submissions
-    n = 0
     for problem in problems:
         for label, why in submissions.unreadable(problem, include_attic).items():
             err_console.print(f"[yellow]warning:[/yellow] {problem} {label} left out (it cannot be loaded): {escape(why)}",
                               soft_wrap=True)
-            n += 1
-    return n
 
 
 def clean_errors(fn):
