@@ -18,7 +18,15 @@ Prediction: (kernel method, `compare gemm v52 v65`, H200) 128x4096x7168 1.003-1.
 no later and the earlier ones overlap the wait: at most the ~0.3 µs a 16 KB copy takes); 128x7168x16384
 (S = 2) and 128x7168x2048 (S = 1) SAME (1.000x: the same work). If 128x4096x7168 reads SAME, the flags
 rise close enough together that their order is not on the path.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-29, commit 3963c67 (a one-GPU machine, session 57's first call). `test gemm v65`
+on the tests and edges shapes, both distributions, the bad inputs, racecheck and synccheck: all pass. `compare gemm
+v52 v65` (kernel method, one process): 128x7168x16384 0.999x [0.991, 1.008] SAME (59.72 -> 59.78 µs), 128x4096x7168
+1.018x [1.015, 1.020] FASTER (22.35 -> 21.96), 128x7168x2048 0.993x [0.989, 0.997] SAME (14.28 -> 14.38); geomean
+1.003x [1.001, 1.006] SAME. As predicted in kind and a little more on the split shape (1.018x against 1.003-1.012x):
+the flags of a tile's four CTAs rise far enough apart that split order put a wait on the path. Outputs are v52's
+bit for bit (the same sum in the same order), so v65 takes v52's place as the best exact version: 128x4096x7168
+at 21.96 µs is under the 22.08 that 1.2x the fair peer asks (session 51's peer, 26.50). gpumode (`run --record`,
+same call): 60.97 / 23.64 / 17.32 µs.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -55,11 +63,6 @@ Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around
 module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
 caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
 and drops its graphs after, so it never replays across a regrowth.
-Measured: NVIDIA H200, 2026-11-28, commit 33c1f3e (a one-GPU machine, session 47's first call: builds, then tests and compares one at a time).
-`test gemm v52 --dist all` 40 of 40 pass (`mixed` included). `compare gemm v47 v52` (kernel method, one
-process): 128x7168x16384 1.001x [0.991, 1.011] SAME (60.20 -> 60.12 us), 128x4096x7168 0.995x [0.989, 1.001] SAME
-(22.40 -> 22.52), 128x7168x2048 1.064x [1.056, 1.071] FASTER (15.32 -> 14.41): as predicted (SAME / SAME / ~1.07x):
-v48's gain on the unsplit launch without its loss on the split one. The lineage's best.
 
 Exactness (v43's; the kernels' arithmetic unchanged): a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16 (one HMUL2 by
 scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma from zero, the chunk sums
