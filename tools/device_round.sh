@@ -10,7 +10,8 @@
 # e.g. 540 in a 600 s device call: no step runs past it, and what was skipped is said); EXTRA (a file of
 # harness command lines, run in order after every version's steps on the first GPU: marks, custom shapes,
 # records; one command a line, arguments split on whitespace (no quoting), blank and # lines skipped;
-# each line's output in extra-N.txt).
+# each line's output in extra-N.txt; rows an extra line records go to extra/leaderboard.csv, its sidecars
+# beside it, so they come back in round.tgz: merge them with `nvfp4 leaderboard merge`).
 # The archives are rewritten after every version, so a call stopped at its limit keeps the rest.
 set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
@@ -51,6 +52,9 @@ done
 wait
 n=0
 if [ -n "${EXTRA:-}" ]; then
+  # NOTE: without this, an extra line's --record wrote to the device's copy of leaderboard.csv, which
+  # never comes back (session 57 lost four kernel-method records that way).
+  mkdir -p "$work/extra"; export NVFP4_LEADERBOARD="$work/extra/leaderboard.csv"
   while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in ''|'#'*) continue ;; esac
     n=$(( n + 1 )); read -r -a args <<< "$line"

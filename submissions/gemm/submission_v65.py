@@ -25,8 +25,9 @@ v52 v65` (kernel method, one process): 128x7168x16384 0.999x [0.991, 1.008] SAME
 1.003x [1.001, 1.006] SAME. As predicted in kind and a little more on the split shape (1.018x against 1.003-1.012x):
 the flags of a tile's four CTAs rise far enough apart that split order put a wait on the path. Outputs are v52's
 bit for bit (the same sum in the same order), so v65 takes v52's place as the best exact version: 128x4096x7168
-at 21.96 µs is under the 22.08 that 1.2x the fair peer asks (session 51's peer, 26.50). gpumode (`run --record`,
-same call): 60.97 / 23.64 / 17.32 µs.
+at 21.96 µs is under the 22.08 that 1.2x session 51's fair peer (26.50) asked; the peer in one process with it
+(`compare gemm peer v65`, session 57's second call) read 1.230x / 1.193x [1.181, 1.205] / 0.897x (peer 73.35 /
+26.41 / 12.89 µs): 1.19x, not 1.2x, on that machine. gpumode (`run --record`, same call): 60.97 / 23.64 / 17.32 µs.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -24,7 +24,20 @@ Prediction: (kernel method, `compare gemm v65 v66`, H200) 128x7168x2048 1.12-1.2
 blocks at ~0.18-0.22 µs instead of 0.289, if L2 delivers A's doubled bytes); 128x7168x16384 and 128x4096x7168
 SAME (split launches, v65's code). Refuted if 128x7168x2048 reads under 1.05x: then the loop is paced by A's bytes
 (L2 or the ring's round trip with 18.5 KB stages), not by the decode chain, and `probe marks` on both says which.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-29, commit 2310fb8 (a one-GPU machine, session 57's second call). `test gemm v66`:
+tests and edges shapes, both distributions, the bad inputs, racecheck and synccheck pass; `--dist all --seeds 2` on
+custom shapes that take the paired path (64x256x256, 32x512x64 with one K block, 100x7168x2048, 64x256x128 L3,
+64x7168x2048, 128x7168x2048): 24 of 24 pass (mixed: worst beyond one fp16 ulp 0.08 of the tolerance, cuBLAS 0.07-0.15);
+racecheck 64x256x256 and synccheck 32x512x192 (paired) clean. `compare gemm v65 v66` (kernel method, one process):
+128x7168x16384 1.000x [0.993, 1.008] SAME, 128x4096x7168 1.004x [0.996, 1.011] SAME, 128x7168x2048 1.044x [1.036,
+1.052] FASTER (14.28 -> 13.68 µs). Below the prediction (1.12-1.25x). Marks (`probe marks`, 20 calls, medians, µs):
+start -> B armed 1.06, -> wait returned 0.03, -> first stage decoded 1.15, the K loop (warpgroup 0) 7.58 (v52: 8.96;
+32 blocks at 0.237 µs against 0.289, the tensor rate's 0.175), K loop done -> end 1.25 (v52: 0.64): the loop gained
+1.4 µs, the paired epilogue gave 0.6 back (v67, v68 take that step apart). `compare gemm peer v66`: 1.231x / 1.190x
+/ 0.944x (peer 73.50 / 26.32 / 12.95 µs; v65 in the same call 1.230x / 1.193x / 0.897x). gpumode: `compare gemm
+v65 v66 --method gpumode` 0.998x SAME / 1.017x [0.994, 1.040] / 1.003x [0.937, 1.073] AMBIGUOUS: on this machine
+128x7168x2048's gpumode reads ~21 µs for both (kernel 13.7): that figure is the host's, not the kernel's. Kept: the
+paired path's parent of v68.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

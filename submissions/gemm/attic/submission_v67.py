@@ -17,7 +17,14 @@ Arch: sm_90a
 Analogue: none
 Prediction: (kernel method, `compare gemm v66 v67`, H200) 128x7168x2048 1.01-1.03x (0.15-0.4 µs of v66's 13.67);
 the other shapes SAME (split launches, untouched).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 5293c04 (a one-GPU machine, session 57's third call). Tests (tests, edges,
+the paired custom shapes of v66's docstring and 96x6144x192: 24 of 24), bad inputs, racecheck and synccheck pass.
+`compare gemm v66 v67` (kernel method, one process): 1.002x SAME / 0.999x SAME / 128x7168x2048 0.974x [0.965, 0.983]
+SLOWER (13.65 -> 14.02 µs). Refuted. Marks on 128x7168x2048: the hand-off barrier -> end (warpgroup 1 alone summing,
+staging and storing) 1.31 µs, longer than v66's whole loop -> end step (1.25): with one warp a scheduler, the
+epilogue's ~300 instructions a thread run at their latency, so halving the threads doubled the step; the barriers
+were not its cost. What shortens it is fewer instructions a value (v68). Not kept (attic/).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -18,7 +18,14 @@ Prediction: (kernel method, `compare dual_gemm v44 v49`, H200) 512x3072x7168 and
 tiles, 64 values a thread) 1.003-1.008x (0.2-0.5 µs); 256x4096x7168 and 256x3072x4096 (split, 32 a thread)
 1.002-1.006x: SAME by the 2% margin on all four, the interval above 1 on the M = 512 shapes if it pays. 512x3072x7168
 needs <= 64 µs (issue 47; v44 64.22-64.75).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 929789b (a one-GPU machine, session 57's fifth call). `test dual_gemm v49`
+tests and edges shapes (both distributions), bad inputs, racecheck and synccheck pass. `compare dual_gemm v44 v49`
+(kernel method, one process): 256x4096x7168 1.000x [0.996, 1.004], 512x4096x7168 1.003x [1.000, 1.007] (78.45 ->
+78.18 µs), 256x3072x4096 1.000x [0.995, 1.006], 512x3072x7168 1.003x [0.994, 1.011] (64.81 -> 64.64); geomean 1.002x
+[1.000, 1.003]: SAME on all four, at the low end of the prediction on the M = 512 shapes (0.2-0.3 µs). The staging's
+issue was a small part of the step: silu x up's two MUFU a value remain its pace. Recorded gpumode 47.38 / 78.56 /
+31.00 / 66.57 µs. Not kept (attic/).
 
 Exactness (v44's, unchanged): the K sums, their order and the partials' order are v43's (fp32, fixed). Only silu moves: 128 is a power
 of two, so gate_scaled x (-128 x fp32(log2 e)) is v43's -g x fp32(log2 e) rounded the same way; the exponential is
