@@ -20,7 +20,8 @@
 //                graph=None) -> (results, figures, sampled)
 //       one timed pass of `method` (every method but gpumode: batches of one call; graph: a tuple of the
 //       load, replay and output-copy callables); one record
-//       {"event":"clock","tag","method","calls","times_us","span_us","wall_us","refused","error"}
+//       {"event":"clock","tag","method","calls","times_us","span_us","wall_us","issue_us","refused","error"}
+//       (issue_us: per batch, the host µs its calls took to return: the loop, or graph's replay)
 //   state() -> dict (seq, refused, bound, runtime); never the key
 //
 // Every record is "SEQ MAC JSON\n" (harness/channel.py's line), written with write(2) on out_fd.
@@ -638,7 +639,7 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
     }
     PyObject* results = PyList_New(0);
     if (!results) { Py_DECREF(groups); return nullptr; }
-    std::vector<double> wall(G, 0.0), times(G, 0.0), span(G, 0.0), calls(G, 0.0);
+    std::vector<double> wall(G, 0.0), times(G, 0.0), span(G, 0.0), calls(G, 0.0), issue(G, 0.0);
     std::vector<bool> ok(G, true);
     PyObject* sampled = nullptr;
     const char* python_step = nullptr;  // the step whose Python call raised: the pass ends there
@@ -677,8 +678,13 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
         }
         check(rt.record(ev[1], stream), "cudaEventRecord");
         const Py_ssize_t first = PyList_GET_SIZE(results);
+        // NOTE: issue: the host time of the calls alone (from the start event's record to the last call's
+        // return). Where it reaches the batch's event time, the device waited on the host: the figure is the
+        // host path's, not the kernels' (harness.timing.host_bound).
+        const double i0 = now_us();
         if (method == Method::graph) {
             if (!call(replay, nullptr, "replay")) break;
+            issue[j] = now_us() - i0;
             check(rt.record(ev[2], stream), "cudaEventRecord");
             PyObject* out = PyObject_CallNoArgs(output);  // every replay writes the same buffers: a copy each
             if (!out) { python_step = "output copy"; break; }
@@ -689,6 +695,7 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
             PyObject* r = PyObject_CallFunctionObjArgs(g_loop, fn, group, results, nullptr);
             if (!r) { python_step = "call"; break; }
             Py_DECREF(r);
+            issue[j] = now_us() - i0;
             check(rt.record(ev[2], stream), "cudaEventRecord");
             if (PyList_GET_SIZE(results) != first + n) {  // the list is reachable from the calls: C counts them
                 python_step = "loop";
@@ -738,6 +745,7 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
         append_list(payload, "times_us", times, &ok);
         append_list(payload, "span_us", span, &ok);
         append_list(payload, "wall_us", wall);
+        append_list(payload, "issue_us", issue);
     }
     payload += ",\"refused\":";
     payload += std::to_string(g_refused);
@@ -777,19 +785,23 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
     PyObject* t_list = PyList_New(G);
     PyObject* s_list = PyList_New(G);
     PyObject* w_list = PyList_New(G);
-    for (Py_ssize_t j = 0; j < G && t_list && s_list && w_list; ++j) {
+    PyObject* i_list = PyList_New(G);
+    for (Py_ssize_t j = 0; j < G && t_list && s_list && w_list && i_list; ++j) {
         PyList_SET_ITEM(t_list, j, PyFloat_FromDouble(times[j]));
         PyList_SET_ITEM(s_list, j, PyFloat_FromDouble(span[j]));
         PyList_SET_ITEM(w_list, j, PyFloat_FromDouble(wall[j]));
+        PyList_SET_ITEM(i_list, j, PyFloat_FromDouble(issue[j]));
     }
     PyObject* out = nullptr;
-    if (figures && t_list && s_list && w_list && PyDict_SetItemString(figures, "times_us", t_list) == 0 &&
-        PyDict_SetItemString(figures, "span_us", s_list) == 0 && PyDict_SetItemString(figures, "wall_us", w_list) == 0)
+    if (figures && t_list && s_list && w_list && i_list && PyDict_SetItemString(figures, "times_us", t_list) == 0 &&
+        PyDict_SetItemString(figures, "span_us", s_list) == 0 && PyDict_SetItemString(figures, "wall_us", w_list) == 0 &&
+        PyDict_SetItemString(figures, "issue_us", i_list) == 0)
         out = PyTuple_Pack(3, results, figures, sampled ? sampled : Py_None);
     Py_XDECREF(figures);
     Py_XDECREF(t_list);
     Py_XDECREF(s_list);
     Py_XDECREF(w_list);
+    Py_XDECREF(i_list);
     Py_DECREF(results);
     Py_XDECREF(sampled);
     return out;

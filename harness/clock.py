@@ -132,6 +132,7 @@ class BlockRecords:
     warm_times_us: list[float] | None = None
     escape_retried: str | None = None
     escape: str | None = None  # a pass escaped when timed again: the block FAILs with this message
+    issue_us: list[float] | None = None  # per batch, the host µs a call took to return (the last pass's)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ class _Pass:
     wall_us: float
     span_us: float
     escape: str | None
+    issue_us: list[float]  # per batch, host µs a call (the batch's issue time over its calls)
 
 
 def _number(value) -> bool:
@@ -157,11 +159,12 @@ def _figures(record: dict, method: str, calls: list[int]) -> _Pass:
         raise Refused(f"the clock's record says the block failed ({record['error']}) in a reply that says PASS")
     if record.get("calls") != [float(c) for c in calls]:
         raise Refused(f"the clock timed batches of {record.get('calls')} calls where the pool makes {calls}")
-    lists = [record.get(name) for name in ("times_us", "span_us", "wall_us")]
+    lists = [record.get(name) for name in ("times_us", "span_us", "wall_us", "issue_us")]
     if not all(isinstance(x, list) and len(x) == len(calls) and all(_number(v) and v >= 0 for v in x) for x in lists):
-        raise Refused("a clock record whose times, spans or walls are not one non-negative number a batch")
-    times, span, wall = ([float(v) for v in x] for x in lists)
-    return _Pass(times, sum(wall), sum(span), escape_of(method, sum(calls), sum(wall), sum(span)))
+        raise Refused("a clock record whose times, spans, walls or issue times are not one non-negative number a batch")
+    times, span, wall, issue = ([float(v) for v in x] for x in lists)
+    return _Pass(times, sum(wall), sum(span), escape_of(method, sum(calls), sum(wall), sum(span)),
+                 [i / c for i, c in zip(issue, calls)])
 
 
 def _kinds(records: list[dict]) -> str:
@@ -246,7 +249,8 @@ def read_block(records: list[dict], *, tag: int, method: str, calls: list[int], 
     times = graph_times(last.times_us, flush_us) if method == "graph" else last.times_us
     return BlockRecords(key=keys[-1], times_us=times, wall_us=last.wall_us, span_us=last.span_us,
                         warm_times_us=warm_passes[-1].times_us if warm_passes else None,
-                        escape_retried=main[0].escape if len(main) == 2 else None, escape=escape)
+                        escape_retried=main[0].escape if len(main) == 2 else None, escape=escape,
+                        issue_us=last.issue_us)
 
 
 def batch_sizes(pool: int, batch: int) -> list[int]:

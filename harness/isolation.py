@@ -596,9 +596,9 @@ class Child:
                 key = got.key
                 if got.times_us is not None:
                     # NOTE: an event method's figures are the compiled clock's record's, never the child's reply
-                    for name in ("times_us", "wall_us", "span_us", "warm_times_us", "escape_retried"):
+                    for name in ("times_us", "wall_us", "span_us", "warm_times_us", "escape_retried", "issue_us"):
                         reply.pop(name, None)
-                    reply.update(times_us=got.times_us, wall_us=got.wall_us, span_us=got.span_us)
+                    reply.update(times_us=got.times_us, wall_us=got.wall_us, span_us=got.span_us, issue_us=got.issue_us)
                     if got.warm_times_us is not None:
                         reply["warm_times_us"] = got.warm_times_us
                     if got.escape_retried:

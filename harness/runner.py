@@ -720,6 +720,13 @@ def _kernel_extra(replies: list[dict]) -> dict | None:
             "stray_activities": sum(p["stray_activities"] for p in parts)}
 
 
+def _issue_mean(replies: list[dict]) -> float | None:
+    """The host µs a call took to return over a shape's kept blocks (the compiled clock's issue time, mean
+    over batches), or None where the method has none (kernel; a block timed without the clock)."""
+    issues = [x for r in replies for x in (r.get("issue_us") or [])]
+    return sum(issues) / len(issues) if issues else None
+
+
 def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, plan: TimingPlan, timeout_s,
                     progress) -> ShapeResult:
     """compare of two versions, each prepared once: rounds of one block each, A B then B A, every
@@ -796,6 +803,9 @@ def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, pl
         extra_kernel = _kernel_extra(kept[i])
         if extra_kernel:
             summary["kernel"] = extra_kernel
+        issue = _issue_mean(kept[i])
+        if issue is not None:
+            summary["issue_us"] = issue
         result.stats.append(summary)
     result.samples = blocks
     result.telemetry = tele_log
@@ -927,6 +937,9 @@ def _fill_timed(result: ShapeResult, rounds: _Rounds, decision: tuple[bool, str]
         extra_kernel = _kernel_extra(rounds.replies[i])
         if extra_kernel:
             summary["kernel"] = extra_kernel
+        issue = _issue_mean(rounds.replies[i])
+        if issue is not None:
+            summary["issue_us"] = issue
         result.stats.append(summary)
     result.samples = rounds.blocks
     result.telemetry = rounds.telemetry

@@ -265,9 +265,10 @@ def _key(tag=9, key=123, refused=0):
 
 
 def _loop(tag=9, calls=(2, 1), times=(5.0, 6.0), span=(20.0, 10.0), wall=(30.0, 15.0), refused=0, error=None,
-          method="gpumode"):
+          method="gpumode", issue=None):
+    issue = [4.0 * c for c in calls] if issue is None else issue
     return {"event": "clock", "tag": tag, "method": method, "calls": list(calls), "times_us": list(times),
-            "span_us": list(span), "wall_us": list(wall), "refused": refused, "error": error}
+            "span_us": list(span), "wall_us": list(wall), "issue_us": list(issue), "refused": refused, "error": error}
 
 
 def _read(records, method="gpumode", wall_us=1e6, retried=False, **kwargs):
@@ -287,6 +288,8 @@ def _read_calls(records, method="cold", warm=False, flush_us=None):
 def test_the_parent_takes_the_key_and_the_figures_of_an_honest_blocks_records():
     got = _read([_key(), _loop()])
     assert (got.key, got.times_us, got.wall_us, got.span_us) == (123, [5.0, 6.0], 45.0, 30.0)
+    # a batch's issue time (the host µs its calls took to return) comes back per call
+    assert _read([_key(), _loop(issue=(9.0, 2.0))]).issue_us == [4.5, 2.0]
     assert _read([_key(key=1), _key(key=2)], method="kernel", retried=True).key == 2
 
 
@@ -345,6 +348,8 @@ def test_a_graph_block_needs_its_flushs_replay_time_from_the_prepare(flush_us):
     ([_key(), _loop(times=(5.0,))], "one non-negative number a batch"),
     ([_key(), _loop(times=(5.0, -1.0))], "one non-negative number a batch"),
     ([_key(), _loop(times=(5.0, None))], "one non-negative number a batch"),
+    ([_key(), _loop(issue=(5.0,))], "one non-negative number a batch"),  # an issue time missing
+    ([_key(), _loop(issue=(5.0, -1.0))], "one non-negative number a batch"),
     ([_key(refused=1), _loop(refused=1)], "refused"),
     ([_key(), _loop(error="the call raised")], "says the block failed"),
     ([_key(key=-1), _loop()], "63-bit"),
@@ -421,6 +426,7 @@ def test_a_run_times_every_event_method_from_the_clocks_records(problem, options
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert seen and all(kinds == records and got.times_us for kinds, got in seen), [kinds for kinds, _ in seen]
+    assert all(got.issue_us and len(got.issue_us) == len(got.times_us) for _, got in seen)
     assert all((got.warm_times_us is not None) == ("--warm" in options) for _, got in seen)
     assert replies and not [k for e in replies for k in ("times_us", "warm_times_us", "wall_us", "span_us") if k in e]
     report = json.loads(r.stdout)

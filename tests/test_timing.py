@@ -267,3 +267,38 @@ def test_the_bound_kineto_reader_reads_the_records_and_ignores_a_later_patch(mon
     monkeypatch.setattr(event, "end_ns", lambda self, _start=event.start_ns: _start(self) + 1)
     assert plain() != before  # the patch reaches a plain read
     assert read(prof) == before
+
+
+@pytest.mark.parametrize("time_us, issue_us, bound", [
+    (21.0, 20.5, True),    # the calls took as long to return as the events saw: the device waited on the host
+    (21.0, 0.9 * 21.0, True),
+    (21.0, 8.0, False),    # issued well ahead of the device
+    (21.0, None, False),   # no issue time (kernel method, or a block timed without the clock)
+    (None, 5.0, False),
+    (0.0, 5.0, False),
+])
+def test_a_figure_is_host_bound_when_its_calls_took_nearly_as_long_to_return(time_us, issue_us, bound):
+    why = timing.host_bound(time_us, issue_us)
+    assert bool(why) == bound
+    if bound:
+        assert why.startswith("host-bound") and "probe host" in why
+
+
+def test_run_names_a_host_bound_shape_on_a_gpu_and_never_on_a_cpu(capsys):
+    from types import SimpleNamespace
+
+    from harness.cli import render
+    from harness.config import Shape
+    from harness.runner import ShapeResult
+    shape = Shape("gemm", "benchmarks", 2, {"m": 128, "n": 7168, "k": 2048, "l": 1, "seed": 1111})
+    stats_ = {"mean_us": 21.0, "ci95_lo_us": 20.8, "ci95_hi_us": 21.2, "median_us": 21.0, "iqr_us": 0.2, "best_us": 20.5,
+              "n": 12, "converged": True, "stop_reason": "", "issue_us": 20.6}
+    plan = SimpleNamespace(method="gpumode", flush="dirty", warm=False)
+    sub = SimpleNamespace(label="v68", summary="paired tiles")
+    for gpu, noted in (("NVIDIA H200", True), ("cpu", False)):
+        outcome = SimpleNamespace(plan=plan, results=[ShapeResult(shape, "competition", "PASS", stats=[dict(stats_)])],
+                                  geomean=None, device={"gpu": gpu}, sandboxes={}, submissions=[])
+        render.print_run("gemm", sub, outcome)
+        out = capsys.readouterr().out
+        assert "issue µs" in out  # the column: the host µs a call took to return
+        assert ("host-bound" in out) == noted, out

@@ -422,6 +422,8 @@ def print_run(problem: str, sub, outcome) -> None:
         cols.append(Col("warm mean µs", drop=2))
     if plan and plan.method == "kernel":
         cols += [Col("sum µs"), Col("host µs")]
+    if plan and plan.method in timing.EVENT_METHODS:
+        cols.append(Col("issue µs", drop=2))  # the host µs a call took to return (the compiled clock's)
     cols += [Col("floor µs", drop=1), Col("% of floor"), Col("read µs", drop=1), Col("% of read")]
     rows, not_converged = [], []
     for r in outcome.results:
@@ -437,6 +439,7 @@ def print_run(problem: str, sub, outcome) -> None:
                           "best µs": fmt_us(st["best_us"]), "n": f"{st['n']}" + ("" if st["converged"] else "*"),
                           "warm mean µs": fmt_us(st["warm"]["mean_us"]) if st.get("warm") else "-",
                           "sum µs": fmt_us(k.get("sum_us")), "host µs": fmt_us(k.get("host_us")),
+                          "issue µs": fmt_us(st.get("issue_us")),
                           "% of floor": f"{100 * r.floor_us / st['mean_us']:.1f}%" if r.floor_us else "-",
                           "read µs": fmt_us(read_us),
                           "% of read": f"{100 * read_us / st['mean_us']:.1f}%" if read_us else "-"})
@@ -453,8 +456,12 @@ def print_run(problem: str, sub, outcome) -> None:
         console.print("geomean: - (only when every shape passes with a plausible time)")
     for line in not_converged:
         console.print(f"[dim]* did not converge: {line}[/dim]")
+    on_gpu = (outcome.device or {}).get("gpu") not in (None, "cpu")  # NOTE: CPU times are host times by nature
     for r in outcome.results:
         st = r.stats[0] if r.stats else {}
+        why = timing.host_bound(st.get("mean_us"), st.get("issue_us")) if on_gpu else None
+        if why:
+            console.print(f"[yellow]{shape_name(r.shape)}: {fmt_text(why)}[/yellow]", soft_wrap=True)
         if st.get("process_spread", 0) > PROCESS_SPREAD_NOTE:
             means = ", ".join(fmt_us(m) for m in st["process_means_us"])
             console.print(f"[yellow]processes disagree on {shape_name(r.shape)}: {means} µs "
@@ -492,6 +499,10 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
             orders = r.ratio.get("by_order") or {}
             if all(orders.get(k) for k in ("A", "B")):
                 notes.append(f"{name} by order: {orders['A']:.3f}x A first, {orders['B']:.3f}x B first")
+            for i, label in ((0, sub_a.label), (1, sub_b.label)):
+                why = timing.host_bound(r.stats[i]["mean_us"], r.stats[i].get("issue_us")) if on_gpu else None
+                if why:
+                    notes.append(f"{name} {label}: {why}")
             gens = r.ratio.get("by_generation") or []
             if len(gens) > 1:
                 notes.append(f"{name} by process pair: " + ", ".join(
