@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for a new kernel version: build, correctness (both distributions, the tests and
 # the edges shapes; racecheck and synccheck for versions using mbarriers), the bad inputs (a failure
-# said, not stopping), compare against its parent, then the recorded run.
+# said, not stopping), compare against its parent, then the recorded runs (gpumode, then kernel).
 # Stops at the first failure; a short summary is the last thing printed (and $OUT/summary.txt).
 # Usage (device machine, repo root): bash tools/try_version.sh PROBLEM VERSION PARENT
 # Env: NVFP4_GIT_COMMIT (required: the commit being run, which the copied tree cannot tell),
@@ -69,4 +69,8 @@ grep -E "^geomean" "$log" | tail -1 | tee -a "$summary"
 fi
 step "run $version --record (gpumode)" python3 -m harness run "$problem" "$version" --budget "${BUDGET:-3}" --record -o "$OUT/run.csv"
 python3 -c "import csv,sys; [print(f\"{r['shape']}: {r['status']} {r['mean_us']} µs\") for r in csv.DictReader(open(sys.argv[1]))]" "$OUT/run.csv" | tee -a "$summary"
+# NOTE: every kernel issue's Done-when asks rows of both methods; until session 57 a version got its kernel
+# rows only when a later call remembered them (its own process: the profiler's, after the event method's).
+step "run $version --record (kernel)" python3 -m harness run "$problem" "$version" --method kernel --budget "${BUDGET:-3}" --record -o "$OUT/run-kernel.csv"
+python3 -c "import csv,sys; [print(f\"{r['shape']}: {r['status']} {r['mean_us']} µs (kernel)\") for r in csv.DictReader(open(sys.argv[1]))]" "$OUT/run-kernel.csv" | tee -a "$summary"
 finish 0
