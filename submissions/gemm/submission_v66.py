@@ -36,7 +36,8 @@ start -> B armed 1.06, -> wait returned 0.03, -> first stage decoded 1.15, the K
 1.4 µs, the paired epilogue gave 0.6 back (v67, v68 take that step apart). `compare gemm peer v66`: 1.231x / 1.190x
 / 0.944x (peer 73.50 / 26.32 / 12.95 µs; v65 in the same call 1.230x / 1.193x / 0.897x). gpumode: `compare gemm
 v65 v66 --method gpumode` 0.998x SAME / 1.017x [0.994, 1.040] / 1.003x [0.937, 1.073] AMBIGUOUS: on this machine
-128x7168x2048's gpumode reads ~21 µs for both (kernel 13.7): that figure is the host's, not the kernel's. Kept: the
+128x7168x2048's gpumode reads ~21 µs for both (kernel 13.7): not the kernels' figure (the host path or the gaps
+between calls; `run`'s issue column, added after this call, tells the two apart). Kept: the
 paired path's parent of v68.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
