@@ -20,8 +20,8 @@ Measured: NVIDIA H200, 2026-11-29, commit 0497b00 (a one-GPU machine, session 57
 the paired custom shapes: 24 of 24), bad inputs, racecheck and synccheck pass. `compare gemm v66 v68` (kernel method,
 one process): 128x7168x16384 1.000x [0.995, 1.006] SAME, 128x4096x7168 0.997x [0.988, 1.006] SAME, 128x7168x2048
 1.017x [1.012, 1.022] FASTER (13.79 -> 13.56 µs), as predicted (1.01-1.03x). Marks on 128x7168x2048: K loop done ->
-end 1.06 µs (v66 1.25). Recorded: kernel 60.24 / 22.09 / 13.64 µs (`run --method kernel`), gpumode 61.89 / 24.63 /
-21.47 (v65 read 20.98 on 128x7168x2048 by gpumode in the call before: that shape's gpumode is not its kernels',
+end 1.06 µs (v66 1.25). `run --method kernel` 60.24 / 22.09 / 13.64 µs (its rows stayed on the device's copy of
+leaderboard.csv); recorded gpumode 61.89 / 24.63 / 21.47 (v65 read 20.98 on 128x7168x2048 by gpumode in the call before: that shape's gpumode is not its kernels',
 NOTES). The best exact version: 128x7168x2048 from v65's 14.28 to 13.56 µs (1.053x over both steps), the other
 shapes v65's.
 
