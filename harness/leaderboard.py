@@ -177,8 +177,10 @@ _COUNT_COLUMNS = ("n", "converged")  # not figures in µs: written as they are
 def figures(result: "ShapeResult", stat: dict | None) -> dict:
     """One submission's figures of a shape result, as numbers (None where there is none): the
     STAT_COLUMNS, ``n``, ``converged``, ``floor_us``, ``pct_of_floor`` (of the mean), ``read_floor_us``,
-    and with the kernel method ``kernel_sum_us`` and ``host_us``. The file's row (``outcome_rows``,
-    formatted) and an output document's row (``report.result_rows``) both take them from here."""
+    with the kernel method ``kernel_sum_us`` and ``host_us`` (a call's host path, under the profiler), with an
+    event method ``host_us`` (the host µs a call took to return: the compiled clock's issue time, by which
+    ``timing.host_bound`` tells a host-bound figure). The file's row (``outcome_rows``, formatted) and an output
+    document's row (``report.result_rows``) both take them from here."""
     st = stat or {}
     mean = st.get("mean_us")
     out = {k: st.get(k) for k in STAT_COLUMNS}
@@ -188,6 +190,8 @@ def figures(result: "ShapeResult", stat: dict | None) -> dict:
     kernel = st.get("kernel") or {}
     if kernel:
         out.update(kernel_sum_us=kernel.get("sum_us"), host_us=kernel.get("host_us"))
+    elif st.get("issue_us") is not None:
+        out["host_us"] = st["issue_us"]
     return out
 
 

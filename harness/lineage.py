@@ -47,14 +47,23 @@ def markdown_table(problem: str, method: str = timing.DEFAULT_METHOD, include_at
              + (f" --commit {commit}" if commit else "")
              + "`: edit the docstrings and leaderboard.csv, not this table -->",
              _md_row(head), "|" + "---|" * len(head)]
+    host_bound = False
     for sub in shown:
         mine = [r for r in recorded if r["version"] == sub.label and leaderboard.of_code(r, leaderboard.code_hash(sub))]
         best, group = _best_group(mine, labels, method, flush)
-        cells = [_md_us(_mean(best[label])) if label in best else NO_FIGURE for label in pc.benchmark_labels]
+        cells = []
+        for label in pc.benchmark_labels:
+            row = best.get(label)
+            bound = row is not None and _host_bound(row)
+            host_bound = host_bound or bound
+            cells.append(NO_FIGURE if row is None else _md_us(_mean(row)) + (f" {HOST_BOUND_MARK}" if bound else ""))
         lines.append(_md_row([f"{sub.label} {sub.mark}".strip(), sub.summary, *cells,
                               _gpu_cell(group, method, flush)]))
     lines.append("")
-    lines.append("✗ = slower than its parent, kept for the lesson; ≈ = faster on some shapes, slower on others.")
+    lines.append("✗ = slower than its parent, kept for the lesson; ≈ = faster on some shapes, slower on others."
+                 + (f" {HOST_BOUND_MARK} = host-bound: the row's calls took {timing.HOST_BOUND_SHARE:.0%} or more of that "
+                    "time to return on the host, so the figure is the call's host path on that machine, not its kernels."
+                    if host_bound else ""))
     lines.append(f"Times: µs, the best recorded mean per benchmark shape ({method} method, {flush} flush, competition "
                  "inputs, leaderboard.csv), each row from one GPU; a method named beside the GPU: the version has no "
                  f"{method} row, so its best rows of that method stand in (not comparable with the others).")
@@ -117,6 +126,21 @@ def _mean(row: dict) -> float | None:
         return float(row["mean_us"]) if row.get("mean_us") else None
     except ValueError:
         return None
+
+
+HOST_BOUND_MARK = "‡"
+
+
+def _host_bound(row: dict) -> bool:
+    """Whether a recorded row of an event method is its host path's figure (``timing.host_bound`` on its mean
+    and its ``host_us``, the compiled clock's issue time; the kernel method's host_us is another measure)."""
+    if leaderboard.method_of(row) not in timing.EVENT_METHODS:
+        return False
+    try:
+        host = float(row["host_us"]) if row.get("host_us") else None
+    except ValueError:
+        return False
+    return timing.host_bound(_mean(row), host) is not None
 
 
 def _md_us(x: float) -> str:

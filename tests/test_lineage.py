@@ -129,3 +129,29 @@ def test_commit_picks_one_runs_rows(gemv_lineage, isolated_env):
                           (["--commit", "aaa"], "add --recorded")):
         r = CliRunner().invoke(cli.main, ["table", "gemv", *args])
         assert r.exit_code == 2 and message in r.stderr, r.output
+
+
+def test_a_host_bound_row_is_marked_and_the_legend_says_why(gemv_lineage):
+    """An event method's row whose calls took 90% or more of its time to return on the host (host_us, the
+    compiled clock's issue time) is the host path's figure: its cell carries the mark; a kernel-method row's
+    host_us (the host path under the profiler) never marks it; no legend line where nothing is marked."""
+    v3 = submissions.resolve("gemv", "v3")
+    shape = next(r["shape"] for r in leaderboard.read(BOARD) if r["version"] == "v0" and r["problem"] == "gemv")
+    row = {"timestamp": "2026-01-01T00:00:00+0000", "problem": "gemv", "version": "v3", "shape": shape,
+           "dist": "competition", "status": "PASS", "gpu": "NVIDIA H200", "flush": "dirty",
+           "code_hash": v3.source_hash[:16], "mean_us": "21.0"}
+    marked = lineage.markdown_table("gemv", rows=[dict(row, timing_mode="gpumode", host_us="20.5")])
+    assert _rows(marked)["v3"][1] == f"21.0 {lineage.HOST_BOUND_MARK}" and "host-bound" in marked
+    plain = lineage.markdown_table("gemv", rows=[dict(row, timing_mode="gpumode", host_us="8.0")])
+    assert _rows(plain)["v3"][1] == "21.0" and "host-bound" not in plain
+    kernel = lineage.markdown_table("gemv", "kernel", rows=[dict(row, timing_mode="kernel", host_us="40.0")])
+    assert _rows(kernel)["v3"][1] == "21.0" and "host-bound" not in kernel
+
+
+def test_an_event_methods_issue_time_is_recorded_as_its_host_us():
+    from harness.runner import ShapeResult
+    result = ShapeResult(None, "competition", "PASS", floor_us=4.7)
+    assert leaderboard.figures(result, {"mean_us": 21.0, "issue_us": 20.5})["host_us"] == 20.5
+    kernel = {"mean_us": 13.6, "kernel": {"sum_us": 15.5, "host_us": 41.0}}
+    assert leaderboard.figures(result, kernel)["host_us"] == 41.0
+    assert "host_us" not in leaderboard.figures(result, {"mean_us": 21.0})
