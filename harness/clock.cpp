@@ -679,8 +679,8 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
         check(rt.record(ev[1], stream), "cudaEventRecord");
         const Py_ssize_t first = PyList_GET_SIZE(results);
         // NOTE: issue: the host time of the calls alone (from the start event's record to the last call's
-        // return). Where it reaches the batch's event time, the device waited on the host: the figure is the
-        // host path's, not the kernels' (harness.timing.host_bound).
+        // return). Where it nears the batch's event time, the device had (nearly) no call queued ahead: the
+        // figure is the host path's, not the kernels' (harness.timing.host_bound).
         const double i0 = now_us();
         if (method == Method::graph) {
             if (!call(replay, nullptr, "replay")) break;

@@ -62,7 +62,7 @@ def markdown_table(problem: str, method: str = timing.DEFAULT_METHOD, include_at
     lines.append("")
     lines.append("✗ = slower than its parent, kept for the lesson; ≈ = faster on some shapes, slower on others."
                  + (f" {HOST_BOUND_MARK} = host-bound: the row's calls took {timing.HOST_BOUND_SHARE:.0%} or more of that "
-                    "time to return on the host, so the figure is the call's host path on that machine, not its kernels."
+                    "time to return on the host, so the figure is (nearly) the call's host path on that machine, not its kernels'."
                     if host_bound else ""))
     lines.append(f"Times: µs, the best recorded mean per benchmark shape ({method} method, {flush} flush, competition "
                  "inputs, leaderboard.csv), each row from one GPU; a method named beside the GPU: the version has no "

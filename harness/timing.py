@@ -97,24 +97,26 @@ CALL_RANGE = "nvfp4::call"
 CAPTURE_RANGE = "nvfp4::capture"  # the copies of a kernel-method block's outputs for the judge: not the calls' work
 
 
-# NOTE: a batch whose calls took this share of its event time or more to return on the host kept the device
-# waiting on the host: its figure is the call's host path, not its kernels. Session 57 (H200): gemm
+# NOTE: a batch whose calls took this share of its event time or more to return on the host had (nearly) no
+# call queued ahead of the device: its figure is (nearly) the call's host path, and a faster kernel would not move
+# it. Session 57 (H200): gemm
 # 128x7168x2048 read ~21 µs a call by gpumode on three machines and 17.3 on a fourth, for kernels of 13.6-14.3
 # µs (kernel method), and nothing in the output said which of the two the figure was.
 HOST_BOUND_SHARE = 0.9
 
 
 def host_bound(time_us: float | None, issue_us: float | None) -> str | None:
-    """Why a figure of ``time_us`` a call is its host path's rather than its kernels', or None: its calls
-    took ``issue_us`` each to return on the host (the compiled clock's issue time), at least
-    ``HOST_BOUND_SHARE`` of the event time, so the device waited on the host."""
+    """Why a figure of ``time_us`` a call is (nearly) its host path's rather than its kernels', or None: its calls
+    took ``issue_us`` each to return on the host (the compiled clock's issue time), at least ``HOST_BOUND_SHARE``
+    of the event time, so the device had (nearly) nothing queued ahead of it."""
     if not time_us or issue_us is None or time_us <= 0:
         return None
     share = issue_us / time_us
     if share < HOST_BOUND_SHARE:
         return None
     return (f"host-bound: a call took {issue_us:.1f} µs to return on the host, {share:.0%} of its {time_us:.1f} µs "
-            "between the events, so the device waited on the host (`nvfp4 probe host` times that path)")
+            "between the events: the figure is (nearly) the host path's, and a faster kernel would not move it "
+            "(`nvfp4 probe host` times that path)")
 
 
 def gpumode_batch(problem: str) -> int:
