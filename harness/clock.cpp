@@ -676,12 +676,14 @@ PyObject* py_time_batches(PyObject*, PyObject* args, PyObject* kwargs) {
             check(rt.record(ev[0], stream), "cudaEventRecord");
             if (!flush()) break;
         }
+        // NOTE: issue: the host time of the calls (from just before the start event's record to the last call's
+        // return). Where it nears the batch's event time, the device had (nearly) no call queued ahead: the
+        // figure is the host path's, not the kernels' (harness.timing.host_bound). Stamped before the record,
+        // not after it: between the start event and a cold call's launch the device idles, so a host clock
+        // read there would be timed.
+        const double i0 = now_us();
         check(rt.record(ev[1], stream), "cudaEventRecord");
         const Py_ssize_t first = PyList_GET_SIZE(results);
-        // NOTE: issue: the host time of the calls alone (from the start event's record to the last call's
-        // return). Where it nears the batch's event time, the device had (nearly) no call queued ahead: the
-        // figure is the host path's, not the kernels' (harness.timing.host_bound).
-        const double i0 = now_us();
         if (method == Method::graph) {
             if (!call(replay, nullptr, "replay")) break;
             issue[j] = now_us() - i0;
