@@ -142,10 +142,13 @@ def mask_pool_signs(torch, mod, sets: list, key: int) -> None:
     faster by gemm's gpumode on the short shapes (docs/methodology.md, "The untimed call before each
     block"); the round trip was most of what gemm paid, and the key is now drawn in the child's
     compiled clock instead (not yet measured on an H200)."""
-    values = [t for data in sets for t in input_tensors(mod, data) if t.dtype == torch.float4_e2m1fn_x2]
-    if not values:
-        return
+    # NOTE: all of it under harness_work, the tensors' dtype read included: a torch-function mode sees a
+    # tensor's attributes too, and one left on by the submission ran there on a block's retry, between the
+    # refill and the mask (tests/adversarial/computes_in_capture.py, CI under load, session 57)
     with harness_work(torch):
+        values = [t for data in sets for t in input_tensors(mod, data) if t.dtype == torch.float4_e2m1fn_x2]
+        if not values:
+            return
         device = values[0].device
         generator = torch.Generator(device=device)
         generator.manual_seed(int(key))

@@ -394,3 +394,21 @@ def test_a_subclass_output_is_refused_without_running_its_code(shared, kind):
     assert ran == [] and entry["parts"] is None
     reply = judge.Judge(torch, mod, shared).check(ITEM, [{"seed": 7, "label": "seed 7", "sub": 0}], [entry], "timed")
     assert reply["status"] == "FAIL" and "a subclass; return plain tensors" in reply["message"], reply
+
+
+def test_the_mask_runs_no_torch_function_mode_a_submission_left_on():
+    """A TorchFunctionMode sees tensor attribute reads too: mask_pool_signs must touch the pool only with
+    modes off, or a mode left on by a submission runs its code between the refill and the mask."""
+    from torch.overrides import TorchFunctionMode
+    mod = problem_module("gemm")
+    data = mod.generate_input(**{k: v for k, v in PARAMS.items() if k != "seed"}, seed=7, dist="competition")
+    seen = []
+
+    class Spy(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    with Spy():
+        judge.mask_pool_signs(torch, mod, [data], 11)
+    assert seen == []
