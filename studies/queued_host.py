@@ -79,6 +79,8 @@ def main() -> int:
     ap.add_argument("--shape", type=int, action="append", help="benchmark index (repeatable; default all)")
     ap.add_argument("--sets", type=int, default=50)
     ap.add_argument("--passes", type=int, default=30)
+    ap.add_argument("--check", action="store_true", help="after the queued passes, check every set's output (a cache "
+                    "past its capacity evicts and rebuilds: this says the calls stayed right)")
     args = ap.parse_args()
     import torch
 
@@ -112,6 +114,9 @@ def main() -> int:
             first = [h for p in hosts for h in p[:5]]
             rest = [h for p in hosts for h in p[5:]]
             delta = tuple(b - a for a, b in zip(before, after)) if before else "-"
+            if args.check and fn is not base:
+                bad = [i for i, d in enumerate(data) if not mod.check(d, fn(d))[0]]
+                print(f"  {label}: {len(data) - len(bad)} of {len(data)} outputs pass" + (f" (failed: {bad[:8]})" if bad else ""))
             print(f"{label:<24}{idle:>10.2f}{statistics.median(flat):>12.2f}{statistics.median(first):>9.2f}"
                   f"{statistics.median(rest):>8.2f}{statistics.median(events):>9.2f}   {delta}", flush=True)
         del data, outs
