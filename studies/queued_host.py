@@ -42,10 +42,13 @@ def _counts(kernel):
     return tuple(f()) if f else None
 
 
-def _queued(torch, fn, data, dummy, passes: int):
-    """Per pass: each call's host µs and the events' µs a call."""
+def _queued(torch, fn, data, dummy, passes: int, thrash=None):
+    """Per pass: each call's host µs and the events' µs a call; ``thrash``, where given, is a CPU tensor
+    rewritten before each pass (the host's caches emptied, as the harness's refill of the pool does)."""
     hosts, events = [], []
     for _ in range(passes):
+        if thrash is not None:
+            thrash.add_(1)
         torch.cuda.synchronize()
         dummy.zero_()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -79,6 +82,8 @@ def main() -> int:
     ap.add_argument("--shape", type=int, action="append", help="benchmark index (repeatable; default all)")
     ap.add_argument("--sets", type=int, default=50)
     ap.add_argument("--passes", type=int, default=30)
+    ap.add_argument("--thrash-mb", type=int, default=0, help="rewrite a CPU buffer of this many MB before each queued "
+                    "pass (0: none): the host's caches cold at each pass's start, as after the harness's refill")
     ap.add_argument("--check", action="store_true", help="after the queued passes, check every set's output (a cache "
                     "past its capacity evicts and rebuilds: this says the calls stayed right)")
     args = ap.parse_args()
@@ -90,6 +95,7 @@ def main() -> int:
     mod = problem_module(args.problem)
     subjects = list(_subjects(args.problem, args.subjects))
     dummy = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
+    thrash = torch.zeros(args.thrash_mb << 18, dtype=torch.int32) if args.thrash_mb else None
     shapes = config.load()[args.problem].benchmarks
     for index in args.shape or range(len(shapes)):
         shape = shapes[index]
@@ -99,7 +105,8 @@ def main() -> int:
         outs = [mod.outputs_of(d)[0] for d in data]
         base = lambda d, _o=dict(zip(map(id, data), outs)): _o[id(d)].zero_()  # noqa: E731
         print(f"== {args.problem} {shape.label}, {torch.cuda.get_device_name()}, {args.sets} sets, "
-              f"{args.passes} queued passes (µs)", flush=True)
+              f"{args.passes} queued passes" + (f", {args.thrash_mb} MB of host memory rewritten before each"
+              if args.thrash_mb else "") + " (µs)", flush=True)
         print(f"{'subject':<24}{'idle host':>10}{'queued host':>12}{'first 5':>9}{'rest':>8}{'events':>9}"
               f"   launch counts (graph, plain, built, refused) over the queued passes")
         for label, fn in [("base (c.zero_())", base)] + subjects:
@@ -108,7 +115,7 @@ def main() -> int:
                     fn(d)
             idle = _idle(torch, fn, data, 100)
             before = _counts(fn)
-            hosts, events = _queued(torch, fn, data, dummy, args.passes)
+            hosts, events = _queued(torch, fn, data, dummy, args.passes, thrash)
             after = _counts(fn)
             flat = [h for p in hosts for h in p]
             first = [h for p in hosts for h in p[:5]]
