@@ -2,7 +2,8 @@
 
 Version: v72
 Parent: v68
-Change: the host path only (CPP_SRC's cache). v47-v68 kept the plans in a list, most recently used first, and
+Change: the plans found through a hashed index of the call's six addresses, not an MRU list walked (the host
+path only). v47-v68 kept the plans in a list, most recently used first, and
 walked it comparing whole keys (a heap-allocated vector a node): GPU MODE's eval rotates through 50 input sets, so
 the plan a call wants is always the least recently used, ~50 nodes deep, two dependent cache misses a node. v72
 keeps them in a fixed array of 128 found through an open-addressing index of 512 slots by a hash of the six
@@ -21,7 +22,16 @@ Prediction: `studies/queued_host.py gemm v68 v72` host µs a call (idle and queu
 same host; `compare gemm v68 v72 --method gpumode` 128x7168x2048 1.10-1.45x (16-21 µs -> the kernel's ~13.6: no
 longer host-bound), the other shapes SAME (their device time is above the host path either way); kernel method
 SAME everywhere.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-29, commit 8fc362a (a two-GPU machine, session 58's third call). Tests (tests,
+edges), bad inputs, racecheck and synccheck pass. `compare gemm v68 v72` (kernel method): 1.001x / 0.998x / 0.992x
+SAME everywhere, as predicted. `compare gemm v68 v72 --method gpumode` (one process): 128x7168x16384 1.005x SAME,
+128x4096x7168 1.019x [1.005, 1.033] FASTER, 128x7168x2048 1.230x [1.177, 1.279] FASTER (20.55 -> 16.71 µs), in the
+predicted 1.10-1.45x; v72 still host-bound there (16.0 µs to return of 16.7 between the events).
+`studies/queued_host.py gemm v68 v72` (same machine, 50 sets): host µs a call idle / queued 17.34 / 16.68 -> 13.77 /
+13.04 on 128x7168x2048 and 19.06 / 18.22 -> 14.30 / 14.17 on 128x4096x7168 (one torch launch: 9.2 / 8.1): 3.5-4 µs
+less, not the 8-9 predicted (the walk was not all of the gap: v74). With 140 sets rotating (past the 128 plans:
+every call evicts and rebuilds) all 140 outputs pass (`--check`). Recorded: kernel 59.87 / 21.91 / 13.51 µs,
+gpumode 61.16 / 23.15 / 16.12.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

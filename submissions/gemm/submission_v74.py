@@ -2,10 +2,10 @@
 
 Version: v74
 Parent: v72
-Change: the host path only. v47-v72 bound `gemm(py::handle data)` through pybind11: each call went through
-pybind's dispatcher (an argument tuple, the overload record, its type casters, the return's cast). v74 exposes the
-same function as a METH_O builtin made once at import (group_gemm v46's): CPython calls it with the one argument,
-no tuple, no dispatch; an error is a Python exception set and a null return (raise_error's, torch's c10::Error
+Change: the call's entry a METH_O builtin made once at import, not a pybind binding (the host path only). v47-v72
+bound `gemm(py::handle data)` through pybind11: each call went through pybind's dispatcher (an argument tuple, the
+overload record, its type casters, the return's cast). v74 exposes the same function as a METH_O builtin
+(group_gemm v46's): CPython calls it with the one argument, no tuple, no dispatch; an error is a Python exception set and a null return (raise_error's, torch's c10::Error
 without its backtrace, any other C++ exception), never a C++ exception past the entry. Checks, messages, plans,
 kernels and launches are v72's: C is v72's bit for bit.
 Why: after v72 the call still took 13.0 µs of host time queued and 13.8 idle on session 58's H200 host, against
@@ -17,7 +17,18 @@ Analogue: group_gemm v46 (this lab's: its METH_O entry)
 Prediction: `studies/queued_host.py gemm v72 v74` host µs a call 1-3 less (idle and queued); `compare gemm v72
 v74 --method gpumode` 128x7168x2048 1.05-1.20x (no longer host-bound, at the kernel's ~13.5 µs), the other shapes
 SAME; kernel method SAME everywhere.
-Measured: not yet run
+Measured: NVIDIA H200, 2026-11-29, commit a5a05e6 (a one-GPU machine, session 58's fourth call). Tests (tests,
+edges), bad inputs (every message as v72's), racecheck and synccheck pass. `compare gemm v72 v74` (kernel method):
+0.999x / 1.001x / 0.992x SAME, as predicted. `compare gemm v72 v74 --method gpumode` (one process): 128x7168x16384
+1.014x [1.007, 1.021], 128x4096x7168 1.023x [1.013, 1.032], 128x7168x2048 1.112x [1.065, 1.153] FASTER (16.84 ->
+15.15 µs), in the predicted 1.05-1.20x. `studies/queued_host.py gemm v72 v74` (same machine): host µs a call idle /
+queued 8.67 / 9.05 -> 6.65 / 7.38 on 128x7168x2048, 8.39 / 9.25 -> 6.54 / 7.55 on 128x4096x7168 (one torch launch
+6.63 / 6.37): 2 µs less, at a torch launch's cost. `probe host gemm v74` (4 sets): 6.62 µs, of it cudaGraphLaunch
+4.90, cudaStreamIsCapturing 0.64, the rest 1.07 (v72 on another machine: 8.69 with a rest of 3.82).
+Fair peer (`compare gemm peer v74`, kernel method, one process): 1.226x [1.215, 1.238] / 1.193x [1.183, 1.202] /
+0.951x [0.942, 0.960] (peer 73.29 / 26.35 / 12.86 µs). Recorded: kernel 59.67 / 21.88 / 13.46 µs; gpumode 61.09 /
+23.19 / 15.86 (128x7168x2048 still read host-bound by `run`: 14.5 µs a call to return in the harness's child against
+~10 inside the call, see gemm NOTES, "The harness's gpumode on a host-bound shape").
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -1,25 +1,30 @@
-"""NVFP4 GEMM v70: the paired kernel's ring twelve stages deep (v69: eight), its scale tiles in a row of their own.
+"""NVFP4 GEMM v69: the kernel's start spread over the first warp: barriers initialised and an unsplit launch's first lap of B issued a stage a lane.
 
-Version: v70
-Parent: v69
-Change: paired launches only (the unsplit 128x7168x2048). Their ring has its own shape: twelve stages of A's 16 KB
-tile and 64 rows of B (18 KB), B's 512-byte scale tiles in a row of twelve after them (in a stage they would round
-it to 19 KB, and twelve of those pass the 227 KB an SM has), each warpgroup six of its blocks a lap, its chunk those
-six (24 k16 steps from zero, then one FADD: between v52's 16 and v63's 32, both exact). The paired kernels get
-their own shared-memory size (223 KB). Split launches are v69's.
-Why: v68's paired loop takes 0.237-0.239 µs a K block against 0.175 at the tensor rate, and neither the decode
-chain (each warpgroup has two blocks' tensor time for it) nor the epilogue explains it. A block's copies go out
-when its slot frees, eight blocks (~1.9 µs) before it is consumed: under 112 CTAs pulling A's 16 KB tiles at once
-from L2, that is about a copy's latency, so the loop may wait on its copies (copies_only ran ~0.39 µs a block on the
-older tiles, NOTES). Twelve stages give ~2.8 µs. v32's ten-stage ring on the older tiles lost 1% (0.984-0.994x), but
-there the loop took 0.289 µs a block (2.3 µs of lookahead at eight) and its stages were 12.5 KB.
+Version: v69
+Parent: v68
+Change: the start of every launch and the producer's first lap of unsplit ones. v68: thread 0 initialised the 17
+mbarriers one after another, then (unsplit launches) armed and issued the first lap's 8 stages of B (an
+expect_tx, B's scales by a bulk copy, B's values by a tensor copy: 24 operations in a row) before
+griddepcontrol.wait. v69: lanes 0-7 of the first warp each initialise one stage's pair (lane 8 `gather`) and fence
+their own, and, after the CTA's barrier, each of lanes 0-7 arms and issues its stage of B; lane 0 alone then waits
+for the prepass and goes on as v68 (A's first lap, the main loop). Nothing else changes; C is v68's bit for bit.
+Why: v68's marks on 128x7168x2048 (H200, session 57): start -> B armed 1.09 µs (2,150 cycles), then the wait
+returned 0.03 µs later (its max 0.9): the prepass is nearly always visible by the time thread 0 reaches the wait,
+so that issue chain sits on the path to A's first copy (first stage decoded 1.15-1.18 µs after the wait).
 Arch: sm_90a
 Analogue: none
-Prediction: (kernel method, `compare gemm v69 v70`, H200) 128x7168x2048 1.03-1.10x if the copies pace the loop (its
-7.65 µs toward 32 x ~0.19); SAME if they do not, and then `studies/ncu_source.py` on v68 says what does. The split
-shapes SAME (untouched). Exactness: the chunk grows from four blocks to six on this shape only (v63's eight passed
-every distribution).
-Measured: not yet run
+Prediction: (kernel method, `compare gemm v68 v69`, H200) 128x7168x2048 1.00-1.04x (up to ~0.6 µs of the 1.09 if
+the chain's cost is per operation on one thread and the prepass is visible by then; SAME if the cost is the TMA
+unit's own or the tensor map's fetch). Marks: start -> B armed shorter by the same amount. The split shapes SAME (their
+start is the barriers' initialisation only: <= 0.1 µs).
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 86aa2b8 (a two-GPU machine, session 58's first call, each version
+alone on its GPU). Tests (tests, edges), bad inputs, racecheck and synccheck pass. `compare gemm v68 v69` (kernel
+method, one process): 128x7168x16384 0.989x [0.983, 0.994] SAME, 128x4096x7168 0.976x [0.971, 0.982] SLOWER,
+128x7168x2048 0.961x [0.953, 0.970] SLOWER (13.48 -> 14.02 µs). Refuted: v70's marks (v69's start) read start -> B
+armed 2.02 µs against v68's 1.09: eight lanes issuing their stages' copies at once made the lap slower, not
+shorter (the copies of one warp's lanes go out one after another, and the warp waits at __syncwarp for the last);
+the barriers' spread initialisation cost the split shapes 1-2.4%. Not kept (attic/).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -72,7 +77,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v70"
+EXTENSION_NAME = "nvfp4_gemm_v69"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -198,26 +203,6 @@ constexpr int kConsumerBarrier = 1;
 // rows of A): both consumer warpgroups decode the same 64 rows, warpgroup w the K blocks kb = w mod 2.
 constexpr int PAIRED_N = 64;
 constexpr int kPairedEmptyArrivals = kConsumerThreads / 2;  // one warpgroup releases each slot
-// NOTE: v70: a paired launch's ring: twelve stages (v66-v69: eight), each warpgroup six of its blocks a lap. A stage
-// holds A's tile and 64 rows of B (18 KB, a multiple of the 1 KB the swizzled A tile is aligned to); B's 512-byte
-// scale tiles sit in a row of their own after the stages (inside a stage they would round it up to 19 KB, and twelve
-// of those do not fit). A warpgroup's chunk is its six blocks of a lap: 24 k16 steps, between v52's 16 and v63's 32
-// (both exact on every distribution).
-constexpr int kPairedStages = 12;
-constexpr int kPairedPromoteBlocks = kPairedStages / 2;
-constexpr int PAIRED_B_VALUE_BYTES = PAIRED_N * B_ROW_STRIDE;
-constexpr int PAIRED_STAGE_BYTES = A_TILE_BYTES + PAIRED_B_VALUE_BYTES;
-static_assert(PAIRED_STAGE_BYTES % 1024 == 0, "every paired stage's A tile stays 1024-byte aligned");
-constexpr int PAIRED_RING_BYTES = kPairedStages * (PAIRED_STAGE_BYTES + B_SCALE_BYTES);
-constexpr int PAIRED_SMEM_BYTES = PAIRED_RING_BYTES + (2 * kPairedStages + 1) * 8 + 1024;
-static_assert(PAIRED_SMEM_BYTES <= 227 * 1024, "the paired ring fits an SM's shared memory");
-static_assert(C_STAGE_OFFSET + BLOCK_M_MAX * C_ROW_BYTES <= kPairedStages * PAIRED_STAGE_BYTES, "the C tile fits the paired stages");
-// The ring of a kernel: its depth, its stages' size and the bytes before its barriers.
-template <bool kPaired> struct Ring {
-    static constexpr int stages = kPaired ? kPairedStages : kStages;
-    static constexpr int stage_bytes = kPaired ? PAIRED_STAGE_BYTES : STAGE_BYTES;
-    static constexpr int bytes = kPaired ? PAIRED_RING_BYTES : kStages * STAGE_BYTES;
-};
 
 struct GroupDesc {
     CUtensorMap b_map;                   // B's values: N rows x K/2 bytes, box 128 rows x 32 bytes (host-encoded)
@@ -456,12 +441,8 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
 
 // Stage addresses of ring slot s: the A tile (1024-aligned), then B's values and scales.
 struct Stage { uint32_t a, b_values, b_scales; };
-// NOTE: v70: a paired ring's scale tiles follow its twelve stages (Ring).
-template <bool kPaired>
 __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
-    const uint32_t base = ring + s * Ring<kPaired>::stage_bytes;
-    if constexpr (kPaired)
-        return {base, base + A_TILE_BYTES, ring + kPairedStages * PAIRED_STAGE_BYTES + s * B_SCALE_BYTES};
+    const uint32_t base = ring + s * STAGE_BYTES;
     return {base, base + A_TILE_BYTES, base + A_TILE_BYTES + B_VALUE_BYTES};
 }
 
@@ -482,7 +463,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
     // NOTE: v66: a paired tile's 64 rows of B (the tensor map's box is 64 rows then); its scales are still
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
     constexpr uint32_t b_value_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE;
-    constexpr int kRingStages = Ring<kPaired>::stages;
     const uint8_t* const b_scale_tiles = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * (d.k / BLOCK_K) * B_SCALE_BYTES;
     int kb_start = 0;  // the first K block the loop below fills (after the first lap when not split)
     if constexpr (!kSplit) {
@@ -491,10 +471,10 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // now, under the prepass, and A's (the prepass's output) after griddepcontrol.wait. Each stage's
         // expect_tx counts A's bytes too, so no stage completes, and no consumer reads a slot, before its
         // A tile has landed.
-        const int first_lap = num_k < kRingStages ? num_k : kRingStages;
+        const int first_lap = num_k < kStages ? num_k : kStages;
         if (lane < first_lap) {
             const int kb = lane;
-            const Stage st = stage_of<kPaired>(ring, kb);
+            const Stage st = stage_of(ring, kb);
             mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
             bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
             tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
@@ -509,16 +489,16 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         NVFP4_MARK(2);
         for (int kb = 0; kb < first_lap; ++kb)
-            bulk_copy(stage_of<kPaired>(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
+            bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
         kb_start = first_lap;
     } else {
         if (lane != 0) return;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
-        const int s = kb % kRingStages, kg = kb_first + kb;
+        const int s = kb % kStages, kg = kb_first + kb;
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
-        mbar_wait(empty + 8 * s, ((kb / kRingStages) & 1) ^ 1);
-        const Stage st = stage_of<kPaired>(ring, s);
+        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
+        const Stage st = stage_of(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + b_value_bytes);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
         bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
@@ -818,51 +798,50 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
     uint32_t frag[2][4][4];
 
-    constexpr int kRing = Ring<true>::stages, kBytes = Ring<true>::stage_bytes;
     const uint32_t desc0 = desc_low(ring);
     const uint8_t* b_values0 = ring_generic + A_TILE_BYTES;
-    const uint8_t* b_scales0 = ring_generic + kRing * kBytes;  // NOTE: v70: the scale tiles' own row
+    const uint8_t* b_scales0 = ring_generic + A_TILE_BYTES + B_VALUE_BYTES;
     auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4]) {
         mbar_wait(full + 8 * slot, parity);
-        decode_b(b_values0 + slot * kBytes, b_scales0 + slot * B_SCALE_BYTES, row, scale_row, tig, f);
+        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);
     };
     if (mine > 0) decode_slot(wg, 0, frag[0]);
     if (cthread == 0) NVFP4_MARK(3);
     uint32_t phase = 0;
-    // NOTE: kRing / 2 == kPairedPromoteBlocks, so a warpgroup's chunk is its six blocks of one lap: the chunk
-    // restarts (scale-d = 0) at its first slot of a lap and joins acc at its last.
-    static_assert(kRing % 4 == 0 && kRing / 2 == kPairedPromoteBlocks, "a paired warpgroup's chunk is its blocks of one lap");
-    for (int kb = 0; kb < num_k; kb += kRing, phase ^= 1) {
+    // NOTE: kStages / 2 == kPromoteBlocks, so a warpgroup's chunk is its four blocks of one lap: the
+    // chunk restarts (scale-d = 0) at its first slot of a lap and joins acc at its last.
+    static_assert(kStages / 2 == kPromoteBlocks, "a paired warpgroup's chunk is its blocks of one lap");
+    for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
         #pragma unroll
-        for (int i = 0; i < kRing / 2; ++i) {  // NOTE: frag[i % 2] follows this warpgroup's block count mod 2 (kRing / 2 even)
+        for (int i = 0; i < kStages / 2; ++i) {  // NOTE: frag[i % 2] follows this warpgroup's block count mod 2
             const int slot = 2 * i + wg;
             if (kb + slot < num_k) {
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < 4; ++s)
-                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * kBytes + 32 * s) / 16),
-                                     s > 0 || i % kPairedPromoteBlocks != 0);
+                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),
+                                     s > 0 || i % kPromoteBlocks != 0);
                 wgmma_commit();
                 // NOTE: this warpgroup's previous block (slot - 2) completed at its last wait: released here.
-                if (kb + slot >= 2) mbar_arrive(empty + 8 * ((slot + kRing - 2) % kRing));
+                if (kb + slot >= 2) mbar_arrive(empty + 8 * ((slot + kStages - 2) % kStages));
                 if (kb + slot + 2 < num_k) {
-                    const int next = (slot + 2) % kRing;
-                    decode_slot(next, slot + 2 >= kRing ? phase ^ 1 : phase, frag[(i + 1) % 2]);
+                    const int next = (slot + 2) % kStages;
+                    decode_slot(next, slot + 2 >= kStages ? phase ^ 1 : phase, frag[(i + 1) % 2]);
                 }
                 wgmma_wait_all();
-                if (i % kPairedPromoteBlocks == kPairedPromoteBlocks - 1) {
+                if (i % kPromoteBlocks == kPromoteBlocks - 1) {
                     #pragma unroll
                     for (int j = 0; j < kN / 2; ++j) acc[j] += chunk[j];
                 }
             }
         }
     }
-    // NOTE: a last chunk of fewer than kPairedPromoteBlocks blocks ended without its FADD.
-    if (mine % kPairedPromoteBlocks != 0) {
+    // NOTE: a last chunk of fewer than kPromoteBlocks blocks ended without its FADD.
+    if (mine % kPromoteBlocks != 0) {
         #pragma unroll
         for (int j = 0; j < kN / 2; ++j) acc[j] += chunk[j];
     }
-    if (mine > 0) mbar_arrive(empty + 8 * ((wg + 2 * (mine - 1)) % kRing));  // NOTE: its last block's slot
+    if (mine > 0) mbar_arrive(empty + 8 * ((wg + 2 * (mine - 1)) % kStages));  // NOTE: its last block's slot
     if (cthread == 0) NVFP4_MARK(4);
 
     // The two warpgroups' sums: positions j (acc[4j .. 4j + 3]) of the first half summed by warpgroup 0,
@@ -926,8 +905,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
     const uint32_t ring = (smem_base + 1023u) & ~1023u;
     const uint8_t* ring_generic = smem_raw + (ring - smem_base);  // the same bytes, for plain loads
-    constexpr int kRing = Ring<kPaired>::stages;
-    const uint32_t full = ring + Ring<kPaired>::bytes, empty = full + 8 * kRing, gather = empty + 8 * kRing;
+    const uint32_t full = ring + kStages * STAGE_BYTES, empty = full + 8 * kStages, gather = empty + 8 * kStages;
 
     // NOTE: a tile's S CTAs are adjacent in blockIdx (its partials and flags are [tile][split]).
     const int splits = kSplit ? problem.splits : 1;
@@ -950,7 +928,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const int num_k = kSplit ? (split + 1) * blocks / splits - kb_first : blocks;
 
     if (threadIdx.x < 32) {
-        static_assert(kRing < 32, "a lane for each stage's barriers and one for `gather`");
+        static_assert(kStages < 32, "a lane for each stage's barriers and one for `gather`");
         // NOTE: v69: the barriers initialised by the first warp's lanes, a stage's pair a lane (v68: thread 0, 17
         // in a row), each lane fencing its own.
         const int lane = threadIdx.x;
@@ -962,10 +940,10 @@ gemm_kernel(const __grid_constant__ Problem problem) {
                 asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
             }
         }
-        if (lane < kRing) {
+        if (lane < kStages) {
             mbar_init(full + 8 * lane, kFullArrivals);
             mbar_init(empty + 8 * lane, kPaired ? kPairedEmptyArrivals : kEmptyArrivals);
-        } else if (lane == kRing) {
+        } else if (lane == kStages) {
             mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
         }
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
@@ -1117,8 +1095,7 @@ static int prepare_device(int& device, int& sms) {
         for (int rows = M_STEP; rows <= BLOCK_M_MAX; rows += M_STEP) {
             for (int kind = 0; kind < 3; ++kind) {  // split, paired, neither
                 const cudaError_t err = cudaFuncSetAttribute(kernel_for(rows, kind == 0, kind == 1),
-                                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                             kind == 1 ? PAIRED_SMEM_BYTES : SMEM_BYTES);
+                                                             cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
                 if (err != cudaSuccess) return static_cast<int>(err);
             }
         }
@@ -1265,7 +1242,7 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         }
         config.gridDim = dim3(problem.num_tiles * problem.splits, 1, 1);
         config.blockDim = dim3(kThreads, 1, 1);
-        config.dynamicSmemBytes = problem.tile_n == PAIRED_N ? PAIRED_SMEM_BYTES : SMEM_BYTES;  // NOTE: v70: its own ring
+        config.dynamicSmemBytes = SMEM_BYTES;
         config.stream = stream;
         config.attrs = &attribute;
         config.numAttrs = 1;

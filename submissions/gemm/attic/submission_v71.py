@@ -1,23 +1,31 @@
-"""NVFP4 GEMM v69: the kernel's start spread over the first warp: barriers initialised and an unsplit launch's first lap of B issued a stage a lane.
+"""NVFP4 GEMM v71: a split CTA flags each peer's range of its partial as soon as that range is written, not once all are.
 
-Version: v69
+Version: v71
 Parent: v68
-Change: the start of every launch and the producer's first lap of unsplit ones. v68: thread 0 initialised the 17
-mbarriers one after another, then (unsplit launches) armed and issued the first lap's 8 stages of B (an
-expect_tx, B's scales by a bulk copy, B's values by a tensor copy: 24 operations in a row) before
-griddepcontrol.wait. v69: lanes 0-7 of the first warp each initialise one stage's pair (lane 8 `gather`) and fence
-their own, and, after the CTA's barrier, each of lanes 0-7 arms and issues its stage of B; lane 0 alone then waits
-for the prepass and goes on as v68 (A's first lap, the main loop). Nothing else changes; C is v68's bit for bit.
-Why: v68's marks on 128x7168x2048 (H200, session 57): start -> B armed 1.09 µs (2,150 cycles), then the wait
-returned 0.03 µs later (its max 0.9): the prepass is nearly always visible by the time thread 0 reaches the wait,
-so that issue chain sits on the path to A's first copy (first stage decoded 1.15-1.18 µs after the wait).
+Change: split launches only (S > 1: 128x7168x16384 at S = 2, 128x4096x7168 at S = 4). v52-v68: the exchanging thread
+bulk-stored the S - 1 peer ranges of its partial (two copies, the ranges before and after its own), waited for all
+of them and raised one flag; a peer polled that flag, then copied its range. v71: one bulk group a peer range, in
+the order split + 1, split + 2, ... (mod S), and a flag a (split, peer) raised as soon as that group's writes are
+complete (cp.async.bulk.wait_group with the later groups still pending, the proxy fence, the release); a peer polls
+its own flag of each split (v65's order of arrival kept). The sums, their order and C are v68's bit for bit. Flags:
+S x S a tile instead of S (the prepass zeroes them; the plan sizes them).
+Why: 128x4096x7168's exchange is paced by its synchronisations, not its bytes (v57's marks, NOTES), and v65 took
+1.8% there by copying each peer's range as soon as its flag rose. A flag still waited for all three of a split's 16
+KB ranges to be written; with a flag a range, a peer's first copies start after one or two of them, and only the
+last source's last range is on the path, as before.
 Arch: sm_90a
 Analogue: none
-Prediction: (kernel method, `compare gemm v68 v69`, H200) 128x7168x2048 1.00-1.04x (up to ~0.6 µs of the 1.09 if
-the chain's cost is per operation on one thread and the prepass is visible by then; SAME if the cost is the TMA
-unit's own or the tensor map's fetch). Marks: start -> B armed shorter by the same amount. The split shapes SAME (their
-start is the barriers' initialisation only: <= 0.1 µs).
-Measured: not yet run
+Prediction: (kernel method, `compare gemm v68 v71`, H200) 128x4096x7168 1.005-1.015x (a third to two thirds of the
+~0.7 µs a 48 KB store and its wait take, less the two extra commits and fences); 128x7168x16384 (S = 2: one range,
+one flag, as before) and 128x7168x2048 (unsplit) SAME. 128x4096x7168 needs <= 21.9 µs for 1.2x the peer on this
+session's machine (v65/v68 ~22.0: 1.19x). Refuted if SAME there: then the first copies were not waiting on the
+stores.
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 86aa2b8 (a two-GPU machine, session 58's first call). Tests (tests,
+edges), bad inputs, racecheck and synccheck pass. `compare gemm v68 v71` (kernel method, one process): 128x7168x16384
+0.993x [0.985, 1.002] SAME, 128x4096x7168 0.964x [0.961, 0.967] SLOWER (22.10 -> 22.94 µs), 128x7168x2048 0.995x SAME.
+Refuted: the extra commits, waits and release stores per peer range cost more than the earlier flags gave; the
+exchange's first copies were not waiting on the stores. Not kept (attic/).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -70,7 +78,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v69"
+EXTENSION_NAME = "nvfp4_gemm_v71"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -218,7 +226,8 @@ struct Problem {
     int splits;              // S: CTAs per output tile, each over a contiguous range of K blocks
     int tile_n;              // rows of B per tile: BLOCK_N, or PAIRED_N for a paired launch (v66)
     float* partials;         // S > 1: [tile][split] PARTIAL_BYTES each, as the ring stages them (workspace)
-    uint32_t* flags;         // S > 1: [tile][split], 1 once that partial is in `partials`; zeroed by the prepass
+    uint32_t* flags;         // S > 1: [tile][split][peer], 1 once that split's positions of that peer's range are in
+                             // `partials` (v71; v52-v68: one flag a split); zeroed by the prepass
 };
 static_assert(sizeof(Problem) <= 4096, "the kernel parameter must fit in 4 KB");
 
@@ -390,7 +399,7 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     // before it (a split launch is never programmatic: no epoch to carry between calls, and nothing shared
     // between streams but the workspace).
     if (blockIdx.x == 0 && problem.splits > 1)
-        for (int i = threadIdx.x; i < problem.num_tiles * problem.splits; i += kDecodeThreads) problem.flags[i] = 0u;
+        for (int i = threadIdx.x; i < problem.num_tiles * problem.splits * problem.splits; i += kDecodeThreads) problem.flags[i] = 0u;
     int g = 0;
     while (g + 1 < problem.num_groups && static_cast<int>(blockIdx.x) >= problem.groups[g + 1].decode_begin) ++g;
     const GroupDesc& d = problem.groups[g];
@@ -446,12 +455,9 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // tensor copy; v8: 256 cp.async of 16 bytes over 64 threads).
 // NOTE: v52: an unsplit launch (kSplit false) is the prepass's programmatic dependent, so its first lap is
 // v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
-// NOTE: v69: called by the producer warpgroup's first warp; an unsplit launch's first lap of B is issued by
-// its lanes, one stage a lane, then lane 0 alone goes on (v48-v68: thread 0 issued all of it, 2,100 cycles
-// from the kernel's start with the barriers' initialisation, "B armed" in the marks).
 template <bool kSplit, bool kPaired>
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
-                                        uint32_t ring, uint32_t full, uint32_t empty, int lane) {
+                                        uint32_t ring, uint32_t full, uint32_t empty) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
     // NOTE: v66: a paired tile's 64 rows of B (the tensor map's box is 64 rows then); its scales are still
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
@@ -465,15 +471,12 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // expect_tx counts A's bytes too, so no stage completes, and no consumer reads a slot, before its
         // A tile has landed.
         const int first_lap = num_k < kStages ? num_k : kStages;
-        if (lane < first_lap) {
-            const int kb = lane;
+        for (int kb = 0; kb < first_lap; ++kb) {
             const Stage st = stage_of(ring, kb);
             mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
             bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
             tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
         }
-        __syncwarp();
-        if (lane != 0) return;
         NVFP4_MARK(1);
         // NOTE: waits until the prepass grid has completed and its memory operations are performed and made
         // visible to this grid (PTX ISA, griddepcontrol); without a programmatic dependency it returns at
@@ -484,8 +487,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         for (int kb = 0; kb < first_lap; ++kb)
             bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
         kb_start = first_lap;
-    } else {
-        if (lane != 0) return;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
         const int s = kb % kStages, kg = kb_first + kb;
@@ -538,6 +539,19 @@ __device__ __forceinline__ void bulk_store(void* dst, uint32_t src, uint32_t byt
 }
 __device__ __forceinline__ void bulk_store_wait() {
     asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// v71: waits until at most `pending` of this thread's committed bulk groups are still writing (0 <= pending < 8).
+__device__ __forceinline__ void bulk_wait_pending(int pending) {
+    switch (pending) {
+        case 0: asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); break;
+        case 1: asm volatile("cp.async.bulk.wait_group 1;\n" ::: "memory"); break;
+        case 2: asm volatile("cp.async.bulk.wait_group 2;\n" ::: "memory"); break;
+        case 3: asm volatile("cp.async.bulk.wait_group 3;\n" ::: "memory"); break;
+        case 4: asm volatile("cp.async.bulk.wait_group 4;\n" ::: "memory"); break;
+        case 5: asm volatile("cp.async.bulk.wait_group 5;\n" ::: "memory"); break;
+        default: asm volatile("cp.async.bulk.wait_group 6;\n" ::: "memory"); break;
+    }
 }
 __device__ __forceinline__ void flag_release(uint32_t* flag) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(1u) : "memory");
@@ -615,14 +629,24 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
     const uint32_t received = ring + PARTIAL_BYTES;  // peer i (splits in order, this one skipped) at i x share_bytes
     if (cthread == 0) {
         uint8_t* const mine = reinterpret_cast<uint8_t*>(problem.partials) + static_cast<int64_t>(tile * S + split) * PARTIAL_BYTES;
-        if (j_begin > 0) bulk_store(mine, ring, j_begin * POSITION_BYTES);
-        if (j_end < kPositions)
-            bulk_store(mine + j_end * POSITION_BYTES, ring + j_end * POSITION_BYTES, (kPositions - j_end) * POSITION_BYTES);
-        bulk_store_wait();
-        // NOTE: the partial was written by the async proxy; the proxy fence orders those writes
-        // before this thread's generic release of the flag, which a peer's acquire pairs with.
-        asm volatile("fence.proxy.async.global;\n" ::: "memory");
-        flag_release(problem.flags + tile * S + split);
+        // NOTE: v71: each peer's range in a bulk group of its own, the peers after this split first (split + 1,
+        // split + 2, ... mod S, so no peer's range is last everywhere), and each flagged as soon as its group's
+        // writes are complete (v52-v68 flagged once, after all S - 1 ranges: a peer's first copy waited for
+        // the other ranges' writes too).
+        for (int q = 1; q < S; ++q) {
+            const int r = (split + q) % S;
+            const int rb = r * kPositions / S, re = (r + 1) * kPositions / S;
+            if (re > rb) bulk_store(mine + rb * POSITION_BYTES, ring + rb * POSITION_BYTES, (re - rb) * POSITION_BYTES);
+            bulk_commit();  // NOTE: an empty range commits an empty group, so the counts below hold
+        }
+        uint32_t* const my_flags = problem.flags + static_cast<int64_t>(tile * S + split) * S;
+        for (int q = 1; q < S; ++q) {
+            bulk_wait_pending(S - 1 - q);  // NOTE: the groups of q and before are written
+            // NOTE: the range was written by the async proxy; the proxy fence orders those writes
+            // before this thread's generic release of the flag, which the peer's acquire pairs with.
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            flag_release(my_flags + (split + q) % S);
+        }
         if (share_bytes > 0) {
             mbar_arrive_expect_tx(gather, (S - 1) * share_bytes);
             // NOTE: v65: the peers are taken in the order their flags rise, each copy issued as soon as
@@ -632,7 +656,8 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
             uint32_t waiting = ((1u << S) - 1u) & ~(1u << split);  // S <= kMaxSplits = 8
             while (waiting != 0u) {
                 for (int s = 0; s < S; ++s) {
-                    if (!((waiting >> s) & 1u) || flag_acquire(problem.flags + tile * S + s) == 0u) continue;
+                    if (!((waiting >> s) & 1u) || flag_acquire(problem.flags + static_cast<int64_t>(tile * S + s) * S + split) == 0u)
+                        continue;
                     waiting &= ~(1u << s);
                     // NOTE: the peer's bytes, seen by this thread's acquire, are read next by the async proxy.
                     asm volatile("fence.proxy.async.global;\n" ::: "memory");
@@ -920,25 +945,18 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const int kb_first = kSplit ? split * blocks / splits : 0;
     const int num_k = kSplit ? (split + 1) * blocks / splits - kb_first : blocks;
 
-    if (threadIdx.x < 32) {
-        static_assert(kStages < 32, "a lane for each stage's barriers and one for `gather`");
-        // NOTE: v69: the barriers initialised by the first warp's lanes, a stage's pair a lane (v68: thread 0, 17
-        // in a row), each lane fencing its own.
-        const int lane = threadIdx.x;
-        if (lane == 0) {
-            NVFP4_MARK(0);
-            if constexpr (!kSplit) {
-                // NOTE: v48's: B's tensor map (this launch's parameter) fetched into the TMA unit's cache while
-                // the barriers are initialised, before the first copy that names it (under the prepass).
-                asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
-            }
+    if (threadIdx.x == 0) {
+        NVFP4_MARK(0);
+        if constexpr (!kSplit) {
+            // NOTE: v48's: B's tensor map (this launch's parameter) fetched into the TMA unit's cache while
+            // the barriers are initialised, before the first copy that names it (under the prepass).
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
         }
-        if (lane < kStages) {
-            mbar_init(full + 8 * lane, kFullArrivals);
-            mbar_init(empty + 8 * lane, kPaired ? kPairedEmptyArrivals : kEmptyArrivals);
-        } else if (lane == kStages) {
-            mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(full + 8 * s, kFullArrivals);
+            mbar_init(empty + 8 * s, kPaired ? kPairedEmptyArrivals : kEmptyArrivals);
         }
+        mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -946,7 +964,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
 
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-        if (threadIdx.x < 32) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty, threadIdx.x);
+        if (threadIdx.x == 0) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
@@ -1177,7 +1195,8 @@ void* gemm_build_plan(const int64_t* desc, int num_groups, int64_t* workspace_by
         if (chunk.problem.splits > 1) {
             const int64_t ctas = static_cast<int64_t>(chunk.problem.num_tiles) * chunk.problem.splits;
             if (ctas * PARTIAL_BYTES > partial_bytes) partial_bytes = ctas * PARTIAL_BYTES;
-            if ((ctas * 4 + 255) / 256 * 256 > flag_bytes) flag_bytes = (ctas * 4 + 255) / 256 * 256;
+            const int64_t flags = ctas * chunk.problem.splits;  // NOTE: v71: [tile][split][peer]
+            if ((flags * 4 + 255) / 256 * 256 > flag_bytes) flag_bytes = (flags * 4 + 255) / 256 * 256;
         }
         plan->chunks.push_back(chunk);
     }

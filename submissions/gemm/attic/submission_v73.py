@@ -1,26 +1,30 @@
-"""NVFP4 GEMM v71: a split CTA flags each peer's range of its partial as soon as that range is written, not once all are.
+"""NVFP4 GEMM v73: an unsplit launch waits for the prepass after two stages of B, not eight, so A's first tiles go out sooner.
 
-Version: v71
+Version: v73
 Parent: v68
-Change: split launches only (S > 1: 128x7168x16384 at S = 2, 128x4096x7168 at S = 4). v52-v68: the exchanging thread
-bulk-stored the S - 1 peer ranges of its partial (two copies, the ranges before and after its own), waited for all
-of them and raised one flag; a peer polled that flag, then copied its range. v71: one bulk group a peer range, in
-the order split + 1, split + 2, ... (mod S), and a flag a (split, peer) raised as soon as that group's writes are
-complete (cp.async.bulk.wait_group with the later groups still pending, the proxy fence, the release); a peer polls
-its own flag of each split (v65's order of arrival kept). The sums, their order and C are v68's bit for bit. Flags:
-S x S a tile instead of S (the prepass zeroes them; the plan sizes them).
-Why: 128x4096x7168's exchange is paced by its synchronisations, not its bytes (v57's marks, NOTES), and v65 took
-1.8% there by copying each peer's range as soon as its flag rose. A flag still waited for all three of a split's 16
-KB ranges to be written; with a flag a range, a peer's first copies start after one or two of them, and only the
-last source's last range is on the path, as before.
+Change: the producer's first lap of an unsplit launch only (produce). v48-v68: thread 0 armed and issued all eight
+first-lap stages of B (24 copies and expect_tx, under the prepass), then griddepcontrol.wait, then A's eight tiles.
+v73: B's first two stages, the wait, A's first two tiles, then stages 2-7 each armed with A's tile issued before B's
+scales and values. The copies, their bytes and barriers are v68's; only their order changes. C is v68's bit for bit.
+Why: v68's marks on 128x7168x2048 (H200, session 57): start -> B armed 1.09 µs (24 operations by one thread, ~45
+ns each), the wait then returned 0.03 µs later (median; max 0.9), so the prepass was nearly always done before
+thread 0 reached it, and A's first tile, which the first stage waits for, went out ~1.1 µs after the start.
+(v69, attic, issued the lap from eight lanes: B armed at 2.02 µs, 0.961x: the copies are issued one after another
+either way.)
 Arch: sm_90a
 Analogue: none
-Prediction: (kernel method, `compare gemm v68 v71`, H200) 128x4096x7168 1.005-1.015x (a third to two thirds of the
-~0.7 µs a 48 KB store and its wait take, less the two extra commits and fences); 128x7168x16384 (S = 2: one range,
-one flag, as before) and 128x7168x2048 (unsplit) SAME. 128x4096x7168 needs <= 21.9 µs for 1.2x the peer on this
-session's machine (v65/v68 ~22.0: 1.19x). Refuted if SAME there: then the first copies were not waiting on the
-stores.
-Measured: not yet run
+Prediction: (kernel method, `compare gemm v68 v73`, H200) 128x7168x2048 1.00-1.05x (up to ~0.8 µs off the first
+stage if the prepass is done by ~0.3 µs after the start; SAME if the wait then blocks until ~1.1 µs); the split
+shapes SAME (their loads are v47's). Marks: "prepass done" earlier by the same amount.
+Verdict: same
+Measured: NVIDIA H200, 2026-11-29, commit 8fc362a (a two-GPU machine, session 58's third call). Tests (tests,
+edges, the paired custom shapes: 20 of 20), bad inputs, racecheck and synccheck pass. `compare gemm v68 v73` (kernel
+method, one process): 0.997x SAME / 0.999x SAME / 128x7168x2048 1.006x [1.000, 1.012] SAME. Marks on 128x7168x2048
+(20 calls, medians, µs after the call's first stamp): B armed 0.90 (start -> B armed 0.75: two stages cost most of
+what eight did, so the first copies, not their count, are the start's cost), wait returned 1.12 (the prepass was
+not yet visible: 0.19 µs waited), first stage decoded 1.89 (v68 ~2.4), K loop done 9.66, end 10.75: the first stage
+came 0.5 µs sooner and the loop took it back (7.74 against 7.65 µs: the CTAs' later stages still wait for B, now
+issued after A's). Not kept (attic/).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -73,7 +77,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v71"
+EXTENSION_NAME = "nvfp4_gemm_v73"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -221,8 +225,7 @@ struct Problem {
     int splits;              // S: CTAs per output tile, each over a contiguous range of K blocks
     int tile_n;              // rows of B per tile: BLOCK_N, or PAIRED_N for a paired launch (v66)
     float* partials;         // S > 1: [tile][split] PARTIAL_BYTES each, as the ring stages them (workspace)
-    uint32_t* flags;         // S > 1: [tile][split][peer], 1 once that split's positions of that peer's range are in
-                             // `partials` (v71; v52-v68: one flag a split); zeroed by the prepass
+    uint32_t* flags;         // S > 1: [tile][split], 1 once that partial is in `partials`; zeroed by the prepass
 };
 static_assert(sizeof(Problem) <= 4096, "the kernel parameter must fit in 4 KB");
 
@@ -394,7 +397,7 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     // before it (a split launch is never programmatic: no epoch to carry between calls, and nothing shared
     // between streams but the workspace).
     if (blockIdx.x == 0 && problem.splits > 1)
-        for (int i = threadIdx.x; i < problem.num_tiles * problem.splits * problem.splits; i += kDecodeThreads) problem.flags[i] = 0u;
+        for (int i = threadIdx.x; i < problem.num_tiles * problem.splits; i += kDecodeThreads) problem.flags[i] = 0u;
     int g = 0;
     while (g + 1 < problem.num_groups && static_cast<int>(blockIdx.x) >= problem.groups[g + 1].decode_begin) ++g;
     const GroupDesc& d = problem.groups[g];
@@ -450,6 +453,7 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // tensor copy; v8: 256 cp.async of 16 bytes over 64 threads).
 // NOTE: v52: an unsplit launch (kSplit false) is the prepass's programmatic dependent, so its first lap is
 // v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
+constexpr int kEarlyStages = 2;  // v73: stages of B issued before the prepass's wait (the rest after A's first tiles)
 template <bool kSplit, bool kPaired>
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
                                         uint32_t ring, uint32_t full, uint32_t empty) {
@@ -466,7 +470,10 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // expect_tx counts A's bytes too, so no stage completes, and no consumer reads a slot, before its
         // A tile has landed.
         const int first_lap = num_k < kStages ? num_k : kStages;
-        for (int kb = 0; kb < first_lap; ++kb) {
+        // NOTE: v73: two stages of B before the wait, not the whole lap: A's first tiles, which the first stages
+        // wait for, go out as soon as the prepass is visible; the lap's other stages follow, A's tile first.
+        const int early = first_lap < kEarlyStages ? first_lap : kEarlyStages;
+        for (int kb = 0; kb < early; ++kb) {
             const Stage st = stage_of(ring, kb);
             mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
             bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
@@ -479,8 +486,15 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // after it; an unsplit kernel reads no split flags.
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         NVFP4_MARK(2);
-        for (int kb = 0; kb < first_lap; ++kb)
+        for (int kb = 0; kb < early; ++kb)
             bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
+        for (int kb = early; kb < first_lap; ++kb) {  // NOTE: the lap's slots are free (fresh barriers)
+            const Stage st = stage_of(ring, kb);
+            mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
+            bulk_copy(st.a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
+            bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
+            tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
+        }
         kb_start = first_lap;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
@@ -534,19 +548,6 @@ __device__ __forceinline__ void bulk_store(void* dst, uint32_t src, uint32_t byt
 }
 __device__ __forceinline__ void bulk_store_wait() {
     asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group 0;\n" ::: "memory");
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// v71: waits until at most `pending` of this thread's committed bulk groups are still writing (0 <= pending < 8).
-__device__ __forceinline__ void bulk_wait_pending(int pending) {
-    switch (pending) {
-        case 0: asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); break;
-        case 1: asm volatile("cp.async.bulk.wait_group 1;\n" ::: "memory"); break;
-        case 2: asm volatile("cp.async.bulk.wait_group 2;\n" ::: "memory"); break;
-        case 3: asm volatile("cp.async.bulk.wait_group 3;\n" ::: "memory"); break;
-        case 4: asm volatile("cp.async.bulk.wait_group 4;\n" ::: "memory"); break;
-        case 5: asm volatile("cp.async.bulk.wait_group 5;\n" ::: "memory"); break;
-        default: asm volatile("cp.async.bulk.wait_group 6;\n" ::: "memory"); break;
-    }
 }
 __device__ __forceinline__ void flag_release(uint32_t* flag) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(1u) : "memory");
@@ -624,24 +625,14 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
     const uint32_t received = ring + PARTIAL_BYTES;  // peer i (splits in order, this one skipped) at i x share_bytes
     if (cthread == 0) {
         uint8_t* const mine = reinterpret_cast<uint8_t*>(problem.partials) + static_cast<int64_t>(tile * S + split) * PARTIAL_BYTES;
-        // NOTE: v71: each peer's range in a bulk group of its own, the peers after this split first (split + 1,
-        // split + 2, ... mod S, so no peer's range is last everywhere), and each flagged as soon as its group's
-        // writes are complete (v52-v68 flagged once, after all S - 1 ranges: a peer's first copy waited for
-        // the other ranges' writes too).
-        for (int q = 1; q < S; ++q) {
-            const int r = (split + q) % S;
-            const int rb = r * kPositions / S, re = (r + 1) * kPositions / S;
-            if (re > rb) bulk_store(mine + rb * POSITION_BYTES, ring + rb * POSITION_BYTES, (re - rb) * POSITION_BYTES);
-            bulk_commit();  // NOTE: an empty range commits an empty group, so the counts below hold
-        }
-        uint32_t* const my_flags = problem.flags + static_cast<int64_t>(tile * S + split) * S;
-        for (int q = 1; q < S; ++q) {
-            bulk_wait_pending(S - 1 - q);  // NOTE: the groups of q and before are written
-            // NOTE: the range was written by the async proxy; the proxy fence orders those writes
-            // before this thread's generic release of the flag, which the peer's acquire pairs with.
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
-            flag_release(my_flags + (split + q) % S);
-        }
+        if (j_begin > 0) bulk_store(mine, ring, j_begin * POSITION_BYTES);
+        if (j_end < kPositions)
+            bulk_store(mine + j_end * POSITION_BYTES, ring + j_end * POSITION_BYTES, (kPositions - j_end) * POSITION_BYTES);
+        bulk_store_wait();
+        // NOTE: the partial was written by the async proxy; the proxy fence orders those writes
+        // before this thread's generic release of the flag, which a peer's acquire pairs with.
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        flag_release(problem.flags + tile * S + split);
         if (share_bytes > 0) {
             mbar_arrive_expect_tx(gather, (S - 1) * share_bytes);
             // NOTE: v65: the peers are taken in the order their flags rise, each copy issued as soon as
@@ -651,8 +642,7 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
             uint32_t waiting = ((1u << S) - 1u) & ~(1u << split);  // S <= kMaxSplits = 8
             while (waiting != 0u) {
                 for (int s = 0; s < S; ++s) {
-                    if (!((waiting >> s) & 1u) || flag_acquire(problem.flags + static_cast<int64_t>(tile * S + s) * S + split) == 0u)
-                        continue;
+                    if (!((waiting >> s) & 1u) || flag_acquire(problem.flags + tile * S + s) == 0u) continue;
                     waiting &= ~(1u << s);
                     // NOTE: the peer's bytes, seen by this thread's acquire, are read next by the async proxy.
                     asm volatile("fence.proxy.async.global;\n" ::: "memory");
@@ -1190,8 +1180,7 @@ void* gemm_build_plan(const int64_t* desc, int num_groups, int64_t* workspace_by
         if (chunk.problem.splits > 1) {
             const int64_t ctas = static_cast<int64_t>(chunk.problem.num_tiles) * chunk.problem.splits;
             if (ctas * PARTIAL_BYTES > partial_bytes) partial_bytes = ctas * PARTIAL_BYTES;
-            const int64_t flags = ctas * chunk.problem.splits;  // NOTE: v71: [tile][split][peer]
-            if ((flags * 4 + 255) / 256 * 256 > flag_bytes) flag_bytes = (flags * 4 + 255) / 256 * 256;
+            if ((ctas * 4 + 255) / 256 * 256 > flag_bytes) flag_bytes = (ctas * 4 + 255) / 256 * 256;
         }
         plan->chunks.push_back(chunk);
     }

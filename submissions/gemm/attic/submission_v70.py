@@ -1,22 +1,32 @@
-"""NVFP4 GEMM v73: an unsplit launch waits for the prepass after two stages of B, not eight, so A's first tiles go out sooner.
+"""NVFP4 GEMM v70: the paired kernel's ring twelve stages deep (v69: eight), its scale tiles in a row of their own.
 
-Version: v73
-Parent: v68
-Change: the producer's first lap of an unsplit launch only (produce). v48-v68: thread 0 armed and issued all eight
-first-lap stages of B (24 copies and expect_tx, under the prepass), then griddepcontrol.wait, then A's eight tiles.
-v73: B's first two stages, the wait, A's first two tiles, then stages 2-7 each armed with A's tile issued before B's
-scales and values. The copies, their bytes and barriers are v68's; only their order changes. C is v68's bit for bit.
-Why: v68's marks on 128x7168x2048 (H200, session 57): start -> B armed 1.09 µs (24 operations by one thread, ~45
-ns each), the wait then returned 0.03 µs later (median; max 0.9), so the prepass was nearly always done before
-thread 0 reached it, and A's first tile, which the first stage waits for, went out ~1.1 µs after the start.
-(v69, attic, issued the lap from eight lanes: B armed at 2.02 µs, 0.961x: the copies are issued one after another
-either way.)
+Version: v70
+Parent: v69
+Change: paired launches only (the unsplit 128x7168x2048). Their ring has its own shape: twelve stages of A's 16 KB
+tile and 64 rows of B (18 KB), B's 512-byte scale tiles in a row of twelve after them (in a stage they would round
+it to 19 KB, and twelve of those pass the 227 KB an SM has), each warpgroup six of its blocks a lap, its chunk those
+six (24 k16 steps from zero, then one FADD: between v52's 16 and v63's 32, both exact). The paired kernels get
+their own shared-memory size (223 KB). Split launches are v69's.
+Why: v68's paired loop takes 0.237-0.239 µs a K block against 0.175 at the tensor rate, and neither the decode
+chain (each warpgroup has two blocks' tensor time for it) nor the epilogue explains it. A block's copies go out
+when its slot frees, eight blocks (~1.9 µs) before it is consumed: under 112 CTAs pulling A's 16 KB tiles at once
+from L2, that is about a copy's latency, so the loop may wait on its copies (copies_only ran ~0.39 µs a block on the
+older tiles, NOTES). Twelve stages give ~2.8 µs. v32's ten-stage ring on the older tiles lost 1% (0.984-0.994x), but
+there the loop took 0.289 µs a block (2.3 µs of lookahead at eight) and its stages were 12.5 KB.
 Arch: sm_90a
 Analogue: none
-Prediction: (kernel method, `compare gemm v68 v73`, H200) 128x7168x2048 1.00-1.05x (up to ~0.8 µs off the first
-stage if the prepass is done by ~0.3 µs after the start; SAME if the wait then blocks until ~1.1 µs); the split
-shapes SAME (their loads are v47's). Marks: "prepass done" earlier by the same amount.
-Measured: not yet run
+Prediction: (kernel method, `compare gemm v69 v70`, H200) 128x7168x2048 1.03-1.10x if the copies pace the loop (its
+7.65 µs toward 32 x ~0.19); SAME if they do not, and then `studies/ncu_source.py` on v68 says what does. The split
+shapes SAME (untouched). Exactness: the chunk grows from four blocks to six on this shape only (v63's eight passed
+every distribution).
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-29, commit 86aa2b8 (a two-GPU machine, session 58's first call). Tests (tests,
+edges, the paired custom shapes incl. one K block, M = 100, L = 3, M = 96: 20 of 20), bad inputs, racecheck and
+synccheck pass. `compare gemm v69 v70` (kernel method, one process): 0.998x SAME / 1.001x SAME / 128x7168x2048 0.944x
+[0.936, 0.952] SLOWER (14.02 -> 14.85 µs). Refuted. Marks on 128x7168x2048 (20 calls, medians): start -> B armed
+2.02 µs (twelve stages of B in the first lap), -> first stage decoded 1.60 (v68 1.18), K loop 7.46 (v68 7.65): the
+deeper ring took 0.2 µs off the loop and put ~1.4 µs on the start, where every CTA's first lap now asks for 12
+stages at once. Not kept (attic/).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -69,7 +79,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v73"
+EXTENSION_NAME = "nvfp4_gemm_v70"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -195,6 +205,26 @@ constexpr int kConsumerBarrier = 1;
 // rows of A): both consumer warpgroups decode the same 64 rows, warpgroup w the K blocks kb = w mod 2.
 constexpr int PAIRED_N = 64;
 constexpr int kPairedEmptyArrivals = kConsumerThreads / 2;  // one warpgroup releases each slot
+// NOTE: v70: a paired launch's ring: twelve stages (v66-v69: eight), each warpgroup six of its blocks a lap. A stage
+// holds A's tile and 64 rows of B (18 KB, a multiple of the 1 KB the swizzled A tile is aligned to); B's 512-byte
+// scale tiles sit in a row of their own after the stages (inside a stage they would round it up to 19 KB, and twelve
+// of those do not fit). A warpgroup's chunk is its six blocks of a lap: 24 k16 steps, between v52's 16 and v63's 32
+// (both exact on every distribution).
+constexpr int kPairedStages = 12;
+constexpr int kPairedPromoteBlocks = kPairedStages / 2;
+constexpr int PAIRED_B_VALUE_BYTES = PAIRED_N * B_ROW_STRIDE;
+constexpr int PAIRED_STAGE_BYTES = A_TILE_BYTES + PAIRED_B_VALUE_BYTES;
+static_assert(PAIRED_STAGE_BYTES % 1024 == 0, "every paired stage's A tile stays 1024-byte aligned");
+constexpr int PAIRED_RING_BYTES = kPairedStages * (PAIRED_STAGE_BYTES + B_SCALE_BYTES);
+constexpr int PAIRED_SMEM_BYTES = PAIRED_RING_BYTES + (2 * kPairedStages + 1) * 8 + 1024;
+static_assert(PAIRED_SMEM_BYTES <= 227 * 1024, "the paired ring fits an SM's shared memory");
+static_assert(C_STAGE_OFFSET + BLOCK_M_MAX * C_ROW_BYTES <= kPairedStages * PAIRED_STAGE_BYTES, "the C tile fits the paired stages");
+// The ring of a kernel: its depth, its stages' size and the bytes before its barriers.
+template <bool kPaired> struct Ring {
+    static constexpr int stages = kPaired ? kPairedStages : kStages;
+    static constexpr int stage_bytes = kPaired ? PAIRED_STAGE_BYTES : STAGE_BYTES;
+    static constexpr int bytes = kPaired ? PAIRED_RING_BYTES : kStages * STAGE_BYTES;
+};
 
 struct GroupDesc {
     CUtensorMap b_map;                   // B's values: N rows x K/2 bytes, box 128 rows x 32 bytes (host-encoded)
@@ -433,8 +463,12 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
 
 // Stage addresses of ring slot s: the A tile (1024-aligned), then B's values and scales.
 struct Stage { uint32_t a, b_values, b_scales; };
+// NOTE: v70: a paired ring's scale tiles follow its twelve stages (Ring).
+template <bool kPaired>
 __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
-    const uint32_t base = ring + s * STAGE_BYTES;
+    const uint32_t base = ring + s * Ring<kPaired>::stage_bytes;
+    if constexpr (kPaired)
+        return {base, base + A_TILE_BYTES, ring + kPairedStages * PAIRED_STAGE_BYTES + s * B_SCALE_BYTES};
     return {base, base + A_TILE_BYTES, base + A_TILE_BYTES + B_VALUE_BYTES};
 }
 
@@ -445,14 +479,17 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // tensor copy; v8: 256 cp.async of 16 bytes over 64 threads).
 // NOTE: v52: an unsplit launch (kSplit false) is the prepass's programmatic dependent, so its first lap is
 // v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
-constexpr int kEarlyStages = 2;  // v73: stages of B issued before the prepass's wait (the rest after A's first tiles)
+// NOTE: v69: called by the producer warpgroup's first warp; an unsplit launch's first lap of B is issued by
+// its lanes, one stage a lane, then lane 0 alone goes on (v48-v68: thread 0 issued all of it, 2,100 cycles
+// from the kernel's start with the barriers' initialisation, "B armed" in the marks).
 template <bool kSplit, bool kPaired>
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
-                                        uint32_t ring, uint32_t full, uint32_t empty) {
+                                        uint32_t ring, uint32_t full, uint32_t empty, int lane) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
     // NOTE: v66: a paired tile's 64 rows of B (the tensor map's box is 64 rows then); its scales are still
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
     constexpr uint32_t b_value_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE;
+    constexpr int kRingStages = Ring<kPaired>::stages;
     const uint8_t* const b_scale_tiles = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * (d.k / BLOCK_K) * B_SCALE_BYTES;
     int kb_start = 0;  // the first K block the loop below fills (after the first lap when not split)
     if constexpr (!kSplit) {
@@ -461,16 +498,16 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // now, under the prepass, and A's (the prepass's output) after griddepcontrol.wait. Each stage's
         // expect_tx counts A's bytes too, so no stage completes, and no consumer reads a slot, before its
         // A tile has landed.
-        const int first_lap = num_k < kStages ? num_k : kStages;
-        // NOTE: v73: two stages of B before the wait, not the whole lap: A's first tiles, which the first stages
-        // wait for, go out as soon as the prepass is visible; the lap's other stages follow, A's tile first.
-        const int early = first_lap < kEarlyStages ? first_lap : kEarlyStages;
-        for (int kb = 0; kb < early; ++kb) {
-            const Stage st = stage_of(ring, kb);
+        const int first_lap = num_k < kRingStages ? num_k : kRingStages;
+        if (lane < first_lap) {
+            const int kb = lane;
+            const Stage st = stage_of<kPaired>(ring, kb);
             mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
             bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
             tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
         }
+        __syncwarp();
+        if (lane != 0) return;
         NVFP4_MARK(1);
         // NOTE: waits until the prepass grid has completed and its memory operations are performed and made
         // visible to this grid (PTX ISA, griddepcontrol); without a programmatic dependency it returns at
@@ -478,22 +515,17 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // after it; an unsplit kernel reads no split flags.
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         NVFP4_MARK(2);
-        for (int kb = 0; kb < early; ++kb)
-            bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
-        for (int kb = early; kb < first_lap; ++kb) {  // NOTE: the lap's slots are free (fresh barriers)
-            const Stage st = stage_of(ring, kb);
-            mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
-            bulk_copy(st.a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
-            bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
-            tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
-        }
+        for (int kb = 0; kb < first_lap; ++kb)
+            bulk_copy(stage_of<kPaired>(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
         kb_start = first_lap;
+    } else {
+        if (lane != 0) return;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
-        const int s = kb % kStages, kg = kb_first + kb;
+        const int s = kb % kRingStages, kg = kb_first + kb;
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
-        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
-        const Stage st = stage_of(ring, s);
+        mbar_wait(empty + 8 * s, ((kb / kRingStages) & 1) ^ 1);
+        const Stage st = stage_of<kPaired>(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + b_value_bytes);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
         bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
@@ -793,50 +825,51 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
     uint32_t frag[2][4][4];
 
+    constexpr int kRing = Ring<true>::stages, kBytes = Ring<true>::stage_bytes;
     const uint32_t desc0 = desc_low(ring);
     const uint8_t* b_values0 = ring_generic + A_TILE_BYTES;
-    const uint8_t* b_scales0 = ring_generic + A_TILE_BYTES + B_VALUE_BYTES;
+    const uint8_t* b_scales0 = ring_generic + kRing * kBytes;  // NOTE: v70: the scale tiles' own row
     auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4]) {
         mbar_wait(full + 8 * slot, parity);
-        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);
+        decode_b(b_values0 + slot * kBytes, b_scales0 + slot * B_SCALE_BYTES, row, scale_row, tig, f);
     };
     if (mine > 0) decode_slot(wg, 0, frag[0]);
     if (cthread == 0) NVFP4_MARK(3);
     uint32_t phase = 0;
-    // NOTE: kStages / 2 == kPromoteBlocks, so a warpgroup's chunk is its four blocks of one lap: the
-    // chunk restarts (scale-d = 0) at its first slot of a lap and joins acc at its last.
-    static_assert(kStages / 2 == kPromoteBlocks, "a paired warpgroup's chunk is its blocks of one lap");
-    for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
+    // NOTE: kRing / 2 == kPairedPromoteBlocks, so a warpgroup's chunk is its six blocks of one lap: the chunk
+    // restarts (scale-d = 0) at its first slot of a lap and joins acc at its last.
+    static_assert(kRing % 4 == 0 && kRing / 2 == kPairedPromoteBlocks, "a paired warpgroup's chunk is its blocks of one lap");
+    for (int kb = 0; kb < num_k; kb += kRing, phase ^= 1) {
         #pragma unroll
-        for (int i = 0; i < kStages / 2; ++i) {  // NOTE: frag[i % 2] follows this warpgroup's block count mod 2
+        for (int i = 0; i < kRing / 2; ++i) {  // NOTE: frag[i % 2] follows this warpgroup's block count mod 2 (kRing / 2 even)
             const int slot = 2 * i + wg;
             if (kb + slot < num_k) {
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < 4; ++s)
-                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),
-                                     s > 0 || i % kPromoteBlocks != 0);
+                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * kBytes + 32 * s) / 16),
+                                     s > 0 || i % kPairedPromoteBlocks != 0);
                 wgmma_commit();
                 // NOTE: this warpgroup's previous block (slot - 2) completed at its last wait: released here.
-                if (kb + slot >= 2) mbar_arrive(empty + 8 * ((slot + kStages - 2) % kStages));
+                if (kb + slot >= 2) mbar_arrive(empty + 8 * ((slot + kRing - 2) % kRing));
                 if (kb + slot + 2 < num_k) {
-                    const int next = (slot + 2) % kStages;
-                    decode_slot(next, slot + 2 >= kStages ? phase ^ 1 : phase, frag[(i + 1) % 2]);
+                    const int next = (slot + 2) % kRing;
+                    decode_slot(next, slot + 2 >= kRing ? phase ^ 1 : phase, frag[(i + 1) % 2]);
                 }
                 wgmma_wait_all();
-                if (i % kPromoteBlocks == kPromoteBlocks - 1) {
+                if (i % kPairedPromoteBlocks == kPairedPromoteBlocks - 1) {
                     #pragma unroll
                     for (int j = 0; j < kN / 2; ++j) acc[j] += chunk[j];
                 }
             }
         }
     }
-    // NOTE: a last chunk of fewer than kPromoteBlocks blocks ended without its FADD.
-    if (mine % kPromoteBlocks != 0) {
+    // NOTE: a last chunk of fewer than kPairedPromoteBlocks blocks ended without its FADD.
+    if (mine % kPairedPromoteBlocks != 0) {
         #pragma unroll
         for (int j = 0; j < kN / 2; ++j) acc[j] += chunk[j];
     }
-    if (mine > 0) mbar_arrive(empty + 8 * ((wg + 2 * (mine - 1)) % kStages));  // NOTE: its last block's slot
+    if (mine > 0) mbar_arrive(empty + 8 * ((wg + 2 * (mine - 1)) % kRing));  // NOTE: its last block's slot
     if (cthread == 0) NVFP4_MARK(4);
 
     // The two warpgroups' sums: positions j (acc[4j .. 4j + 3]) of the first half summed by warpgroup 0,
@@ -900,7 +933,8 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
     const uint32_t ring = (smem_base + 1023u) & ~1023u;
     const uint8_t* ring_generic = smem_raw + (ring - smem_base);  // the same bytes, for plain loads
-    const uint32_t full = ring + kStages * STAGE_BYTES, empty = full + 8 * kStages, gather = empty + 8 * kStages;
+    constexpr int kRing = Ring<kPaired>::stages;
+    const uint32_t full = ring + Ring<kPaired>::bytes, empty = full + 8 * kRing, gather = empty + 8 * kRing;
 
     // NOTE: a tile's S CTAs are adjacent in blockIdx (its partials and flags are [tile][split]).
     const int splits = kSplit ? problem.splits : 1;
@@ -922,18 +956,25 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const int kb_first = kSplit ? split * blocks / splits : 0;
     const int num_k = kSplit ? (split + 1) * blocks / splits - kb_first : blocks;
 
-    if (threadIdx.x == 0) {
-        NVFP4_MARK(0);
-        if constexpr (!kSplit) {
-            // NOTE: v48's: B's tensor map (this launch's parameter) fetched into the TMA unit's cache while
-            // the barriers are initialised, before the first copy that names it (under the prepass).
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
+    if (threadIdx.x < 32) {
+        static_assert(kRing < 32, "a lane for each stage's barriers and one for `gather`");
+        // NOTE: v69: the barriers initialised by the first warp's lanes, a stage's pair a lane (v68: thread 0, 17
+        // in a row), each lane fencing its own.
+        const int lane = threadIdx.x;
+        if (lane == 0) {
+            NVFP4_MARK(0);
+            if constexpr (!kSplit) {
+                // NOTE: v48's: B's tensor map (this launch's parameter) fetched into the TMA unit's cache while
+                // the barriers are initialised, before the first copy that names it (under the prepass).
+                asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
+            }
         }
-        for (int s = 0; s < kStages; ++s) {
-            mbar_init(full + 8 * s, kFullArrivals);
-            mbar_init(empty + 8 * s, kPaired ? kPairedEmptyArrivals : kEmptyArrivals);
+        if (lane < kRing) {
+            mbar_init(full + 8 * lane, kFullArrivals);
+            mbar_init(empty + 8 * lane, kPaired ? kPairedEmptyArrivals : kEmptyArrivals);
+        } else if (lane == kRing) {
+            mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
         }
-        mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -941,7 +982,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
 
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-        if (threadIdx.x == 0) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
+        if (threadIdx.x < 32) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty, threadIdx.x);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
@@ -1083,7 +1124,8 @@ static int prepare_device(int& device, int& sms) {
         for (int rows = M_STEP; rows <= BLOCK_M_MAX; rows += M_STEP) {
             for (int kind = 0; kind < 3; ++kind) {  // split, paired, neither
                 const cudaError_t err = cudaFuncSetAttribute(kernel_for(rows, kind == 0, kind == 1),
-                                                             cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+                                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                             kind == 1 ? PAIRED_SMEM_BYTES : SMEM_BYTES);
                 if (err != cudaSuccess) return static_cast<int>(err);
             }
         }
@@ -1230,7 +1272,7 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         }
         config.gridDim = dim3(problem.num_tiles * problem.splits, 1, 1);
         config.blockDim = dim3(kThreads, 1, 1);
-        config.dynamicSmemBytes = SMEM_BYTES;
+        config.dynamicSmemBytes = problem.tile_n == PAIRED_N ? PAIRED_SMEM_BYTES : SMEM_BYTES;  // NOTE: v70: its own ring
         config.stream = stream;
         config.attrs = &attribute;
         config.numAttrs = 1;
