@@ -16,7 +16,7 @@ Analogue: none
 Prediction: (kernel method, `compare gemm v68 v73`, H200) 128x7168x2048 1.00-1.05x (up to ~0.8 µs off the first
 stage if the prepass is done by ~0.3 µs after the start; SAME if the wait then blocks until ~1.1 µs); the split
 shapes SAME (their loads are v47's). Marks: "prepass done" earlier by the same amount.
-Verdict: same
+Verdict: slower
 Measured: NVIDIA H200, 2026-11-29, commit 8fc362a (a two-GPU machine, session 58's third call). Tests (tests,
 edges, the paired custom shapes: 20 of 20), bad inputs, racecheck and synccheck pass. `compare gemm v68 v73` (kernel
 method, one process): 0.997x SAME / 0.999x SAME / 128x7168x2048 1.006x [1.000, 1.012] SAME. Marks on 128x7168x2048
