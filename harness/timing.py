@@ -239,6 +239,29 @@ def host_call_times(fn, pool: list, calls: int) -> list[float]:
     return out
 
 
+def queued_call_times(fn, pool: list, calls: int) -> list[float]:
+    """Host µs of each of ``calls`` calls made back to back, a batch of the whole ``pool`` (each set once,
+    in turn) after one synchronise, as GPU MODE's batch loop makes them: the device busy with the calls
+    before, their launches queued. With ``host_call_times`` it tells a host path that grows with the
+    rotation or under load from one that does not: gemm v68's plan cache walked an MRU list, so with GPU
+    MODE's 50 sets every call's plan was the last node (17-19 µs a call on an H200 host where one torch
+    launch took 8-9, session 58; 3.5-4 µs of it went with a hashed index, gemm v72), which a pool of 4
+    never showed; ``nvfp4 probe host`` reports both (its pool is the problem's batch by default)."""
+    b = bound()
+    sync = b.synchronize if b.torch.cuda.is_available() else (lambda: None)
+    out: list[float] = []
+    while len(out) < calls:
+        sync()
+        t0 = _now()
+        for data in pool[:calls - len(out)]:
+            fn(data)
+            t1 = _now()
+            out.append((t1 - t0) * 1e6)
+            t0 = t1
+    sync()
+    return out
+
+
 def idle_event_pair_us(calls: int) -> list[float]:
     """µs between two events recorded back to back on an idle device, ``calls`` times: what an
     event-timed figure carries that is neither host path nor kernel (GPU only)."""

@@ -375,11 +375,30 @@ def test_probe_host_splits_a_calls_host_path_and_says_what_the_cpu_cannot_measur
     assert result.exit_code == 0, result.output
     (r,) = json.loads(result.stdout)["shapes"]
     assert r["check"]["ok"] and r["host_us"] > 0 and r["ops"] and all(op["self_us"] > 0 for op in r["ops"])
+    assert r["queued_us"] > 0 and r["pool"] == 2
     assert r["rest_us"] == pytest.approx(r["host_us"] - sum(op["self_us"] for op in r["ops"]))
     if not torch.cuda.is_available():
         assert r["device_us"] is None and r["cold_us"] is None
         text = _invoke("host", "gemm", version, "--shape", SMALL["gemm"], "--calls", "2", "--pool", "1")
         assert "no GPU here" in text.stdout
+
+
+def test_probe_host_rotates_through_gpumode_batch_of_sets_unless_told(monkeypatch):
+    # NOTE: a cache keyed by the input set cost gemm v68 ~10 µs a call with GPU MODE's 50 sets and nothing
+    # with the probe's former 4 (harness.timing.queued_call_times)
+    from harness import timing
+    from harness.probes import host
+    pools = []
+    monkeypatch.setattr(host, "_ready", lambda sub, kernel, shape, pool: pools.append(pool) or ([None], {"ok": True}))
+    monkeypatch.setattr(host, "_clock_figures", lambda *args: {"host_us": 1.0, "device_us": None})
+    monkeypatch.setattr(host, "_profiler_figures", lambda *args: None)
+    shape = config.parse_shape_option("gemm", SMALL["gemm"], 0)
+    for problem, told, expected in [("gemm", None, timing.gpumode_batch("gemm")), ("gemm", 3, 3),
+                                    ("group_gemm", None, timing.gpumode_batch("group_gemm"))]:
+        pools.clear()
+        host.measure(submissions.resolve(problem, "v0"), [shape], calls=2, pool=told)
+        assert pools == [expected]
+    assert timing.gpumode_batch("gemm") == 50 and timing.gpumode_batch("group_gemm") == 15
 
 
 def test_probe_host_times_every_shapes_host_path_before_any_profiler_session(monkeypatch):

@@ -223,6 +223,23 @@ def test_host_call_times_cycle_the_pool_and_time_each_call():
     assert seen == ["a", "b", "a", "b", "a"] and len(times) == 5 and all(t >= 0 for t in times)
 
 
+def test_queued_call_times_make_the_pools_sets_batches_back_to_back_and_time_each_call():
+    import torch
+    from harness import timing
+    timing.bind(torch)
+    seen, syncs = [], []
+    bound = timing.bound()
+    real = bound.synchronize
+    try:
+        bound.synchronize = lambda: syncs.append(len(seen))
+        times = timing.queued_call_times(lambda data: seen.append(data), ["a", "b", "c"], 7)
+    finally:
+        bound.synchronize = real
+    assert seen == ["a", "b", "c", "a", "b", "c", "a"] and len(times) == 7 and all(t >= 0 for t in times)
+    if torch.cuda.is_available():  # one synchronise before each batch and one after the last, none between calls
+        assert syncs == [0, 3, 6, 7]
+
+
 @pytest.mark.parametrize("method", ["cold", "gpumode"])
 def test_each_result_is_captured_after_its_call_and_before_the_next(method):
     """The copy the judge checks is taken when the call's time is taken, never later."""

@@ -74,8 +74,9 @@ def probe():
 @click.argument("other", required=False)
 @_shape_options
 @click.option("--calls", type=COUNT, default=100, show_default=True, help="Calls per figure (per version with OTHER).")
-@click.option("--pool", type=COUNT, default=4, show_default=True,
-              help="Distinct inputs, called in turn.")
+@click.option("--pool", type=COUNT, default=None,
+              help="Distinct inputs, called in turn [default: the problem's GPU MODE batch: 50 for gemm and dual_gemm, "
+                   "15 for group_gemm, 1 for gemv].")
 @click.option("--rounds", type=COUNT, default=None,
               help="With OTHER: rounds per version, taken in turn (default 10); the calls are split over them.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
@@ -83,7 +84,8 @@ def probe():
 def host_cmd(problem, version, other, shapes_spec, custom, calls, pool, rounds, as_json):
     """What a call costs on the host against what it costs on the device.
 
-    Host path (CPU time of a call from an idle device), device time (the kernel method), the cold
+    Host path (CPU time of a call from an idle device, and of one queued right after the one before as
+    in GPU MODE's loop, over GPU MODE's rotation of input sets), device time (the kernel method), the cold
     call (events around it), an event pair's floor, what the host leaves exposed, and the host path
     split over the CPU ops torch.profiler sees. Default shape: benchmark 0 (tests 0 without a GPU);
     without a GPU only the host figures.

@@ -8,6 +8,11 @@ side bounds a call, from one process:
 
 - ``host``: CPU time of one call started on an idle device (synchronised before; the launches are
   asynchronous, so this is the host path alone), median over the calls;
+- ``queued``: CPU time of a call made right after the one before, the pool's sets in turn after one
+  synchronise (GPU MODE's batch loop: the device busy, the launches queued), median over the calls;
+  both over a pool of the problem's GPU MODE batch by default (50 sets for gemm and dual_gemm, 15 for
+  group_gemm): a cache keyed by the input set can cost with 50 sets what it never did with 4 (gemm
+  v68's plan list, harness.timing.queued_call_times);
 - ``device``: the harness's ``kernel`` method (harness.timing): first device activity to last one
   per call, the calls queued behind a device sleep so no launch latency is inside; and the
   kernels' summed durations;
@@ -40,8 +45,16 @@ WARMUP_PASSES = 3  # builds, first-call set-up (workspaces, tensor maps), the al
 ROUNDS = 10  # rounds per version in ``compare``: the interval comes from the rounds' medians, paired
 
 
-def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int = 4, top: int = 12) -> list[dict]:
-    """The figures of the module's docstring for ``sub``, one dict per shape (µs, medians over ``calls``).
+def default_pool(problem: str) -> int:
+    """The input sets a probe rotates through when not told: GPU MODE's batch for ``problem``."""
+    from harness import timing
+    return timing.gpumode_batch(problem)
+
+
+def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int | None = None,
+            top: int = 12) -> list[dict]:
+    """The figures of the module's docstring for ``sub``, one dict per shape (µs, medians over ``calls``;
+    ``pool`` distinct input sets, by default the problem's GPU MODE batch).
     NOTE: every shape's host and event figures first, then the profiler's (the CPU ops, the kernel
     method): a process that opened a torch.profiler session keeps CUPTI's callbacks on every later
     launch (harness.timing's ``_profiler`` cites up to +5 µs a call), so a host path or cold
@@ -50,6 +63,7 @@ def measure(sub: Submission, shapes: list[Shape], *, calls: int = 100, pool: int
     common.refuse_unrunnable(sub, torch)
     from harness import loader
     kernel = loader.import_submission(sub.path, sub.label, source_hash=sub.source_hash)
+    pool = pool or default_pool(sub.problem)
     ready = [(shape, *_ready(sub, kernel, shape, pool)) for shape in shapes]
     results = [_clock_figures(torch, sub, kernel, shape, data_sets, checked, calls)
                for shape, data_sets, checked in ready]
@@ -74,8 +88,10 @@ def _clock_figures(torch, sub: Submission, kernel, shape: Shape, data_sets: list
     opened; the profiler's are None until ``_profiler_figures``."""
     from harness import timing
     host = common.median(timing.host_call_times(kernel, data_sets, calls))
+    queued = common.median(timing.queued_call_times(kernel, data_sets, calls))
     result = {"problem": sub.problem, "version": sub.label, "shape": shape.label, "device": common.device_name(torch),
-              "torch": torch.__version__, "calls": calls, "check": checked, "host_us": host, "ops": [],
+              "torch": torch.__version__, "calls": calls, "pool": len(data_sets), "check": checked, "host_us": host,
+              "queued_us": queued, "ops": [],
               "rest_us": None, "device_us": None, "device_sum_us": None, "cold_us": None, "events_us": None,
               "exposed_us": None}
     if torch.cuda.is_available():
@@ -102,7 +118,7 @@ def _profiler_figures(torch, kernel, data_sets: list, calls: int, top: int, resu
         result["exposed_us"] = result["cold_us"] - result["device_us"] - result["events_us"]
 
 
-def compare(subs: tuple[Submission, Submission], shapes: list[Shape], *, calls: int = 100, pool: int = 4,
+def compare(subs: tuple[Submission, Submission], shapes: list[Shape], *, calls: int = 100, pool: int | None = None,
             rounds: int = ROUNDS) -> list[dict]:
     """Two versions' host paths, interleaved in this process (the module's docstring), one dict per
     shape: each one's median host µs a call over ``calls`` calls in ``rounds`` rounds, and the
@@ -112,6 +128,7 @@ def compare(subs: tuple[Submission, Submission], shapes: list[Shape], *, calls: 
         common.refuse_unrunnable(sub, torch)
     from harness import loader
     kernels = [loader.import_submission(s.path, s.label, source_hash=s.source_hash) for s in subs]
+    pool = pool or default_pool(subs[0].problem)
     return [_compare_shape(torch, subs, kernels, shape, calls, pool, rounds) for shape in shapes]
 
 
@@ -133,7 +150,7 @@ def _compare_shape(torch, subs, kernels, shape: Shape, calls: int, pool: int, ro
     speedup, lo, hi = stats.paired_ratio_interval(medians[0], medians[1])
     return {"problem": subs[0].problem, "versions": [s.label for s in subs], "shape": shape.label,
             "device": common.device_name(torch), "torch": torch.__version__, "rounds": rounds,
-            "calls_per_round": per_round, "checks": checks, "host_us": [common.median(t) for t in every],
+            "calls_per_round": per_round, "pool": len(data_sets[0]), "checks": checks, "host_us": [common.median(t) for t in every],
             "speedup": speedup, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi)}
 
 
@@ -141,8 +158,8 @@ def format_comparison(r: dict) -> list[str]:
     """The lines ``nvfp4 probe host PROBLEM A B`` prints."""
     a, b = r["versions"]
     lines = [f"{r['problem']} {a} and {b}, {r['shape']}, {r['device']}, torch {r['torch']}: host path (CPU time of a "
-             f"call, device idle), {r['rounds']} rounds of {r['calls_per_round']} calls each, taken in turn (µs a call, "
-             "medians)"]
+             f"call, device idle), {r['rounds']} rounds of {r['calls_per_round']} calls each over {r['pool']} input set(s), "
+             "taken in turn (µs a call, medians)"]
     for label, check in zip(r["versions"], r["checks"]):
         if not check["ok"]:
             lines.append(f"WRONG OUTPUT from {label} ({check['message']}): these are the times of a broken kernel")
@@ -196,10 +213,11 @@ def _us(x: float | None) -> str:
 def format_report(r: dict) -> list[str]:
     """The lines ``nvfp4 probe host`` prints."""
     lines = [f"{r['problem']} {r['version']}, {r['shape']}, {r['device']}, torch {r['torch']}, {r['calls']} calls "
-             "(µs a call, medians)"]
+             f"over {r['pool']} input set(s) in turn (µs a call, medians)"]
     if not r["check"]["ok"]:
         lines.append(f"WRONG OUTPUT ({r['check']['message']}): these are the times of a broken kernel")
     rows = [("host path (CPU time of a call, device idle)", r["host_us"]),
+            ("host path queued (back to back, GPU MODE's loop)", r["queued_us"]),
             ("device (kernel method: first activity to last)", r["device_us"]),
             ("  the kernels' summed durations", r["device_sum_us"]),
             ("cold call (events around it, device idle)", r["cold_us"]),
@@ -208,7 +226,7 @@ def format_report(r: dict) -> list[str]:
     lines += [f"  {name:<50} {_us(value)}" for name, value in rows]
     if r["device_us"] is None:
         lines.append("  (no GPU here: the host figures are this CPU's, comparable with nothing measured on a GPU)")
-    elif r["host_us"] > r["device_us"]:
+    elif max(r["host_us"], r["queued_us"]) > r["device_us"]:
         lines.append("  the host path is longer than the device time: back-to-back calls are host-bound")
     lines.append("  host path by CPU op (self time a call; the profiler's own cost inflates each a little):")
     for op in r["ops"]:
