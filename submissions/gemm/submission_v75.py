@@ -2,7 +2,8 @@
 
 Version: v75
 Parent: v74
-Change: the first lap of unsplit launches only. v48-v74: every stage's A tile is the prepass's fp16 output, copied
+Change: an unsplit launch's first two stages of A decoded in the CTA from e2m1 by the producer's idle warps (the
+first lap of unsplit launches only). v48-v74: every stage's A tile is the prepass's fp16 output, copied
 after griddepcontrol.wait, so the first stage waited for the whole prepass grid to complete and be visible
 (v73's marks: the wait returned 1.12 µs after the GEMM's start, A's first tile decoded 0.77 later). v75: warps 1-3 of
 the producer warpgroup (idle until now) decode the first two K blocks of the CTA's A rows straight from the caller's
