@@ -13,6 +13,11 @@ times, in one process, each subject's calls both ways on the same inputs:
 
 Usage (GPU, repo root): python3 studies/queued_host.py gemm v68 [path/to/variant.py ...] [--shape 2] [--sets 50]
 A path is imported under its file name (a variant not in the lineage, e.g. a scratch copy with graphs off).
+`--before STEP` (repeatable) runs one of the harness child's own set-up steps in this process first, to find which
+leaves a call slower there (session 58: v74's call took ~3 µs more inside `run`'s child than here): `telemetry`
+(NVML opened, harness.telemetry), `read-floor` (ceilings.measure_read: torch's and Triton's read kernels), `profiler`
+(a torch.profiler session over one call: CUPTI's callbacks stay on), `guard` (harness.guard's snapshot). Each changes
+the process for good: compare separate runs, one step each, with a run of none.
 """
 from __future__ import annotations
 
@@ -75,6 +80,29 @@ def _idle(torch, fn, data, calls: int):
     return statistics.median(out)
 
 
+def _before(torch, steps: list[str], subjects) -> None:
+    """The harness child's set-up steps named in ``steps``, in this process (the docstring)."""
+    for step in steps:
+        if step == "telemetry":
+            from harness import telemetry
+            print(f"before: telemetry available={telemetry.Telemetry(torch).available}", flush=True)
+        elif step == "read-floor":
+            from harness import ceilings
+            r = ceilings.measure_read(torch, 64 << 20, "dirty")
+            print(f"before: read floor of 64 MB by {r['kernel']}: {r['us']:.1f} µs", flush=True)
+        elif step == "profiler":
+            from torch.profiler import ProfilerActivity, profile
+            x = torch.zeros(1024, device="cuda")
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+                x.add_(1)
+                torch.cuda.synchronize()
+            print("before: a torch.profiler session opened and closed", flush=True)
+        elif step == "guard":
+            from harness import guard
+            guard.Guard.snapshot(())
+            print("before: the guard's snapshot taken", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("problem")
@@ -84,6 +112,8 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=30)
     ap.add_argument("--thrash-mb", type=int, default=0, help="rewrite a CPU buffer of this many MB before each queued "
                     "pass (0: none): the host's caches cold at each pass's start, as after the harness's refill")
+    ap.add_argument("--before", action="append", default=[], choices=("telemetry", "read-floor", "profiler", "guard"),
+                    help="a harness child's set-up step run first (repeatable; see the docstring)")
     ap.add_argument("--check", action="store_true", help="after the queued passes, check every set's output (a cache "
                     "past its capacity evicts and rebuilds: this says the calls stayed right)")
     args = ap.parse_args()
@@ -94,6 +124,7 @@ def main() -> int:
     timing.bind(torch)
     mod = problem_module(args.problem)
     subjects = list(_subjects(args.problem, args.subjects))
+    _before(torch, args.before, subjects)
     dummy = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
     thrash = torch.zeros(args.thrash_mb << 18, dtype=torch.int32) if args.thrash_mb else None
     shapes = config.load()[args.problem].benchmarks
