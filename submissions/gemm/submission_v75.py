@@ -3,23 +3,25 @@
 Version: v75
 Parent: v74
 Change: an unsplit launch's first two stages of A decoded in the CTA from e2m1 by the producer's idle warps (the
-first lap of unsplit launches only). v48-v74: every stage's A tile is the prepass's fp16 output, copied
-after griddepcontrol.wait, so the first stage waited for the whole prepass grid to complete and be visible
-(v73's marks: the wait returned 1.12 µs after the GEMM's start, A's first tile decoded 0.77 later). v75: warps 1-3 of
-the producer warpgroup (idle until now) decode the first two K blocks of the CTA's A rows straight from the caller's
-e2m1 values and sfa (the prepass's arithmetic and swizzled layout, written into the stage with st.shared), fence
-them to the async proxy, and arrive on the stage's full barrier; thread 0 only adds B's bytes to those two stages
-(mbarrier.expect_tx before the CTA's barrier, so no arrival can complete a phase before B is expected) and issues
-B's copies. Every later stage is v74's (the prepass's tiles after the wait). The prepass still writes all of A.
-A's fp16 values are the prepass's bit for bit, so C is v74's bit for bit.
+first lap of unsplit launches only). v48-v74: every stage's A tile is the prepass's fp16 output, copied after
+griddepcontrol.wait, so the first stage waited for the whole prepass grid to complete and be visible (v73's marks:
+the wait returned 1.12 µs after the GEMM's start, A's first tile decoded 0.77 later). v75: warps 1-3 of the producer
+warpgroup (idle until now) decode the first two K blocks of the CTA's A rows straight from the caller's e2m1 values
+and sfa (copied into a scratch by cp.async, then the prepass's arithmetic and swizzled layout, written into the
+stage with st.shared), fence them to the async proxy, and arrive on the stage's full barrier; thread 0 only adds B's
+bytes to those two stages (mbarrier.expect_tx before the CTA's barrier, so no arrival can complete a phase before B
+is expected) and issues B's copies. Every later stage is v74's (the prepass's tiles after the wait). The prepass
+still writes all of A. A's fp16 values are the prepass's bit for bit, so C is v74's bit for bit.
 Why: the prepass read A's e2m1 bytes ~1.7-2 µs before the GEMM starts, so they sit in L2 when the decoding warps
 ask for them; the first stage then waits for B's first copy (issued under the prepass) and its own decode, not for
-the prepass grid's completion.
+the prepass grid's completion. dual_gemm v38 decoded its first two blocks in the CTA too and read SAME: its 256
+rows' loads went one round trip a row beside a 448-block prepass (3.04 µs); here the rows' bytes go into a
+12 KB scratch by cp.async all at once (one round trip), then are decoded from shared memory.
 Risk (compile-only, session 58): the decoding warps run after setmaxnreg.dec to 40 registers; ptxas reported no
 spills for the kernel, but its per-region register use was not read (no cuobjdump on the build machine): `test
 --dist all`, racecheck and synccheck on the first device call say whether the stages hold the prepass's values.
 Arch: sm_90a
-Analogue: none (CUTLASS's mixed-input Hopper GEMMs decode in the consumer; v21/v31/v46 decoded all of A in the GEMM and lost)
+Analogue: dual_gemm v38 (its first two blocks of A decoded in the CTA, one load round trip a row: SAME); v21/v31/v46 decoded all of A in the GEMM and lost
 Prediction: (kernel method, `compare gemm v74 v75`, H200) 128x7168x2048 1.02-1.06x (the first stage decoded
 0.3-0.8 µs sooner: v74's marks read it ~2.3 µs after the start, v73's 1.89), the split shapes SAME (untouched).
 Marks: "first stage decoded" before "prepass done".
@@ -179,7 +181,9 @@ constexpr int B_SCALE_BYTES = BLOCK_N * BLOCK_K / 16;
 // NOTE: rounded up to 1024 bytes (21 KB) so every slot's A tile stays aligned for the 128-byte swizzle.
 constexpr int STAGE_BYTES = (A_TILE_BYTES + B_VALUE_BYTES + B_SCALE_BYTES + 1023) / 1024 * 1024;
 constexpr int BARRIER_BYTES = (2 * kStages + 1) * 8;  // a full and an empty mbarrier per stage, and `gather`
-constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 1024;  // + slack to align the ring to 1024 bytes
+// v75: the local stages' scratch (their rows' e2m1 bytes and scales) after the barriers, 16-byte aligned
+constexpr int LOCAL_SCRATCH_BYTES = 2 * BLOCK_M_MAX * 48;
+constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 16 + LOCAL_SCRATCH_BYTES + 1024;  // + slack to align the ring to 1024 bytes
 // NOTE: split-K stages a CTA's fp32 partial at the drained ring's start and gathers its peers' parts
 // of its share after it: at most (S - 1) x ceil(P / S) <= P positions, so one more partial's room.
 constexpr int PARTIAL_BYTES = BLOCK_N * BLOCK_M_MAX * 4;  // 64 KB: [position j][consumer thread] float4
@@ -203,6 +207,7 @@ constexpr int kConsumerBarrier = 1;
 constexpr int kLocalStages = 2;
 constexpr int kLocalDecoders = kProducerThreads - 32;
 constexpr int kLocalBarrier = 2;
+constexpr int kLocalRowBytes = 48;  // a row's 32 bytes of e2m1 values and 4 of scales in the scratch, 16-aligned
 // NOTE: v66: a paired launch (unsplit only) gives each CTA 64 rows of B and the whole M tile (up to 128
 // rows of A): both consumer warpgroups decode the same 64 rows, warpgroup w the K blocks kb = w mod 2.
 constexpr int PAIRED_N = 64;
@@ -447,44 +452,76 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
         *reinterpret_cast<uint4*>(d.a16 + a16_offset(d, t, kb, r, 2 * s + j)) = make_uint4(out[s][0], out[s][1], out[s][2], out[s][3]);
 }
 
-// v75: K block kg of tile t's A rows decoded into the stage at `a_stage` (kN rows of 128 bytes, the prepass's
-// swizzled layout: chunk c of row r at r * 128 + ((c ^ r % 8) * 16)) by the kLocalDecoders threads, `lane` of
-// them, each unit (row r, half j) as decode_a_kernel's thread for it computes it; rows past M as zeros.
+// v75: the locally decoded stages' e2m1 bytes and scales of tile t's A rows, copied into the scratch by
+// cp.async (row r of stage s at scratch + (s * kN + r) * kLocalRowBytes: 32 bytes of values, then 4 of scales),
+// the kLocalDecoders threads' `lane` taking rows in turn; rows past M are not read. One commit group: every
+// thread's copies are in flight at once, so the stages' loads cost one L2 round trip, not one a row (dual_gemm
+// v38's first-blocks decode, one round trip a row beside its running prepass, took 3.04 µs and was SAME).
+// NOTE: scales by cp.async only where sfa and its row stride are 4-byte aligned (`scales_async`, the prepass's
+// test); otherwise decode_a_local reads them as bytes from global memory.
+template <int kN>
+__device__ __forceinline__ void load_a_local(const GroupDesc& d, int t, int kb_first, int stages, uint32_t scratch,
+                                             int lane, bool scales_async) {
+    #pragma unroll 1
+    for (int u = lane; u < stages * kN; u += kLocalDecoders) {
+        const int s = u / kN, r = u % kN, row = t * d.m_tile_rows + r;
+        if (row >= d.m) continue;
+        const int kg = kb_first + s;
+        const uint8_t* src = d.a + row * d.a_row + kg * (BLOCK_K / 2);
+        const uint32_t dst = scratch + (s * kN + r) * kLocalRowBytes;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + 16), "l"(src + 16) : "memory");
+        if (scales_async)
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 32),
+                         "l"(d.sfa + row * d.sfa_row + kg * (BLOCK_K / 16)) : "memory");
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// v75: stage s (K block kg) of tile t's A decoded from the scratch into the stage at `a_stage` (kN rows of 128
+// bytes, the prepass's swizzled layout: chunk c of row r at r * 128 + ((c ^ r % 8) * 16)), each unit (row r,
+// half j) as decode_a_kernel's thread for it computes it; rows past M as zeros.
 // NOTE: one chunk (4 registers) at a time: these warps run under setmaxnreg's kProducerRegisters.
 template <int kN>
-__device__ __forceinline__ void decode_a_local(const GroupDesc& d, int t, int kg, uint32_t a_stage, int lane) {
+__device__ __forceinline__ void decode_a_local(const GroupDesc& d, int t, int kg, int s, uint32_t scratch,
+                                               uint32_t a_stage, int lane, bool scales_async) {
     #pragma unroll 1
     for (int u = lane; u < kN * 2; u += kLocalDecoders) {
         const int r = u >> 1, j = u & 1, row = t * d.m_tile_rows + r;
         uint32_t w[4] = {0u, 0u, 0u, 0u};
         __half2 scale[4];
         if (row < d.m) {
-            const uint8_t* src = d.a + row * d.a_row + kg * (BLOCK_K / 2);
-            const uint4 lo = *reinterpret_cast<const uint4*>(src), hi = *reinterpret_cast<const uint4*>(src + 16);
-            w[0] = j ? lo.y : lo.x;
-            w[1] = j ? lo.w : lo.z;
-            w[2] = j ? hi.y : hi.x;
-            w[3] = j ? hi.w : hi.z;
-            const uint8_t* sf = d.sfa + row * d.sfa_row + kg * (BLOCK_K / 16);
-            const uint32_t sc = ((reinterpret_cast<uintptr_t>(d.sfa) | static_cast<uintptr_t>(d.sfa_row)) & 3u) == 0
-                ? *reinterpret_cast<const uint32_t*>(sf)
-                : sf[0] | (sf[1] << 8) | (sf[2] << 16) | (static_cast<uint32_t>(sf[3]) << 24);
+            const uint32_t src = scratch + (s * kN + r) * kLocalRowBytes;
+            uint32_t v[8];
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(src));
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7]) : "r"(src + 16));
+            w[0] = v[j];      // words 2t + j, t = 0..3 (decode_a_kernel's lo.x/lo.y, lo.z/lo.w, hi.x/hi.y, hi.z/hi.w)
+            w[1] = v[2 + j];
+            w[2] = v[4 + j];
+            w[3] = v[6 + j];
+            uint32_t sc;
+            if (scales_async) {
+                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(sc) : "r"(src + 32));
+            } else {
+                const uint8_t* sf = d.sfa + row * d.sfa_row + kg * (BLOCK_K / 16);
+                sc = sf[0] | (sf[1] << 8) | (sf[2] << 16) | (static_cast<uint32_t>(sf[3]) << 24);
+            }
             #pragma unroll
             for (int i = 0; i < 4; ++i) scale[i] = scale_pair(sc >> (8 * i));
         }
         const uint32_t row_base = a_stage + r * 128;
         #pragma unroll
-        for (int s = 0; s < 4; ++s) {
+        for (int c = 0; c < 4; ++c) {
             uint32_t out[4] = {0u, 0u, 0u, 0u};
             if (row < d.m) {
                 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
-                    const uint32_t bits = s == 0 ? e2m1_pair_bits<0>(w[i]) : s == 1 ? e2m1_pair_bits<1>(w[i])
-                                        : s == 2 ? e2m1_pair_bits<2>(w[i]) : e2m1_pair_bits<3>(w[i]);
+                    const uint32_t bits = c == 0 ? e2m1_pair_bits<0>(w[i]) : c == 1 ? e2m1_pair_bits<1>(w[i])
+                                        : c == 2 ? e2m1_pair_bits<2>(w[i]) : e2m1_pair_bits<3>(w[i]);
                     out[i] = scaled_pair(bits, scale[i]);
                 }
             }
-            const uint32_t addr = row_base + (((2 * s + j) ^ (r % 8)) * 16);
+            const uint32_t addr = row_base + (((2 * c + j) ^ (r % 8)) * 16);
             asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(out[0]), "r"(out[1]), "r"(out[2]),
                          "r"(out[3]) : "memory");
         }
@@ -1006,9 +1043,16 @@ gemm_kernel(const __grid_constant__ Problem problem) {
             produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
         } else if (!kSplit && threadIdx.x >= 32) {
             // NOTE: v75: warps 1-3 decode the first stages' A (decode_a_local), one arrival a stage
+            static_assert(kLocalStages * BLOCK_M_MAX * kLocalRowBytes <= LOCAL_SCRATCH_BYTES, "the local stages' scratch");
             const int lane = static_cast<int>(threadIdx.x) - 32;
-            for (int s = 0; s < kLocalStages && s < num_k; ++s) {
-                decode_a_local<kN>(d, t, kb_first + s, stage_of(ring, s).a, lane);
+            const int stages = num_k < kLocalStages ? num_k : kLocalStages;
+            const uint32_t scratch = (gather + 8 + 15) & ~15u;
+            const bool scales_async = ((reinterpret_cast<uintptr_t>(d.sfa) | static_cast<uintptr_t>(d.sfa_row)) & 3u) == 0;
+            load_a_local<kN>(d, t, kb_first, stages, scratch, lane, scales_async);
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+            asm volatile("bar.sync %0, %1;\n" ::"n"(kLocalBarrier), "n"(kLocalDecoders) : "memory");
+            for (int s = 0; s < stages; ++s) {
+                decode_a_local<kN>(d, t, kb_first + s, s, scratch, stage_of(ring, s).a, lane, scales_async);
                 asm volatile("bar.sync %0, %1;\n" ::"n"(kLocalBarrier), "n"(kLocalDecoders) : "memory");
                 if (lane == 0) mbar_arrive(full + 8 * s);
             }
