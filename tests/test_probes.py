@@ -560,8 +560,11 @@ def test_probe_host_sets_two_versions_host_paths_side_by_side_with_an_interval()
     assert r["versions"] == ["v0", "peer"] and r["rounds"] == 2 and r["calls_per_round"] == 4
     assert all(check["ok"] for check in r["checks"]) and all(us > 0 for us in r["host_us"])
     assert r["lo"] <= r["speedup"] <= r["hi"] and r["verdict"] in ("FASTER", "SLOWER", "SAME", "AMBIGUOUS")
+    assert all(us > 0 for us in r["queued_us"]) and r["queued_lo"] <= r["queued_speedup"] <= r["queued_hi"]
+    assert r["queued_verdict"] in ("FASTER", "SLOWER", "SAME", "AMBIGUOUS") and r["pool"] == 2
     text = _invoke("host", "gemm", "v0", "peer", "--shape", SMALL["gemm"], "--calls", "4", "--rounds", "2", "--pool", "1")
-    assert text.exit_code == 0 and "peer over v0:" in text.stdout and "taken in turn" in text.stdout
+    assert text.exit_code == 0 and "peer over v0: idle" in text.stdout and "queued" in text.stdout
+    assert "taken in turn" in text.stdout
 
 
 @pytest.mark.parametrize("args,message", [

@@ -25,9 +25,9 @@ side bounds a call, from one process:
 
 Without a GPU only the host figures are measured (the device ones are None).
 
-With two versions (``compare``) it sets their host paths side by side: both imported in this
-process, each on its own inputs, their calls timed in rounds taken in turn (A B, B A, ...), and the
-host path's speedup of B over A with its 95% interval from the rounds' medians. NOTE: one host's pace
+With two versions (``compare``) it sets their host paths side by side, idle and queued: both imported
+in this process, each on its own inputs, their calls timed in rounds taken in turn (A B, B A, ...),
+and the host path's speedup of B over A each way with its 95% interval from the rounds' medians. NOTE: one host's pace
 is not another's: v47's host path on group_gemm's shape A read 19.17 µs on one H200 machine and 41.79
 on another the same day (its idle event pair 9.2 and 17.1 µs), so two versions' host paths measured in
 two runs are not a ratio.
@@ -138,34 +138,46 @@ def _compare_shape(torch, subs, kernels, shape: Shape, calls: int, pool: int, ro
     # cache keyed by the set's pointers must never see the other's
     data_sets, checks = zip(*(_ready(sub, kernel, shape, pool) for sub, kernel in zip(subs, kernels)))
     per_round = max(1, -(-calls // rounds))
-    medians: list[list[list[float]]] = [[], []]
-    every: list[list[float]] = [[], []]
+    # per way of calling (idle, queued: harness.timing's host_call_times and queued_call_times), per version,
+    # each round's median, and every call
+    ways = {"idle": timing.host_call_times, "queued": timing.queued_call_times}
+    medians = {way: [[], []] for way in ways}
+    every = {way: [[], []] for way in ways}
     for r in range(rounds):
         # NOTE: the order alternates, so a round's drift (a core's clock, the other process on it)
         # falls on each version as often as on the other
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-            times = timing.host_call_times(kernels[i], data_sets[i], per_round)
-            medians[i].append([common.median(times)])
-            every[i] += times
-    speedup, lo, hi = stats.paired_ratio_interval(medians[0], medians[1])
+            for way, timed in ways.items():
+                times = timed(kernels[i], data_sets[i], per_round)
+                medians[way][i].append([common.median(times)])
+                every[way][i] += times
+    speedup, lo, hi = stats.paired_ratio_interval(medians["idle"][0], medians["idle"][1])
+    q_speedup, q_lo, q_hi = stats.paired_ratio_interval(medians["queued"][0], medians["queued"][1])
     return {"problem": subs[0].problem, "versions": [s.label for s in subs], "shape": shape.label,
             "device": common.device_name(torch), "torch": torch.__version__, "rounds": rounds,
-            "calls_per_round": per_round, "pool": len(data_sets[0]), "checks": checks, "host_us": [common.median(t) for t in every],
-            "speedup": speedup, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi)}
+            "calls_per_round": per_round, "pool": len(data_sets[0]), "checks": checks,
+            "host_us": [common.median(t) for t in every["idle"]],
+            "speedup": speedup, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi),
+            "queued_us": [common.median(t) for t in every["queued"]],
+            "queued_speedup": q_speedup, "queued_lo": q_lo, "queued_hi": q_hi, "queued_verdict": stats.verdict(q_lo, q_hi)}
 
 
 def format_comparison(r: dict) -> list[str]:
     """The lines ``nvfp4 probe host PROBLEM A B`` prints."""
     a, b = r["versions"]
     lines = [f"{r['problem']} {a} and {b}, {r['shape']}, {r['device']}, torch {r['torch']}: host path (CPU time of a "
-             f"call, device idle), {r['rounds']} rounds of {r['calls_per_round']} calls each over {r['pool']} input set(s), "
-             "taken in turn (µs a call, medians)"]
+             f"call: from an idle device, and queued right after the one before as in GPU MODE's loop), {r['rounds']} "
+             f"rounds of {r['calls_per_round']} calls each way over {r['pool']} input set(s), taken in turn (µs a call, "
+             "medians)"]
     for label, check in zip(r["versions"], r["checks"]):
         if not check["ok"]:
             lines.append(f"WRONG OUTPUT from {label} ({check['message']}): these are the times of a broken kernel")
-    lines += [f"  {label:<50} {_us(us)}" for label, us in zip(r["versions"], r["host_us"])]
-    lines.append(f"  {b} over {a}: {r['speedup']:.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']} (the host path's "
-                 "speedup from the rounds' medians, paired; the device is `compare`'s)")
+    lines.append(f"  {'':<40} {'idle':>9} {'queued':>9}")
+    lines += [f"  {label:<40} {_us(idle)} {_us(queued)}"
+              for label, idle, queued in zip(r["versions"], r["host_us"], r["queued_us"])]
+    lines.append(f"  {b} over {a}: idle {r['speedup']:.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']}, queued "
+                 f"{r['queued_speedup']:.3f}x [{r['queued_lo']:.3f}, {r['queued_hi']:.3f}] {r['queued_verdict']} (the host "
+                 "path's speedup from the rounds' medians, paired; the device is `compare`'s)")
     return lines
 
 
