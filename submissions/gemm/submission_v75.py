@@ -14,14 +14,16 @@ is expected) and issues B's copies. Every later stage is v74's (the prepass's ti
 still writes all of A. A's fp16 values are the prepass's bit for bit, so C is v74's bit for bit.
 Why: the prepass read A's e2m1 bytes ~1.7-2 µs before the GEMM starts, so they sit in L2 when the decoding warps
 ask for them; the first stage then waits for B's first copy (issued under the prepass) and its own decode, not for
-the prepass grid's completion. dual_gemm v38 decoded its first two blocks in the CTA too and read SAME: its 256
-rows' loads went one round trip a row beside a 448-block prepass (3.04 µs); here the rows' bytes go into a
-12 KB scratch by cp.async all at once (one round trip), then are decoded from shared memory.
+the prepass grid's completion. dual_gemm v38 decoded its first two blocks in the CTA too (all 384 threads, every
+load in flight at once) and read SAME: beside its 448-block prepass the loads took 3.04 µs and the wait returned
+0.32 µs later. Here the prepass is 32 blocks and done or nearly done when the GEMM starts (v73: the wait returned
+0.19 µs after B was armed), and the bytes it read are in L2: the decoders' copies (cp.async into a 12 KB scratch,
+one round trip for the CTA's rows) should not queue behind it.
 Risk (compile-only, session 58): the decoding warps run after setmaxnreg.dec to 40 registers; ptxas reported no
 spills for the kernel, but its per-region register use was not read (no cuobjdump on the build machine): `test
 --dist all`, racecheck and synccheck on the first device call say whether the stages hold the prepass's values.
 Arch: sm_90a
-Analogue: dual_gemm v38 (its first two blocks of A decoded in the CTA, one load round trip a row: SAME); v21/v31/v46 decoded all of A in the GEMM and lost
+Analogue: dual_gemm v38 (its first two blocks of A decoded by the CTA beside a 448-block prepass: 3.04 µs, SAME); v21/v31/v46 decoded all of A in the GEMM and lost
 Prediction: (kernel method, `compare gemm v74 v75`, H200) 128x7168x2048 1.02-1.06x (the first stage decoded
 0.3-0.8 µs sooner: v74's marks read it ~2.3 µs after the start, v73's 1.89), the split shapes SAME (untouched).
 Marks: "first stage decoded" before "prepass done".
@@ -455,8 +457,8 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
 // v75: the locally decoded stages' e2m1 bytes and scales of tile t's A rows, copied into the scratch by
 // cp.async (row r of stage s at scratch + (s * kN + r) * kLocalRowBytes: 32 bytes of values, then 4 of scales),
 // the kLocalDecoders threads' `lane` taking rows in turn; rows past M are not read. One commit group: every
-// thread's copies are in flight at once, so the stages' loads cost one L2 round trip, not one a row (dual_gemm
-// v38's first-blocks decode, one round trip a row beside its running prepass, took 3.04 µs and was SAME).
+// thread's copies are in flight at once, so the stages' loads cost one L2 round trip (dual_gemm
+// v38's first-blocks decode, all 384 threads' loads at once beside its 448-block prepass, took 3.04 µs: SAME).
 // NOTE: scales by cp.async only where sfa and its row stride are 4-byte aligned (`scales_async`, the prepass's
 // test); otherwise decode_a_local reads them as bytes from global memory.
 template <int kN>

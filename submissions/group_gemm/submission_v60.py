@@ -22,7 +22,7 @@ decoders' reads of the tile's values (a variant whose decoders only wait and arr
 20/36 each): the values the branch reads (d, t, n_cols, the ring) held across setmaxnreg.dec, stored once a thread
 at the start, not in any loop.
 Arch: sm_90a
-Analogue: gemm v75 (the same change, its first measurement); dual_gemm v38 (a CTA's first blocks decoded one load round trip a row: SAME)
+Analogue: gemm v75 (the same change, its first measurement); dual_gemm v38 (a CTA's first blocks decoded beside a 448-block prepass: 3.04 µs, SAME; C's prepass is 256 blocks, D's 96)
 (not built: v55 judged it from the lap's last issue, above); a producer that issues a stage's load as an earlier one
 completes (CUTLASS's pipelines: loads gated by barriers), here gating the first lap on landed stages
 Prediction: (kernel method, `compare group_gemm v58 v60`, H200) D 1.03-1.08x and C 1.02-1.06x (the first stage
