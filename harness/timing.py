@@ -222,15 +222,16 @@ class Block:
     kernel: dict | None = None  # kernel method: per call span, summed durations, host µs (kernel_times)
 
 
-def host_call_times(fn, pool: list, calls: int) -> list[float]:
-    """Host µs of each of ``calls`` calls (cycling over ``pool``), each from an idle device and with
-    no profiler attached: what the Python and C++ path of a call costs before its work is queued
-    (``nvfp4 probe host``; the kernel method's ``host_us`` runs under the profiler, which inflates it)."""
+def host_call_times(fn, pool: list, calls: int, start: int = 0) -> list[float]:
+    """Host µs of each of ``calls`` calls (cycling over ``pool`` from set ``start``), each from an idle
+    device and with no profiler attached: what the Python and C++ path of a call costs before its work
+    is queued (``nvfp4 probe host``; the kernel method's ``host_us`` runs under the profiler, which
+    inflates it)."""
     b = bound()
     sync = b.synchronize if b.torch.cuda.is_available() else (lambda: None)
     out = []
     for i in range(calls):
-        data = pool[i % len(pool)]
+        data = pool[(start + i) % len(pool)]
         sync()
         t0 = _now()
         fn(data)
@@ -239,10 +240,10 @@ def host_call_times(fn, pool: list, calls: int) -> list[float]:
     return out
 
 
-def queued_call_times(fn, pool: list, calls: int) -> list[float]:
-    """Host µs of each of ``calls`` calls made back to back, a batch of the whole ``pool`` (each set once,
-    in turn) after one synchronise, as GPU MODE's batch loop makes them: the device busy with the calls
-    before, their launches queued. With ``host_call_times`` it tells a host path that grows with the
+def queued_call_times(fn, pool: list, calls: int, start: int = 0) -> list[float]:
+    """Host µs of each of ``calls`` calls made back to back, in batches of ``len(pool)`` calls (the sets in
+    turn, cycling from set ``start``) each after one synchronise, as GPU MODE's batch loop makes them:
+    the device busy with the calls before, their launches queued. With ``host_call_times`` it tells a host path that grows with the
     rotation or under load from one that does not: gemm v68's plan cache walked an MRU list, so with GPU
     MODE's 50 sets every call's plan was the last node (17-19 µs a call on an H200 host where one torch
     launch took 8-9, session 58; 3.5-4 µs of it went with a hashed index, gemm v72), which a pool of 4
@@ -253,8 +254,8 @@ def queued_call_times(fn, pool: list, calls: int) -> list[float]:
     while len(out) < calls:
         sync()
         t0 = _now()
-        for data in pool[:calls - len(out)]:
-            fn(data)
+        for _ in range(min(len(pool), calls - len(out))):
+            fn(pool[(start + len(out)) % len(pool)])
             t1 = _now()
             out.append((t1 - t0) * 1e6)
             t0 = t1

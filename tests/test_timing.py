@@ -238,6 +238,12 @@ def test_queued_call_times_make_the_pools_sets_batches_back_to_back_and_time_eac
     assert seen == ["a", "b", "c", "a", "b", "c", "a"] and len(times) == 7 and all(t >= 0 for t in times)
     if torch.cuda.is_available():  # one synchronise before each batch and one after the last, none between calls
         assert syncs == [0, 3, 6, 7]
+    seen.clear()  # a later round goes on where the last stopped (probe host's rounds rotate through the pool)
+    timing.queued_call_times(lambda data: seen.append(data), ["a", "b", "c"], 4, start=2)
+    assert seen == ["c", "a", "b", "c"]
+    seen.clear()
+    timing.host_call_times(lambda data: seen.append(data), ["a", "b", "c"], 4, start=1)
+    assert seen == ["b", "c", "a", "b"]
 
 
 @pytest.mark.parametrize("method", ["cold", "gpumode"])

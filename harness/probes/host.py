@@ -25,10 +25,10 @@ side bounds a call, from one process:
 
 Without a GPU only the host figures are measured (the device ones are None).
 
-With two versions (``compare``) it sets their host paths side by side, idle and queued: both imported
-in this process, each on its own inputs, their calls timed in rounds taken in turn (A B, B A, ...),
-and the host path's speedup of B over A each way with its 95% interval from the rounds' medians. NOTE: one host's pace
-is not another's: v47's host path on group_gemm's shape A read 19.17 µs on one H200 machine and 41.79
+With two versions (``compare``) it sets their host paths side by side, idle and queued: both
+imported in this process, each on its own inputs, their calls timed in rounds taken in turn (A B,
+B A, ...), and the host path's speedup of B over A each way with its 95% interval from the rounds'
+medians. NOTE: one host's pace is not another's: v47's host path on group_gemm's shape A read 19.17 µs on one H200 machine and 41.79
 on another the same day (its idle event pair 9.2 and 17.1 µs), so two versions' host paths measured in
 two runs are not a ratio.
 """
@@ -148,7 +148,10 @@ def _compare_shape(torch, subs, kernels, shape: Shape, calls: int, pool: int, ro
         # falls on each version as often as on the other
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
             for way, timed in ways.items():
-                times = timed(kernels[i], data_sets[i], per_round)
+                # NOTE: each round goes on through the sets where the last stopped, so the calls rotate through
+                # the whole pool as GPU MODE's do (a round of 10 calls from set 0 each time would hold a
+                # set-keyed cache 10 deep, not the pool's 50)
+                times = timed(kernels[i], data_sets[i], per_round, start=r * per_round)
                 medians[way][i].append([common.median(times)])
                 every[way][i] += times
     speedup, lo, hi = stats.paired_ratio_interval(medians["idle"][0], medians["idle"][1])
