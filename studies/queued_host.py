@@ -69,15 +69,10 @@ def _queued(torch, fn, data, dummy, passes: int, thrash=None):
     return hosts, events
 
 
-def _idle(torch, fn, data, calls: int):
-    out = []
-    for i in range(calls):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
-        fn(data[i % len(data)])
-        out.append((time.perf_counter_ns() - t0) / 1e3)
-    torch.cuda.synchronize()
-    return statistics.median(out)
+def _idle(fn, data, calls: int) -> float:
+    """Median host µs of a call from an idle device (the product's own: `probe host`'s first figure)."""
+    from harness import timing
+    return statistics.median(timing.host_call_times(fn, data, calls))
 
 
 def _before(torch, steps: list[str], subjects) -> None:
@@ -144,7 +139,7 @@ def main() -> int:
             for _ in range(3):
                 for d in data:
                     fn(d)
-            idle = _idle(torch, fn, data, 100)
+            idle = _idle(fn, data, 100)
             before = _counts(fn)
             hosts, events = _queued(torch, fn, data, dummy, args.passes, thrash)
             after = _counts(fn)
