@@ -1,34 +1,27 @@
-"""NVFP4 GEMM v74: the call's entry a CPython function taking the data tuple as it comes (METH_O), not a pybind binding.
+"""NVFP4 GEMM v76: pairs of paired tiles share A's copies (cluster multicast), each CTA copying half the A tile into both.
 
-Version: v74
-Parent: v72
-Change: the call's entry a METH_O builtin made once at import, not a pybind binding (the host path only). v47-v72
-bound `gemm(py::handle data)` through pybind11: each call went through pybind's dispatcher (an argument tuple, the
-overload record, its type casters, the return's cast). v74 exposes the same function as a METH_O builtin
-(group_gemm v46's): CPython calls it with the one argument, no tuple, no dispatch; an error is a Python exception set and a null return (raise_error's, torch's c10::Error
-without its backtrace, any other C++ exception), never a C++ exception past the entry. Checks, messages, plans,
-kernels and launches are v72's: C is v72's bit for bit.
-Why: after v72 the call still took 13.0 µs of host time queued and 13.8 idle on session 58's H200 host, against
-8.0 and 9.2 for one torch launch (`c.zero_()`), and `compare gemm v68 v72 --method gpumode` still named
-128x7168x2048 host-bound (v72 16.0 µs to return of 16.7 between the events). group_gemm v46's entry took its host
-path at g = 2 from 13.9 to 10.8 µs.
+Version: v76
+Parent: v74
+Change: a paired launch (v66: 64 rows of B and the whole M tile a CTA, unsplit) runs in clusters of two: CTAs 2i and
+2i + 1 hold adjacent 64-row tiles of one 128-row block of B and one M tile, so they read the same fp16 A tile every K
+block. Each copies half of its rows (whole swizzle atoms) by cp.async.bulk .multicast::cluster into both CTAs, and
+each full barrier still expects the whole tile. A slot is free only when both CTAs' consumers are done with it: each
+consumer warp arrives once more, on the peer's empty barrier (lane 0, at the CTA-scope default semantics: gemm v23's
+.release.cluster compiled to a GPU-wide MEMBAR), and only for a block whose slot is filled again, so no arrival can
+reach a peer that has left. A cluster barrier after the barriers' init (the producer waits on it after the prepass's
+griddepcontrol.wait, the consumers before their first remote arrival); none at the end. Only where every pair is
+resident at once (cudaOccupancyMaxActiveClusters), else v74's launch. Split launches (128x7168x16384, 128x4096x7168)
+are v74's.
+Why: v66's paired tile doubled A's L2 reads: on 128x7168x2048 112 CTAs read 58.7 MB of fp16 A in the 7.65 µs loop,
+~7.7 TB/s from L2, while the loop runs 0.239 µs a K block against 0.175 at the tensor rate. gemm v23-v28 lost
+4-10% pairing older tiles whose loop was bound by the consumers' chain (the ablation's half_a_copy moved nothing
+then, at ~4.7 TB/s); the paired tile's consumers alternate K blocks and have a block's tensor time of slack.
 Arch: sm_90a
-Analogue: group_gemm v46 (this lab's: its METH_O entry)
-Prediction: `studies/queued_host.py gemm v72 v74` host µs a call 1-3 less (idle and queued); `compare gemm v72
-v74 --method gpumode` 128x7168x2048 1.05-1.20x (no longer host-bound, at the kernel's ~13.5 µs), the other shapes
-SAME; kernel method SAME everywhere.
-Measured: NVIDIA H200, 2026-11-29, commit a5a05e6 (a one-GPU machine, session 58's fourth call). Tests (tests,
-edges), bad inputs (every message as v72's), racecheck and synccheck pass. `compare gemm v72 v74` (kernel method):
-0.999x / 1.001x / 0.992x SAME, as predicted. `compare gemm v72 v74 --method gpumode` (one process): 128x7168x16384
-1.014x [1.007, 1.021], 128x4096x7168 1.023x [1.013, 1.032], 128x7168x2048 1.112x [1.065, 1.153] FASTER (16.84 ->
-15.15 µs), in the predicted 1.05-1.20x. `studies/queued_host.py gemm v72 v74` (same machine): host µs a call idle /
-queued 8.67 / 9.05 -> 6.65 / 7.38 on 128x7168x2048, 8.39 / 9.25 -> 6.54 / 7.55 on 128x4096x7168 (one torch launch
-6.63 / 6.37): 2 µs less, at a torch launch's cost. `probe host gemm v74` (4 sets): 6.62 µs, of it cudaGraphLaunch
-4.90, cudaStreamIsCapturing 0.64, the rest 1.07 (v72 on another machine: 8.69 with a rest of 3.82).
-Fair peer (`compare gemm peer v74`, kernel method, one process): 1.226x [1.215, 1.238] / 1.193x [1.183, 1.202] /
-0.951x [0.942, 0.960] (peer 73.29 / 26.35 / 12.86 µs). Recorded: kernel 59.67 / 21.88 / 13.46 µs; gpumode 61.09 /
-23.19 / 15.86 (128x7168x2048 still read host-bound by `run`: 14.5 µs a call to return in the harness's child against
-~10 inside the call, see gemm NOTES, "The harness's gpumode on a host-bound shape").
+Analogue: gemm v24/v28 (this lab's multicast of A, without the fence); CUTLASS's and DeepGEMM's TMA multicast of the
+operand a cluster's CTAs share
+Prediction: 128x7168x2048 1.03-1.10x (loop 7.65 -> 6.5-7.2 µs, the start the same: the cluster barrier sits under
+the prepass's wait); SAME on the split shapes (their launches are v74's). A loss of 2-5% would price the coupling
+(each CTA at its slower peer's pace every block), as v28's did.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
