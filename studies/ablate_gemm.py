@@ -1,5 +1,8 @@
 """Where does the gemm kernel spend its K loop? Build it with parts removed and time each.
 
+v66-v74 (the paired kernel, 128x7168x2048's launch): their own anchors (PAIRED_PATCHES); only `--shapes 2` is ablated
+there, and no_a_copy copies one 1 KB swizzle atom of each A tile (a bulk copy cannot be empty).
+
 gemm v19's timeline (v15's, H100) puts 128x7168x16384's K loop at ~0.354 µs (~620 cycles) per
 K block against 512 cycles of tensor work, and its CTAs read each block's fp16 A tile (16 KB) from
 L2: 112 CTAs x 16 KB every 0.354 µs is ~5 TB/s, near what an H100's L2 serves. group_gemm's
@@ -76,6 +79,46 @@ PATCHES = [
     no_mma_patch("                    wgmma_m64k16<kN>(acc, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16));",
                  "frag[slot % 2]"),
 ]
+# v66-v74's paired kernel (64 rows of B and the whole M tile a CTA, the two consumer warpgroups alternating K blocks:
+# 128x7168x2048's launch; the split shapes run the other consumer, which these leave whole, so only `--shapes 2`
+# means anything for them). A bulk copy cannot be empty: no_a_copy copies one 8-row swizzle atom (1 KB) of each A tile.
+PAIRED_PATCHES = [
+    ("    const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;",
+     "    const uint32_t a_bytes = ABLATE_NO_A_COPY ? 1024u : static_cast<uint32_t>(n_cols) * 128 / (ABLATE_HALF_A_COPY ? 2 : 1);"),
+    ("            mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);\n"
+     "            bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);\n"
+     "            tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);",
+     "            mbar_arrive_expect_tx(full + 8 * kb, a_bytes + (ABLATE_NO_B_COPY ? 0u : B_SCALE_BYTES + b_value_bytes));\n"
+     "            if (!ABLATE_NO_B_COPY) {\n"
+     "            bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);\n"
+     "            tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);\n"
+     "            }"),
+    ("        mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + b_value_bytes);",
+     "        mbar_arrive_expect_tx(full + 8 * s, a_bytes + (ABLATE_NO_B_COPY ? 0u : B_SCALE_BYTES + b_value_bytes));"),
+    ("        bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);\n"
+     "        tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);",
+     "        if (!ABLATE_NO_B_COPY) {\n"
+     "        bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);\n"
+     "        tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);\n"
+     "        }"),
+    no_decode_patch("        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);"),
+    ("                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),\n"
+     "                                     s > 0 || i % kPromoteBlocks != 0);",
+     "#if ABLATE_NO_MMA\n"
+     "                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code\n"
+     "                    const uint32_t x = frag[i % 2][s][0] ^ frag[i % 2][s][1] ^ frag[i % 2][s][2] ^ frag[i % 2][s][3];\n"
+     "                    chunk[s] = __uint_as_float(__float_as_uint(chunk[s]) ^ x);\n"
+     "                }\n"
+     "#else\n"
+     "                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),\n"
+     "                                     s > 0 || i % kPromoteBlocks != 0);\n"
+     "#endif"),
+    ("    consumer_sync();  // NOTE: every wgmma has read its stage before the ring is overwritten\n",
+     "    if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;  // NOTE: acc stays live: the K loop is kept\n"
+     "    consumer_sync();  // NOTE: every wgmma has read its stage before the ring is overwritten\n"),
+]
+PAIRED_ANCHOR = "consume_paired<kN>(d, m0, n0"
+
 # The epilogue's entry: v19-v31 branch on problem.splits inside the consumer; v32 on, the kernel is
 # instantiated per split-or-not and `problem.splits > 1` occurs only in host code, which the v19
 # anchor would patch (once, wrongly). The first anchor found in the consumer is used.
@@ -95,6 +138,8 @@ def epilogue_patch(text: str) -> tuple[str, str]:
 
 def patched_source(text: str, variant: str) -> str:
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
+    if PAIRED_ANCHOR in text:
+        return patched(text, PAIRED_PATCHES, defines, variant)
     return patched(text, PATCHES + [epilogue_patch(text)], defines, variant)
 
 
