@@ -17,7 +17,8 @@ A path is imported under its file name (a variant not in the lineage, e.g. a scr
 leaves a call slower there (session 58: v74's call took ~3 µs more inside `run`'s child than here): `telemetry`
 (NVML opened, harness.telemetry), `read-floor` (ceilings.measure_read: torch's and Triton's read kernels), `profiler`
 (a torch.profiler session over one call: CUPTI's callbacks stay on), `guard` (harness.guard's snapshot). Each changes
-the process for good: compare separate runs, one step each, with a run of none.
+the process for good: compare separate runs, one step each, with a run of none. `--gc freeze|off` then tests
+whether what a step leaves is the collector's walk over its objects (a bigger heap makes each collection longer).
 """
 from __future__ import annotations
 
@@ -109,6 +110,9 @@ def main() -> int:
                     "pass (0: none): the host's caches cold at each pass's start, as after the harness's refill")
     ap.add_argument("--before", action="append", default=[], choices=("telemetry", "read-floor", "profiler", "guard"),
                     help="a harness child's set-up step run first (repeatable; see the docstring)")
+    ap.add_argument("--gc", choices=("default", "freeze", "off"), default="default",
+                    help="after the set-up steps: leave Python's collector as it is, move every object so far into "
+                    "its permanent generation (gc.freeze: collections no longer walk them), or turn it off")
     ap.add_argument("--check", action="store_true", help="after the queued passes, check every set's output (a cache "
                     "past its capacity evicts and rebuilds: this says the calls stayed right)")
     args = ap.parse_args()
@@ -120,6 +124,13 @@ def main() -> int:
     mod = problem_module(args.problem)
     subjects = list(_subjects(args.problem, args.subjects))
     _before(torch, args.before, subjects)
+    import gc
+    print(f"gc: {args.gc}; {len(gc.get_objects())} objects tracked, counts {gc.get_count()}", flush=True)
+    if args.gc == "freeze":
+        gc.collect()
+        gc.freeze()
+    elif args.gc == "off":
+        gc.disable()
     dummy = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
     thrash = torch.zeros(args.thrash_mb << 18, dtype=torch.int32) if args.thrash_mb else None
     shapes = config.load()[args.problem].benchmarks
