@@ -1,27 +1,45 @@
-"""NVFP4 GEMM v76: pairs of paired tiles share A's copies (cluster multicast), each CTA copying half the A tile into both.
+"""NVFP4 GEMM v75: an unsplit launch decodes its first two stages of A itself, from e2m1, instead of waiting for the prepass.
 
-Version: v76
+Version: v75
 Parent: v74
-Change: a paired launch (v66: 64 rows of B and the whole M tile a CTA, unsplit) runs in clusters of two: CTAs 2i and
-2i + 1 hold adjacent 64-row tiles of one 128-row block of B and one M tile, so they read the same fp16 A tile every K
-block. Each copies half of its rows (whole swizzle atoms) by cp.async.bulk .multicast::cluster into both CTAs, and
-each full barrier still expects the whole tile. A slot is free only when both CTAs' consumers are done with it: each
-consumer warp arrives once more, on the peer's empty barrier (lane 0, at the CTA-scope default semantics: gemm v23's
-.release.cluster compiled to a GPU-wide MEMBAR), and only for a block whose slot is filled again, so no arrival can
-reach a peer that has left. A cluster barrier after the barriers' init (the producer waits on it after the prepass's
-griddepcontrol.wait, the consumers before their first remote arrival); none at the end. Only where every pair is
-resident at once (cudaOccupancyMaxActiveClusters), else v74's launch. Split launches (128x7168x16384, 128x4096x7168)
-are v74's.
-Why: v66's paired tile doubled A's L2 reads: on 128x7168x2048 112 CTAs read 58.7 MB of fp16 A in the 7.65 µs loop,
-~7.7 TB/s from L2, while the loop runs 0.239 µs a K block against 0.175 at the tensor rate. gemm v23-v28 lost
-4-10% pairing older tiles whose loop was bound by the consumers' chain (the ablation's half_a_copy moved nothing
-then, at ~4.7 TB/s); the paired tile's consumers alternate K blocks and have a block's tensor time of slack.
+Change: an unsplit launch's first two stages of A decoded in the CTA from e2m1 by the producer's idle warps (the
+first lap of unsplit launches only). v48-v74: every stage's A tile is the prepass's fp16 output, copied after
+griddepcontrol.wait, so the first stage waited for the whole prepass grid to complete and be visible (v73's marks:
+the wait returned 1.12 µs after the GEMM's start, A's first tile decoded 0.77 later). v75: warps 1-3 of the producer
+warpgroup (idle until now) decode the first two K blocks of the CTA's A rows straight from the caller's e2m1 values
+and sfa (copied into a scratch by cp.async, then the prepass's arithmetic and swizzled layout, written into the
+stage with st.shared), fence them to the async proxy, and arrive on the stage's full barrier; thread 0 only adds B's
+bytes to those two stages (mbarrier.expect_tx before the CTA's barrier, so no arrival can complete a phase before B
+is expected) and issues B's copies. Every later stage is v74's (the prepass's tiles after the wait). The prepass
+still writes all of A. A's fp16 values are the prepass's bit for bit, so C is v74's bit for bit.
+Why: the prepass read A's e2m1 bytes ~1.7-2 µs before the GEMM starts, so they sit in L2 when the decoding warps
+ask for them; the first stage then waits for B's first copy (issued under the prepass) and its own decode, not for
+the prepass grid's completion. dual_gemm v38 decoded its first two blocks in the CTA too (all 384 threads, every
+load in flight at once) and read SAME: beside its 448-block prepass the loads took 3.04 µs and the wait returned
+0.32 µs later. Here the prepass is 32 blocks and done or nearly done when the GEMM starts (v73: the wait returned
+0.19 µs after B was armed), and the bytes it read are in L2: the decoders' copies (cp.async into a 12 KB scratch,
+one round trip for the CTA's rows) should not queue behind it.
+Risk (compile-only, session 58): the decoding warps run after setmaxnreg.dec to 40 registers; ptxas reported no
+spills for the kernel, but its per-region register use was not read (no cuobjdump on the build machine): `test
+--dist all`, racecheck and synccheck on the first device call say whether the stages hold the prepass's values.
 Arch: sm_90a
-Analogue: gemm v24/v28 (this lab's multicast of A, without the fence); CUTLASS's and DeepGEMM's TMA multicast of the
-operand a cluster's CTAs share
-Prediction: 128x7168x2048 1.03-1.10x (loop 7.65 -> 6.5-7.2 µs, the start the same: the cluster barrier sits under
-the prepass's wait); SAME on the split shapes (their launches are v74's). A loss of 2-5% would price the coupling
-(each CTA at its slower peer's pace every block), as v28's did.
+Analogue: dual_gemm v38 (its first two blocks of A decoded by the CTA beside a 448-block prepass: 3.04 µs, SAME); v21/v31/v46 decoded all of A in the GEMM and lost
+Prediction: (kernel method, `compare gemm v74 v75`, H200) 128x7168x2048 1.02-1.06x (the first stage decoded
+0.3-0.8 µs sooner: v74's marks read it ~2.3 µs after the start, v73's 1.89), the split shapes SAME (untouched).
+Marks: "first stage decoded" before "prepass done".
+Verdict: slower
+Measured: NVIDIA H200, session 59 (a two-GPU machine, one GPU each for v75 and group_gemm v60; driver 580.159.04,
+torch 2.11.0+cu130; commit 1854f16). Tests (tests, edges, both distributions), bad inputs, racecheck, synccheck and
+the paired custom shapes (`test --dist all --seeds 2`, 64x256x256 ... 96x6144x192) pass: the decoded stages hold the
+prepass's values. `compare gemm v74 v75` (kernel method, one process): 128x7168x16384 1.000x [0.995, 1.004],
+128x4096x7168 1.000x [0.992, 1.008] SAME; 128x7168x2048 0.825x [0.818, 0.833] SLOWER (13.55 -> 16.42 µs). Refuted.
+`probe marks gemm v75` (20 calls, medians, µs after the GEMM's first stamp): B armed 1.41, prepass done 1.44, first
+stage decoded 3.65 (v74 ~2.3: the CTA's own decode ended 1.3 µs later than the prepass's tiles would have landed,
+the prepass having finished by the time its wait was reached), K loop 9.38 µs (v74 7.65: 1.7 µs longer; the
+decoding warps' scratch and stores share the SM with the consumers' first blocks, and the two stages they fill are
+the ring's first), end 1.02. Recorded: kernel 60.15 / 22.09 / 16.45 µs, gpumode 61.12 / 23.15 / 18.03. With a
+32-block prepass the wait is not on the path: the prepass is done when the first A copy is issued, and any decode in
+the GEMM's CTAs only adds work there.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -74,7 +92,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v76"
+EXTENSION_NAME = "nvfp4_gemm_v75"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -177,7 +195,9 @@ constexpr int B_SCALE_BYTES = BLOCK_N * BLOCK_K / 16;
 // NOTE: rounded up to 1024 bytes (21 KB) so every slot's A tile stays aligned for the 128-byte swizzle.
 constexpr int STAGE_BYTES = (A_TILE_BYTES + B_VALUE_BYTES + B_SCALE_BYTES + 1023) / 1024 * 1024;
 constexpr int BARRIER_BYTES = (2 * kStages + 1) * 8;  // a full and an empty mbarrier per stage, and `gather`
-constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 1024;  // + slack to align the ring to 1024 bytes
+// v75: the local stages' scratch (their rows' e2m1 bytes and scales) after the barriers, 16-byte aligned
+constexpr int LOCAL_SCRATCH_BYTES = 2 * BLOCK_M_MAX * 48;
+constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 16 + LOCAL_SCRATCH_BYTES + 1024;  // + slack to align the ring to 1024 bytes
 // NOTE: split-K stages a CTA's fp32 partial at the drained ring's start and gathers its peers' parts
 // of its share after it: at most (S - 1) x ceil(P / S) <= P positions, so one more partial's room.
 constexpr int PARTIAL_BYTES = BLOCK_N * BLOCK_M_MAX * 4;  // 64 KB: [position j][consumer thread] float4
@@ -196,11 +216,16 @@ constexpr int kMinBlocksPerSplit = 4;   // K blocks: below this the pipeline's f
 // NOTE: hardware barrier 0 is __syncthreads'; the split-K handshake needs one that counts only the
 // 256 consumer threads, the producer warps having left by then.
 constexpr int kConsumerBarrier = 1;
+// v75: an unsplit launch's first kLocalStages K blocks of A are decoded in the CTA by the producer warpgroup's
+// warps 1-3 (kLocalDecoders threads, synchronised among themselves by kLocalBarrier), not copied from the prepass.
+constexpr int kLocalStages = 2;
+constexpr int kLocalDecoders = kProducerThreads - 32;
+constexpr int kLocalBarrier = 2;
+constexpr int kLocalRowBytes = 48;  // a row's 32 bytes of e2m1 values and 4 of scales in the scratch, 16-aligned
 // NOTE: v66: a paired launch (unsplit only) gives each CTA 64 rows of B and the whole M tile (up to 128
 // rows of A): both consumer warpgroups decode the same 64 rows, warpgroup w the K blocks kb = w mod 2.
 constexpr int PAIRED_N = 64;
 constexpr int kPairedEmptyArrivals = kConsumerThreads / 2;  // one warpgroup releases each slot
-constexpr int kPairWarps = kConsumerThreads / 2 / 32;       // v76: and in a pair, each warp of the peer's warpgroup once
 
 struct GroupDesc {
     CUtensorMap b_map;                   // B's values: N rows x K/2 bytes, box 128 rows x 32 bytes (host-encoded)
@@ -224,8 +249,6 @@ struct Problem {
     int tile_n;              // rows of B per tile: BLOCK_N, or PAIRED_N for a paired launch (v66)
     float* partials;         // S > 1: [tile][split] PARTIAL_BYTES each, as the ring stages them (workspace)
     uint32_t* flags;         // S > 1: [tile][split], 1 once that partial is in `partials`; zeroed by the prepass
-    int pairs;               // v76: 1 when a paired launch runs in clusters of two CTAs (adjacent 64-row tiles of one
-                             // 128-row block of B, one M tile) that each copy half of the A tile into both
 };
 static_assert(sizeof(Problem) <= 4096, "the kernel parameter must fit in 4 KB");
 
@@ -334,6 +357,10 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
+// Adds `bytes` to the transactions the barrier's current phase waits for, without an arrival (v75).
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
 // Waits until the barrier's phase of the given parity has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     asm volatile(
@@ -346,32 +373,6 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                  ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
-// v76: the same copy landing at `dst` in both CTAs of a cluster of two (mask 0b11), each CTA's copy counted on
-// the mbarrier at `bar` in that CTA (the same shared offset in both).
-__device__ __forceinline__ void bulk_copy_pair(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n"
-                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "h"(static_cast<uint16_t>(3)) : "memory");
-}
-// v76: an arrival on the mbarrier at shared::cluster address `bar` (the cluster peer's, from mapa).
-// NOTE: the default semantics (release at CTA scope), not .release.cluster: gemm v23's cluster-scope form
-// compiled to MEMBAR.ALL.GPU before every arrive and cost ~0.7 µs a K block (NOTES, "v23's loss found in its
-// SASS"). What the arrive must order are this warp's reads of the slot, complete once its wgmma wait returned.
-__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ uint32_t peer_address(uint32_t addr, uint32_t rank) {
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-    return remote;
-}
-__device__ __forceinline__ uint32_t cluster_rank() {
-    uint32_t rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-    return rank;
-}
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
-
 // global -> shared 2-D tensor copy of the box at (x, y) (x: bytes along K/2, y: rows) described by
 // `map`, counted on `bar`.
 // NOTE: `map` is the kernel parameter's own copy (param space, generic address), which the TMA
@@ -465,6 +466,85 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
         *reinterpret_cast<uint4*>(d.a16 + a16_offset(d, t, kb, r, 2 * s + j)) = make_uint4(out[s][0], out[s][1], out[s][2], out[s][3]);
 }
 
+// v75: the locally decoded stages' e2m1 bytes and scales of tile t's A rows, copied into the scratch by
+// cp.async (row r of stage s at scratch + (s * kN + r) * kLocalRowBytes: 32 bytes of values, then 4 of scales),
+// the kLocalDecoders threads' `lane` taking rows in turn; rows past M are not read. One commit group: every
+// thread's copies are in flight at once, so the stages' loads cost one L2 round trip (dual_gemm
+// v38's first-blocks decode, all 384 threads' loads at once beside its 448-block prepass, took 3.04 µs: SAME).
+// NOTE: scales by cp.async only where sfa and its row stride are 4-byte aligned (`scales_async`, the prepass's
+// test); otherwise decode_a_local reads them as bytes from global memory.
+template <int kN>
+__device__ __forceinline__ void load_a_local(const GroupDesc& d, int t, int kb_first, int stages, uint32_t scratch,
+                                             int lane, bool scales_async) {
+    #pragma unroll 1
+    for (int u = lane; u < stages * kN; u += kLocalDecoders) {
+        const int s = u / kN, r = u % kN, row = t * d.m_tile_rows + r;
+        if (row >= d.m) continue;
+        const int kg = kb_first + s;
+        const uint8_t* src = d.a + row * d.a_row + kg * (BLOCK_K / 2);
+        const uint32_t dst = scratch + (s * kN + r) * kLocalRowBytes;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + 16), "l"(src + 16) : "memory");
+        if (scales_async)
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 32),
+                         "l"(d.sfa + row * d.sfa_row + kg * (BLOCK_K / 16)) : "memory");
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// v75: stage s (K block kg) of tile t's A decoded from the scratch into the stage at `a_stage` (kN rows of 128
+// bytes, the prepass's swizzled layout: chunk c of row r at r * 128 + ((c ^ r % 8) * 16)), each unit (row r,
+// half j) as decode_a_kernel's thread for it computes it; rows past M as zeros.
+// NOTE: one chunk (4 registers) at a time: these warps run under setmaxnreg's kProducerRegisters.
+template <int kN>
+__device__ __forceinline__ void decode_a_local(const GroupDesc& d, int t, int kg, int s, uint32_t scratch,
+                                               uint32_t a_stage, int lane, bool scales_async) {
+    #pragma unroll 1
+    for (int u = lane; u < kN * 2; u += kLocalDecoders) {
+        const int r = u >> 1, j = u & 1, row = t * d.m_tile_rows + r;
+        uint32_t w[4] = {0u, 0u, 0u, 0u};
+        __half2 scale[4];
+        if (row < d.m) {
+            const uint32_t src = scratch + (s * kN + r) * kLocalRowBytes;
+            uint32_t v[8];
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(src));
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7]) : "r"(src + 16));
+            w[0] = v[j];      // words 2t + j, t = 0..3 (decode_a_kernel's lo.x/lo.y, lo.z/lo.w, hi.x/hi.y, hi.z/hi.w)
+            w[1] = v[2 + j];
+            w[2] = v[4 + j];
+            w[3] = v[6 + j];
+            uint32_t sc;
+            if (scales_async) {
+                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(sc) : "r"(src + 32));
+            } else {
+                const uint8_t* sf = d.sfa + row * d.sfa_row + kg * (BLOCK_K / 16);
+                sc = sf[0] | (sf[1] << 8) | (sf[2] << 16) | (static_cast<uint32_t>(sf[3]) << 24);
+            }
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) scale[i] = scale_pair(sc >> (8 * i));
+        }
+        const uint32_t row_base = a_stage + r * 128;
+        #pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            uint32_t out[4] = {0u, 0u, 0u, 0u};
+            if (row < d.m) {
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const uint32_t bits = c == 0 ? e2m1_pair_bits<0>(w[i]) : c == 1 ? e2m1_pair_bits<1>(w[i])
+                                        : c == 2 ? e2m1_pair_bits<2>(w[i]) : e2m1_pair_bits<3>(w[i]);
+                    out[i] = scaled_pair(bits, scale[i]);
+                }
+            }
+            const uint32_t addr = row_base + (((2 * c + j) ^ (r % 8)) * 16);
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(out[0]), "r"(out[1]), "r"(out[2]),
+                         "r"(out[3]) : "memory");
+        }
+    }
+    // NOTE: the stores are generic-proxy writes that wgmma (the async proxy) reads: each thread fences its own
+    // before the decoders' barrier, and one arrival on the full barrier then releases them all.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // Stage addresses of ring slot s: the A tile (1024-aligned), then B's values and scales.
 struct Stage { uint32_t a, b_values, b_scales; };
 __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
@@ -481,16 +561,8 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
 template <bool kSplit, bool kPaired>
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
-                                        uint32_t ring, uint32_t full, uint32_t empty, bool pairs, uint32_t rank) {
+                                        uint32_t ring, uint32_t full, uint32_t empty) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
-    // NOTE: v76: in a pair each CTA copies rows [rank x n_cols / 2, + n_cols / 2) of the A tile (whole 1024-byte
-    // swizzle atoms: n_cols is a multiple of 32) into both CTAs; each full barrier still expects all of a_bytes.
-    const uint32_t a_part = pairs ? a_bytes / 2 : a_bytes, a_from = pairs ? rank * a_part : 0;
-    auto copy_a = [&](int s, int kg) {
-        const uint8_t* src = d.a16 + a16_offset(d, t, kg, 0, 0) + a_from;
-        if (pairs) bulk_copy_pair(stage_of(ring, s).a + a_from, src, a_part, full + 8 * s);
-        else bulk_copy(stage_of(ring, s).a, src, a_bytes, full + 8 * s);
-    };
     // NOTE: v66: a paired tile's 64 rows of B (the tensor map's box is 64 rows then); its scales are still
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
     constexpr uint32_t b_value_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE;
@@ -503,23 +575,24 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // expect_tx counts A's bytes too, so no stage completes, and no consumer reads a slot, before its
         // A tile has landed.
         const int first_lap = num_k < kStages ? num_k : kStages;
+        // NOTE: v75: the first kLocalStages stages' A is decoded in the CTA (decode_a_local); their barriers
+        // already expect B's bytes (the kernel's start) and the decoders' arrival completes them.
+        const int local = first_lap < kLocalStages ? first_lap : kLocalStages;
         for (int kb = 0; kb < first_lap; ++kb) {
             const Stage st = stage_of(ring, kb);
-            mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
+            if (kb >= local) mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
             bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
             tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
         }
         NVFP4_MARK(1);
         // NOTE: waits until the prepass grid has completed and its memory operations are performed and made
         // visible to this grid (PTX ISA, griddepcontrol); without a programmatic dependency it returns at
-        // once. Everything this kernel reads of the prepass's output, A's tiles, is loaded by the copies
-        // after it; an unsplit kernel reads no split flags.
+        // once. Everything this kernel reads of the prepass's output, A's tiles from stage `local` on, is
+        // loaded by the copies after it; an unsplit kernel reads no split flags.
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
-        // NOTE: v76: the peer's barriers are initialised (its cluster_arrive came after its init) before this
-        // CTA's first copy signals them; the wait sits after the prepass's, which is the longer.
-        if (pairs) cluster_wait();
         NVFP4_MARK(2);
-        for (int kb = 0; kb < first_lap; ++kb) copy_a(kb, kb_first + kb);
+        for (int kb = local; kb < first_lap; ++kb)
+            bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
         kb_start = first_lap;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
@@ -528,7 +601,7 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
         const Stage st = stage_of(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + b_value_bytes);
-        copy_a(s, kg);
+        bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
         bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
         tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);
     }
@@ -812,8 +885,7 @@ __device__ __forceinline__ void store_staged_c_paired(const GroupDesc& d, int ct
 // tensor time to hide in.
 template <int kN>
 __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n0, int num_k, uint32_t ring,
-                                               const uint8_t* ring_generic, uint32_t full, uint32_t empty, bool pairs,
-                                               uint32_t peer_empty) {
+                                               const uint8_t* ring_generic, uint32_t full, uint32_t empty) {
     const int cthread = threadIdx.x - kProducerThreads;
     const int wg = cthread / 128, wthread = cthread % 128;
     const int lane = cthread % 32;
@@ -834,8 +906,6 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
         mbar_wait(full + 8 * slot, parity);
         decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);
     };
-    // NOTE: v76: the peer's barriers are initialised before this CTA's first arrival on them.
-    if (pairs) cluster_wait();
     if (mine > 0) decode_slot(wg, 0, frag[0]);
     if (cthread == 0) NVFP4_MARK(3);
     uint32_t phase = 0;
@@ -854,18 +924,7 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
                                      s > 0 || i % kPromoteBlocks != 0);
                 wgmma_commit();
                 // NOTE: this warpgroup's previous block (slot - 2) completed at its last wait: released here.
-                if (kb + slot >= 2) {
-                    const int prev = (slot + kStages - 2) % kStages;
-                    mbar_arrive(empty + 8 * prev);
-                    // NOTE: v76: in a pair the slot is also the peer's producer's (its half of A lands here), so each
-                    // warp arrives on the peer's barrier too, once (lane 0 after the warp converged), and only for
-                    // a block whose slot is filled again (block + kStages < num_k): an arrival nobody waits for
-                    // could reach a peer that has already left.
-                    if (pairs && kb + slot - 2 + kStages < num_k) {
-                        __syncwarp();
-                        if (lane == 0) mbar_arrive_remote(peer_empty + 8 * prev);
-                    }
-                }
+                if (kb + slot >= 2) mbar_arrive(empty + 8 * ((slot + kStages - 2) % kStages));
                 if (kb + slot + 2 < num_k) {
                     const int next = (slot + 2) % kStages;
                     decode_slot(next, slot + 2 >= kStages ? phase ^ 1 : phase, frag[(i + 1) % 2]);
@@ -968,8 +1027,6 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const int blocks = d.k / BLOCK_K;
     const int kb_first = kSplit ? split * blocks / splits : 0;
     const int num_k = kSplit ? (split + 1) * blocks / splits - kb_first : blocks;
-    const bool pairs = kPaired && problem.pairs != 0;  // v76: a cluster of two, sharing the A tile's copies
-    const uint32_t rank = pairs ? cluster_rank() : 0;
 
     if (threadIdx.x == 0) {
         NVFP4_MARK(0);
@@ -980,26 +1037,44 @@ gemm_kernel(const __grid_constant__ Problem problem) {
         }
         for (int s = 0; s < kStages; ++s) {
             mbar_init(full + 8 * s, kFullArrivals);
-            mbar_init(empty + 8 * s, kPaired ? kPairedEmptyArrivals + (pairs ? kPairWarps : 0) : kEmptyArrivals);
+            mbar_init(empty + 8 * s, kPaired ? kPairedEmptyArrivals : kEmptyArrivals);
         }
         mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
+        if constexpr (!kSplit) {
+            // NOTE: v75: the locally decoded stages' phases wait for B's bytes, expected here, before the CTA's
+            // barrier: the decoders' one arrival (after it) can then never complete a phase ahead of B's copies.
+            constexpr uint32_t b_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE + B_SCALE_BYTES;
+            for (int s = 0; s < kLocalStages && s < num_k; ++s) mbar_expect_tx(full + 8 * s, b_bytes);
+        }
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below, thread 0 after its copies
-    // NOTE: v76: every thread arrives once (this CTA's barriers are initialised); only those that touch the peer
-    // (the producer's thread 0 before its first copy of A, the consumers before their first remote arrival) wait.
-    // No cluster barrier at the end: every copy into this CTA and every arrival on it that anything waits for
-    // completes before this CTA's own last K block does (consume_paired's remote arrivals).
-    if (pairs) cluster_arrive();
 
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-        if (threadIdx.x == 0) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty, pairs, rank);
+        if (threadIdx.x == 0) {
+            produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
+        } else if (!kSplit && threadIdx.x >= 32) {
+            // NOTE: v75: warps 1-3 decode the first stages' A (decode_a_local), one arrival a stage
+            static_assert(kLocalStages * BLOCK_M_MAX * kLocalRowBytes <= LOCAL_SCRATCH_BYTES, "the local stages' scratch");
+            const int lane = static_cast<int>(threadIdx.x) - 32;
+            const int stages = num_k < kLocalStages ? num_k : kLocalStages;
+            const uint32_t scratch = (gather + 8 + 15) & ~15u;
+            const bool scales_async = ((reinterpret_cast<uintptr_t>(d.sfa) | static_cast<uintptr_t>(d.sfa_row)) & 3u) == 0;
+            load_a_local<kN>(d, t, kb_first, stages, scratch, lane, scales_async);
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+            asm volatile("bar.sync %0, %1;\n" ::"n"(kLocalBarrier), "n"(kLocalDecoders) : "memory");
+            for (int s = 0; s < stages; ++s) {
+                decode_a_local<kN>(d, t, kb_first + s, s, scratch, stage_of(ring, s).a, lane, scales_async);
+                asm volatile("bar.sync %0, %1;\n" ::"n"(kLocalBarrier), "n"(kLocalDecoders) : "memory");
+                if (lane == 0) mbar_arrive(full + 8 * s);
+            }
+        }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-    if constexpr (kPaired) consume_paired<kN>(d, m0, n0, num_k, ring, ring_generic, full, empty, pairs, pairs ? peer_address(empty, rank ^ 1) : 0u);
+    if constexpr (kPaired) consume_paired<kN>(d, m0, n0, num_k, ring, ring_generic, full, empty);
     else consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);
     if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
 }
@@ -1078,7 +1153,6 @@ static int64_t fill_chunk_rows(const int64_t* desc, int num_groups, int first, i
     problem.num_tiles = tiles;
     problem.splits = choose_splits(tiles, min_blocks, sms);
     problem.tile_n = BLOCK_N;
-    problem.pairs = 0;
     return bytes;
 }
 
@@ -1094,37 +1168,6 @@ static int pair_tiles(Problem& problem) {
     problem.num_tiles = tiles;
     problem.tile_n = PAIRED_N;
     return tiles;
-}
-
-// v76: clusters of two CTAs of the paired kernel for `rows`-row M tiles that the current device holds at once (0 if
-// it cannot say), asked once per device and height.
-static int pair_capacity(int rows) {
-    static int capacity[64][BLOCK_M_MAX / M_STEP + 1] = {};
-    static bool asked[64][BLOCK_M_MAX / M_STEP + 1] = {};
-    int device = 0;
-    cudaGetDevice(&device);
-    if (device < 0 || device >= 64 || rows < M_STEP || rows > BLOCK_M_MAX) return 0;
-    if (!asked[device][rows / M_STEP]) {
-        cudaLaunchConfig_t config = {};
-        cudaLaunchAttribute attribute;
-        attribute.id = cudaLaunchAttributeClusterDimension;
-        attribute.val.clusterDim.x = 2;
-        attribute.val.clusterDim.y = 1;
-        attribute.val.clusterDim.z = 1;
-        config.gridDim = dim3(2, 1, 1);
-        config.blockDim = dim3(kThreads, 1, 1);
-        config.dynamicSmemBytes = SMEM_BYTES;
-        config.attrs = &attribute;
-        config.numAttrs = 1;
-        int clusters = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, kernel_for(rows, false, true), &config) != cudaSuccess) {
-            cudaGetLastError();  // NOTE: a refused query must not surface as the next launch's error
-            clusters = 0;
-        }
-        capacity[device][rows / M_STEP] = clusters;
-        asked[device][rows / M_STEP] = true;
-    }
-    return capacity[device][rows / M_STEP];
 }
 
 // Fills one chunk's Problem as fill_chunk_rows with M tiles of at most BLOCK_M_MAX rows; when that
@@ -1156,14 +1199,7 @@ static int64_t fill_chunk(const int64_t* desc, int num_groups, int first, int sm
         decode_blocks = shorter_blocks;
         return shorter_bytes;
     }
-    if (paired_tiles > 0) {
-        problem = paired;
-        // NOTE: v76: pairs of adjacent tiles share A's copies where every pair is resident at once (a cluster lives
-        // in one GPC: on a device whose GPCs leave odd SMs, fewer pairs than SMs / 2 fit); otherwise v74's launch.
-        // A batch's tile count is m_tiles x N / 64, even (N a multiple of 128), and tile_begin with it, so CTAs
-        // 2i and 2i + 1 are one M tile's adjacent 64-row tiles of one batch.
-        problem.pairs = paired_tiles / 2 <= pair_capacity(problem.groups[0].m_tile_rows) ? 1 : 0;
-    }
+    if (paired_tiles > 0) problem = paired;
     return bytes;
 }
 
@@ -1303,8 +1339,7 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         const Problem& problem = chunk.problem;
         decode_a_kernel<<<chunk.decode_blocks, kDecodeThreads, 0, stream>>>(problem);
         cudaLaunchConfig_t config = {};
-        cudaLaunchAttribute attribute, attributes[2];
-        int num_attributes = 1;
+        cudaLaunchAttribute attribute;
         if (problem.splits > 1) {
             // NOTE: a split CTA waits for its peers' flags: the cooperative launch guarantees all are resident.
             // Not programmatic: v48 made it both and lost 2.5% on 128x4096x7168 (H200, 49f8d55), cause not
@@ -1326,18 +1361,8 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         config.blockDim = dim3(kThreads, 1, 1);
         config.dynamicSmemBytes = SMEM_BYTES;
         config.stream = stream;
-        attributes[0] = attribute;
-        if (problem.pairs) {
-            // NOTE: v76: CTAs 2i and 2i + 1 one cluster (pair_capacity said all fit), beside the programmatic
-            // attribute (dual_gemm v42 ran clusters as the prepass's programmatic dependents).
-            attributes[1].id = cudaLaunchAttributeClusterDimension;
-            attributes[1].val.clusterDim.x = 2;
-            attributes[1].val.clusterDim.y = 1;
-            attributes[1].val.clusterDim.z = 1;
-            num_attributes = 2;
-        }
-        config.attrs = attributes;
-        config.numAttrs = num_attributes;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
         cudaError_t err = cudaGetLastError();  // NOTE: the prepass's launch error, if any
         if (err == cudaSuccess)
             err = cudaLaunchKernelEx(&config, kernel_for(problem.groups[0].m_tile_rows, problem.splits > 1, problem.tile_n == PAIRED_N),

@@ -28,7 +28,16 @@ completes (CUTLASS's pipelines: loads gated by barriers), here gating the first 
 Prediction: (kernel method, `compare group_gemm v58 v60`, H200) D 1.03-1.08x and C 1.02-1.06x (the first stage
 decoded 0.5-1.5 µs sooner, of 15.7 and 31.1 µs), A and B SAME (tall ring, untouched). Marks: 9 (stage 0 landed)
 before 7 (the wait returned).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 59 (a two-GPU machine, one GPU each for v60 and gemm v75; driver 580.159.04, torch
+2.11.0+cu130; commit 1854f16). Tests (tests, edges, both distributions), bad inputs, racecheck and synccheck pass.
+`compare group_gemm v58 v60` (kernel method, one process): A 1.000x [0.995, 1.006], B 0.995x [0.988, 1.003] SAME;
+C 0.879x [0.872, 0.886] (31.12 -> 35.41 µs) and D 0.839x [0.833, 0.845] (15.69 -> 18.71 µs) SLOWER. Refuted, as
+gemm v75 was in the same call (0.825x on its unsplit shape). `probe marks group_gemm v60` on D (20 calls, medians,
+µs after the call's first stamp): the wait returned 3.33 (v55 2.94), stage 0 landed 4.90 (v55 4.13: the decoders'
+stage lands after the prepass's tile would have), the first lap landed 7.26, K loop done 16.22. Recorded: kernel
+122.74 / 73.89 / 35.44 / 18.81 µs, gpumode 126.61 / 75.52 / 36.73 / 20.51. The CTA's own decode of two blocks is
+slower than waiting for the prepass, and the work it adds at the start costs the first laps too.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
