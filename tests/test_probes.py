@@ -375,12 +375,12 @@ def test_probe_host_splits_a_calls_host_path_and_says_what_the_cpu_cannot_measur
     assert result.exit_code == 0, result.output
     (r,) = json.loads(result.stdout)["shapes"]
     assert r["check"]["ok"] and r["host_us"] > 0 and r["ops"] and all(op["self_us"] > 0 for op in r["ops"])
-    assert r["queued_us"] > 0 and r["pool"] == 2
+    assert r["queued_us"] > 0 and r["pool"] == 2 and r["pace_us"] > 0
     assert r["rest_us"] == pytest.approx(r["host_us"] - sum(op["self_us"] for op in r["ops"]))
     if not torch.cuda.is_available():
         assert r["device_us"] is None and r["cold_us"] is None
         text = _invoke("host", "gemm", version, "--shape", SMALL["gemm"], "--calls", "2", "--pool", "1")
-        assert "no GPU here" in text.stdout
+        assert "no GPU here" in text.stdout and "this host's pace: one torch launch queued" in text.stdout
 
 
 def test_probe_host_rotates_through_gpumode_batch_of_sets_unless_told(monkeypatch):
@@ -562,9 +562,10 @@ def test_probe_host_sets_two_versions_host_paths_side_by_side_with_an_interval()
     assert r["lo"] <= r["speedup"] <= r["hi"] and r["verdict"] in ("FASTER", "SLOWER", "SAME", "AMBIGUOUS")
     assert all(us > 0 for us in r["queued_us"]) and r["queued_lo"] <= r["queued_speedup"] <= r["queued_hi"]
     assert r["queued_verdict"] in ("FASTER", "SLOWER", "SAME", "AMBIGUOUS") and r["pool"] == 2
+    assert 0 < r["pace_range_us"][0] <= r["pace_us"] <= r["pace_range_us"][1]
     text = _invoke("host", "gemm", "v0", "peer", "--shape", SMALL["gemm"], "--calls", "4", "--rounds", "2", "--pool", "1")
     assert text.exit_code == 0 and "peer over v0: idle" in text.stdout and "queued" in text.stdout
-    assert "taken in turn" in text.stdout
+    assert "taken in turn" in text.stdout and "this host's pace: one torch launch queued" in text.stdout
 
 
 @pytest.mark.parametrize("args,message", [

@@ -246,6 +246,23 @@ def test_queued_call_times_make_the_pools_sets_batches_back_to_back_and_time_eac
     assert seen == ["b", "c", "a", "b"]
 
 
+def test_launch_pace_times_one_torch_launch_a_call_the_way_a_queued_call_is_timed(monkeypatch):
+    # NOTE: the host's own pace beside a version's host figures (one machine's host ran in two modes, session 59)
+    import torch
+    from harness import timing
+    timing.bind(torch)
+    calls = []
+    queued = timing.queued_call_times
+
+    def spy(fn, pool, n, start=0):
+        calls.append((len(pool), n))
+        return queued(fn, pool, n, start)
+
+    monkeypatch.setattr(timing, "queued_call_times", spy)
+    times = timing.launch_pace_times(6)
+    assert calls == [(4, 6)] and len(times) == 6 and all(t >= 0 for t in times)
+
+
 @pytest.mark.parametrize("method", ["cold", "gpumode"])
 def test_each_result_is_captured_after_its_call_and_before_the_next(method):
     """The copy the judge checks is taken when the call's time is taken, never later."""

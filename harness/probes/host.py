@@ -21,7 +21,11 @@ side bounds a call, from one process:
 - ``events``: two events with nothing between them on an idle device (the floor of ``cold``);
 - ``exposed``: cold - device - events: the host path and launch latency a caller sees;
 - the host path split over the runtime and aten ops torch.profiler's CPU events see (self time a
-  call; the profiler's own cost inflates each a little), and the rest (Python, C++ between ops).
+  call; the profiler's own cost inflates each a little), and the rest (Python, C++ between ops);
+- ``pace``: one torch launch queued the same way (``timing.launch_pace_times``): the host's own pace in
+  this process. One machine's host runs in two modes from run to run (a torch launch 5.8-6.6 or 7.9-9.2
+  µs queued on session 59's H200, a version's call moving with it), so host figures of two runs are read
+  against their paces, and a two-version ``compare`` reports the pace over its rounds.
 
 Without a GPU only the host figures are measured (the device ones are None).
 
@@ -89,9 +93,10 @@ def _clock_figures(torch, sub: Submission, kernel, shape: Shape, data_sets: list
     from harness import timing
     host = common.median(timing.host_call_times(kernel, data_sets, calls))
     queued = common.median(timing.queued_call_times(kernel, data_sets, calls))
+    pace = common.median(timing.launch_pace_times(calls))
     result = {"problem": sub.problem, "version": sub.label, "shape": shape.label, "device": common.device_name(torch),
               "torch": torch.__version__, "calls": calls, "pool": len(data_sets), "check": checked, "host_us": host,
-              "queued_us": queued, "ops": [],
+              "queued_us": queued, "pace_us": pace, "ops": [],
               "rest_us": None, "device_us": None, "device_sum_us": None, "cold_us": None, "events_us": None,
               "exposed_us": None}
     if torch.cuda.is_available():
@@ -143,7 +148,9 @@ def _compare_shape(torch, subs, kernels, shape: Shape, calls: int, pool: int, ro
     ways = {"idle": timing.host_call_times, "queued": timing.queued_call_times}
     medians = {way: [[], []] for way in ways}
     every = {way: [[], []] for way in ways}
+    paces = []  # each round's median of one torch launch queued: the host's pace while the round ran
     for r in range(rounds):
+        paces.append(common.median(timing.launch_pace_times(per_round)))
         # NOTE: the order alternates, so a round's drift (a core's clock, the other process on it)
         # falls on each version as often as on the other
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
@@ -162,7 +169,8 @@ def _compare_shape(torch, subs, kernels, shape: Shape, calls: int, pool: int, ro
             "host_us": [common.median(t) for t in every["idle"]],
             "speedup": speedup, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi),
             "queued_us": [common.median(t) for t in every["queued"]],
-            "queued_speedup": q_speedup, "queued_lo": q_lo, "queued_hi": q_hi, "queued_verdict": stats.verdict(q_lo, q_hi)}
+            "queued_speedup": q_speedup, "queued_lo": q_lo, "queued_hi": q_hi, "queued_verdict": stats.verdict(q_lo, q_hi),
+            "pace_us": common.median(paces), "pace_range_us": [min(paces), max(paces)]}
 
 
 def format_comparison(r: dict) -> list[str]:
@@ -181,6 +189,9 @@ def format_comparison(r: dict) -> list[str]:
     lines.append(f"  {b} over {a}: idle {r['speedup']:.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']}, queued "
                  f"{r['queued_speedup']:.3f}x [{r['queued_lo']:.3f}, {r['queued_hi']:.3f}] {r['queued_verdict']} (the host "
                  "path's speedup from the rounds' medians, paired; the device is `compare`'s)")
+    low, high = r["pace_range_us"]
+    lines.append(f"  this host's pace: one torch launch queued {r['pace_us']:.2f} µs (rounds' medians {low:.2f}-{high:.2f}; "
+                 "host figures from another run are read against its own pace)")
     return lines
 
 
@@ -233,6 +244,7 @@ def format_report(r: dict) -> list[str]:
         lines.append(f"WRONG OUTPUT ({r['check']['message']}): these are the times of a broken kernel")
     rows = [("host path (CPU time of a call, device idle)", r["host_us"]),
             ("host path queued (back to back, GPU MODE's loop)", r["queued_us"]),
+            ("this host's pace: one torch launch queued", r["pace_us"]),
             ("device (kernel method: first activity to last)", r["device_us"]),
             ("  the kernels' summed durations", r["device_sum_us"]),
             ("cold call (events around it, device idle)", r["cold_us"]),
