@@ -87,7 +87,8 @@ def host_cmd(problem, version, other, shapes_spec, custom, calls, pool, rounds, 
     Host path (CPU time of a call from an idle device, and of one queued right after the one before as
     in GPU MODE's loop, over GPU MODE's rotation of input sets), device time (the kernel method), the cold
     call (events around it), an event pair's floor, what the host leaves exposed, and the host path
-    split over the CPU ops torch.profiler sees. Default shape: benchmark 0 (tests 0 without a GPU);
+    split over the CPU ops torch.profiler sees, and this host's pace (one torch launch queued: a machine's
+    host can run in two modes from run to run). Default shape: benchmark 0 (tests 0 without a GPU);
     without a GPU only the host figures.
 
     With OTHER, a second version: the two host paths side by side, timed in turn in this process
