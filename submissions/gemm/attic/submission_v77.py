@@ -21,7 +21,16 @@ the instruction count is its pace); the split shapes SAME (untouched). Exactness
 Bad inputs, checks and messages: v74's (its docstring's table), unchanged.
 Exactness otherwise v74's: a x sfa exact in fp16 (prepass), B x 2^-7 exact in fp16, products exact, each chunk summed
 by wgmma from zero, chunk sums added in fp32 in K order, the two warpgroups' sums added once, x 2^7 at the end.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 59 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 5f3fe58; the
+session's last 80 s of device, so no tests/edges round, no record). `test gemm v77 --dist all --seeds 1` on
+128x7168x2112, 64x256x576, 100x7168x2048 and 96x6144x640 L2 (all paired launches): 16 of 16 pass; mixed worst
+beyond one fp16 ulp 0.0548 on 128x7168x2112 (cuBLAS fp16 0.0588), 0.0377 on 100x7168x2048 (0.149). `compare gemm
+v74 v77 --shapes benchmarks:2` (kernel method, one process): 1.008x [0.998, 1.017] SAME (13.56 -> 13.46 µs), under
+the predicted 1.01-1.04x: removing 8 of the ~140 instructions a consumer warp issues a block took ~0.1 µs of the
+loop's 7.65, not ~0.4. Refuted as the pace: the loop is not its instruction count alone (the FADDs sit after the
+wgmma wait, where the other warpgroup's wgmma already runs); the stalls ncu sampled (the full barriers' waits, 11%
+in the loop) are the next thing to take apart, not the count.
 """
 
 import torch
