@@ -15,6 +15,10 @@ call, variants interleaved round by round):
   no_a_copy     no A tile copied (the consumers read a stale slot)
   no_b_copy     neither operand's B values nor scales copied
 
+v32-v44 (session 59, their own anchors): also no_decode (B's fragments the stage's raw words), no_mma (no wgmma:
+the fragments folded into the accumulators), copies_only, compute_only, mma_only and skeleton, as ablate_gemm's;
+their no_a_copy copies one 1 KB swizzle atom of each A tile (a bulk copy cannot be empty).
+
 Only `full` computes the product; the others' outputs are garbage (finite or not: only their time
 is read). Usage on a GPU machine, repo root (builds run in parallel child processes first):
     python3 studies/ablate_dual_gemm.py [--version v25] [--shapes 0,1,2,3] [--variants all]
@@ -28,13 +32,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablation import gemm_ablation_main, patched  # noqa: E402
 
-FLAGS = ("ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY")
+FLAGS = ("ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY", "ABLATE_NO_DECODE", "ABLATE_NO_MMA")
 VARIANTS = {
     "full": (),
     "half_a_copy": ("ABLATE_HALF_A_COPY",),
     "no_a_copy": ("ABLATE_NO_A_COPY",),
     "no_b_copy": ("ABLATE_NO_B_COPY",),
+    # v32-v44 only (their own anchors, V44_PATCHES): the consumers' parts
+    "no_decode": ("ABLATE_NO_DECODE",),
+    "no_mma": ("ABLATE_NO_MMA",),
+    "copies_only": ("ABLATE_NO_DECODE", "ABLATE_NO_MMA"),
+    "compute_only": ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY"),
+    "mma_only": ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY", "ABLATE_NO_DECODE"),
+    "skeleton": ("ABLATE_NO_A_COPY", "ABLATE_NO_B_COPY", "ABLATE_NO_DECODE", "ABLATE_NO_MMA"),
 }
+V25_VARIANTS = ("full", "half_a_copy", "no_a_copy", "no_b_copy")  # what the older anchors (PATCHES) can switch
 
 # (text in the version, replacement): must occur exactly once; the anchor is dual_gemm v21-v25's
 # producer (five copies a stage counted on the full barrier).
@@ -67,14 +79,65 @@ PATCHES = [
 ]
 
 
+# v32-v44's producer (B's copies in copy_b, a first lap of B alone in the early launches) and consumer: their own
+# anchors, with the decode and the wgmma switchable too (session 59). NOTE: a bulk copy cannot be empty, so here
+# no_a_copy copies one 8-row swizzle atom (1 KB) of each A tile.
+V44_PATCHES = [
+    ("    const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;\n"
+     "    const uint8_t* const a_src = d.a16 + a16_offset(d, t, kb_first, 0, 0);",
+     "    const uint32_t a_bytes = ABLATE_NO_A_COPY ? 1024u : static_cast<uint32_t>(n_cols) * 128 / (ABLATE_HALF_A_COPY ? 2 : 1);\n"
+     "    const uint8_t* const a_src = d.a16 + a16_offset(d, t, kb_first, 0, 0);"),
+    ("        mbar_arrive_expect_tx(full + 8 * s, a_bytes + 2 * B_BYTES);\n"
+     "        bulk_copy(st.a, a_src + kb * a_step, a_bytes, full + 8 * s);\n"
+     "        copy_b(d, st, n0, kb_first + kb, scale_tile + static_cast<int64_t>(kb) * B_SCALE_BYTES, full + 8 * s);",
+     "        mbar_arrive_expect_tx(full + 8 * s, a_bytes + (ABLATE_NO_B_COPY ? 0u : 2 * B_BYTES));\n"
+     "        bulk_copy(st.a, a_src + kb * a_step, a_bytes, full + 8 * s);\n"
+     "        if (!ABLATE_NO_B_COPY)\n"
+     "        copy_b(d, st, n0, kb_first + kb, scale_tile + static_cast<int64_t>(kb) * B_SCALE_BYTES, full + 8 * s);"),
+    ("                mbar_arrive_expect_tx(full + 8 * kb, 2 * B_BYTES);\n"
+     "                copy_b(",
+     "                mbar_arrive_expect_tx(full + 8 * kb, ABLATE_NO_B_COPY ? 0u : 2 * B_BYTES);\n"
+     "                if (!ABLATE_NO_B_COPY) copy_b("),
+    ("        decode_b(b, b + B_VALUE_BYTES, row, scale_row0, tig, f);",
+     "#if ABLATE_NO_DECODE\n"
+     "        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN\n"
+     "            const uint2 w0 = *reinterpret_cast<const uint2*>(b + row * B_ROW_STRIDE + 8 * tig);\n"
+     "            const uint2 w1 = *reinterpret_cast<const uint2*>(b + (row + 8) * B_ROW_STRIDE + 8 * tig);\n"
+     "            #pragma unroll\n"
+     "            for (int s = 0; s < 4; ++s) {\n"
+     "                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;\n"
+     "                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;\n"
+     "            }\n"
+     "        }\n"
+     "#else\n"
+     "        decode_b(b, b + B_VALUE_BYTES, row, scale_row0, tig, f);\n"
+     "#endif"),
+    ("                    wgmma_m64k16<kN>(acc, frag[i % 2][s], desc_sw128(desc_base + (i * STAGE_BYTES + 32 * s) / 16));",
+     "#if ABLATE_NO_MMA\n"
+     "                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code\n"
+     "                    const uint32_t x = frag[i % 2][s][0] ^ frag[i % 2][s][1] ^ frag[i % 2][s][2] ^ frag[i % 2][s][3];\n"
+     "                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);\n"
+     "                }\n"
+     "#else\n"
+     "                    wgmma_m64k16<kN>(acc, frag[i % 2][s], desc_sw128(desc_base + (i * STAGE_BYTES + 32 * s) / 16));\n"
+     "#endif"),
+]
+V44_ANCHOR = "        copy_b(d, st, n0, kb_first + kb, scale_tile"  # v32-v44's producer (copy_b)
+
+
 def patched_source(text: str, variant: str) -> str:
     defines = "".join(f"#define {f} {int(f in VARIANTS[variant])}\n" for f in FLAGS)
+    if V44_ANCHOR in text:
+        return patched(text, V44_PATCHES, defines, variant)
+    if variant not in V25_VARIANTS:
+        raise SystemExit(f"{variant}: this version's anchors (v21-v25's producer) switch only {', '.join(V25_VARIANTS)}")
     return patched(text, PATCHES, defines, variant)
 
 
 def main() -> int:
     return gemm_ablation_main("dual_gemm", __file__, VARIANTS, patched_source, lambda v: v == "full",
-                              "dual_gemm_kernel", "v25", "0,1,2,3")
+                              "dual_gemm_kernel", "v25", "0,1,2,3",
+                              applies=lambda text, v: V44_ANCHOR in text or v in V25_VARIANTS)
 
 
 if __name__ == "__main__":
