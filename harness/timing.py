@@ -266,8 +266,8 @@ def queued_call_times(fn, pool: list, calls: int, start: int = 0) -> list[float]
 def launch_pace_times(calls: int) -> list[float]:
     """Host µs of one torch launch (``zero_`` of a one-element tensor, on the GPU where there is one) made back to
     back as ``queued_call_times`` makes a call: this host's own pace in this process, the yardstick that lets host
-    figures from two processes be read together. NOTE: the same process and machine read one such launch at 5.8-6.6
-    µs in some runs and 7.9-9.2 in others, and gemm v74's queued call moved with it (6.7-7.4 against 9.3-11.0): two
+    figures from two processes be read together. NOTE: one machine, the same script run after run, read one such launch
+    at 5.8-6.6 µs in some runs and 7.9-9.2 in others, and gemm v74's queued call moved with it (6.7-7.4 against 9.3-11.0): two
     modes of the host, run to run, not of anything the process did first (telemetry, the guard, the read floor,
     gc.freeze and one pinned core each landed in either; H200, session 59, studies/queued_host.py); only a
     torch.profiler session opened before is the process's own (13.4 µs a launch after one)."""
