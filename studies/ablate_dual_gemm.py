@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import gemm_ablation_main, patched  # noqa: E402
+from ablation import gemm_ablation_main, no_decode_patch, no_mma_patch, patched  # noqa: E402
 
 FLAGS = ("ABLATE_NO_A_COPY", "ABLATE_HALF_A_COPY", "ABLATE_NO_B_COPY", "ABLATE_NO_DECODE", "ABLATE_NO_MMA")
 VARIANTS = {
@@ -98,29 +98,9 @@ V44_PATCHES = [
      "                copy_b(",
      "                mbar_arrive_expect_tx(full + 8 * kb, ABLATE_NO_B_COPY ? 0u : 2 * B_BYTES);\n"
      "                if (!ABLATE_NO_B_COPY) copy_b("),
-    ("        decode_b(b, b + B_VALUE_BYTES, row, scale_row0, tig, f);",
-     "#if ABLATE_NO_DECODE\n"
-     "        {   // NOTE: raw stage words as fragments, masked so no fp16 is Inf or NaN\n"
-     "            const uint2 w0 = *reinterpret_cast<const uint2*>(b + row * B_ROW_STRIDE + 8 * tig);\n"
-     "            const uint2 w1 = *reinterpret_cast<const uint2*>(b + (row + 8) * B_ROW_STRIDE + 8 * tig);\n"
-     "            #pragma unroll\n"
-     "            for (int s = 0; s < 4; ++s) {\n"
-     "                f[s][0] = (w0.x >> s) & 0x3BFF3BFFu; f[s][1] = (w1.x >> s) & 0x3BFF3BFFu;\n"
-     "                f[s][2] = (w0.y >> s) & 0x3BFF3BFFu; f[s][3] = (w1.y >> s) & 0x3BFF3BFFu;\n"
-     "            }\n"
-     "        }\n"
-     "#else\n"
-     "        decode_b(b, b + B_VALUE_BYTES, row, scale_row0, tig, f);\n"
-     "#endif"),
-    ("                    wgmma_m64k16<kN>(acc, frag[i % 2][s], desc_sw128(desc_base + (i * STAGE_BYTES + 32 * s) / 16));",
-     "#if ABLATE_NO_MMA\n"
-     "                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code\n"
-     "                    const uint32_t x = frag[i % 2][s][0] ^ frag[i % 2][s][1] ^ frag[i % 2][s][2] ^ frag[i % 2][s][3];\n"
-     "                    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);\n"
-     "                }\n"
-     "#else\n"
-     "                    wgmma_m64k16<kN>(acc, frag[i % 2][s], desc_sw128(desc_base + (i * STAGE_BYTES + 32 * s) / 16));\n"
-     "#endif"),
+    no_decode_patch("        decode_b(b, b + B_VALUE_BYTES, row, scale_row0, tig, f);", values="b"),
+    no_mma_patch("                    wgmma_m64k16<kN>(acc, frag[i % 2][s], desc_sw128(desc_base + (i * STAGE_BYTES + 32 * s) / 16));",
+                 "frag[i % 2]"),
 ]
 V44_ANCHOR = "        copy_b(d, st, n0, kb_first + kb, scale_tile"  # v32-v44's producer (copy_b)
 

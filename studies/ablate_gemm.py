@@ -102,17 +102,8 @@ PAIRED_PATCHES = [
      "        tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);\n"
      "        }"),
     no_decode_patch("        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);"),
-    ("                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),\n"
-     "                                     s > 0 || i % kPromoteBlocks != 0);",
-     "#if ABLATE_NO_MMA\n"
-     "                {   // NOTE: keeps every fragment live, so the decode is not removed as dead code\n"
-     "                    const uint32_t x = frag[i % 2][s][0] ^ frag[i % 2][s][1] ^ frag[i % 2][s][2] ^ frag[i % 2][s][3];\n"
-     "                    chunk[s] = __uint_as_float(__float_as_uint(chunk[s]) ^ x);\n"
-     "                }\n"
-     "#else\n"
-     "                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),\n"
-     "                                     s > 0 || i % kPromoteBlocks != 0);\n"
-     "#endif"),
+    no_mma_patch("                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),\n"
+                 "                                     s > 0 || i % kPromoteBlocks != 0);", "frag[i % 2]", acc="chunk"),
     ("    consumer_sync();  // NOTE: every wgmma has read its stage before the ring is overwritten\n",
      "    if (ABLATE_NO_EPILOGUE && acc[0] != 12345.f) return;  // NOTE: acc stays live: the K loop is kept\n"
      "    consumer_sync();  // NOTE: every wgmma has read its stage before the ring is overwritten\n"),

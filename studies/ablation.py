@@ -62,18 +62,20 @@ def _switched(flag: str, line: str, standin: str, lead: str, indent: str) -> tup
     return line, f"{lead}#if {flag}\n{standin}#else\n{keep.rstrip(chr(10))}\n#endif{end}"
 
 
-def no_decode_patch(decode_line: str, lead: str = "") -> tuple[str, str]:
-    """Under ABLATE_NO_DECODE the version's decode_b call gives way to RAW_FRAGMENTS."""
-    return _switched("ABLATE_NO_DECODE", decode_line, RAW_FRAGMENTS, lead, "        ")
+def no_decode_patch(decode_line: str, lead: str = "", values: str = "b_values0 + slot * STAGE_BYTES") -> tuple[str, str]:
+    """Under ABLATE_NO_DECODE the version's decode_b call gives way to RAW_FRAGMENTS, reading the slot's B
+    values at ``values`` (the expression the version's decode_b call is given)."""
+    standin = RAW_FRAGMENTS.replace("b_values0 + slot * STAGE_BYTES", values)
+    return _switched("ABLATE_NO_DECODE", decode_line, standin, lead, "        ")
 
 
-def no_mma_patch(wgmma_line: str, frag: str, lead: str = "") -> tuple[str, str]:
+def no_mma_patch(wgmma_line: str, frag: str, lead: str = "", acc: str = "acc") -> tuple[str, str]:
     """Under ABLATE_NO_MMA the version's wgmma call on fragment set `frag` (e.g. "frag[slot % 3]")
-    gives way to folding the fragments into the accumulators by XOR, so the decode stays live."""
+    gives way to folding the fragments into the accumulators ``acc`` by XOR, so the decode stays live."""
     indent = "                "
     body = (f"{indent}{{   // NOTE: keeps every fragment live, so the decode is not removed as dead code\n"
             f"{indent}    const uint32_t x = {frag}[s][0] ^ {frag}[s][1] ^ {frag}[s][2] ^ {frag}[s][3];\n"
-            f"{indent}    acc[s] = __uint_as_float(__float_as_uint(acc[s]) ^ x);\n"
+            f"{indent}    {acc}[s] = __uint_as_float(__float_as_uint({acc}[s]) ^ x);\n"
             f"{indent}}}\n")
     return _switched("ABLATE_NO_MMA", wgmma_line, body, lead, indent)
 
