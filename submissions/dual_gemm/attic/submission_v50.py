@@ -37,7 +37,20 @@ Risk: a helper later than priced stalls its tile's loop at the acquire (correct,
 pending loads add 32 registers to the consumer loop (ptxas: 168 at launch, no spills, no stack, as v44).
 Compile-only (nvcc 13.0, sm_90a): every kernel 168 registers, no spills, no stack.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-30, commit c8c4a65 (a one-GPU machine, session 60's first call). `test dual_gemm v50`
+tests and edges shapes (both distributions), bad inputs, racecheck and synccheck pass; `--dist all --seeds 2` on
+512x3072x7168, 480x3072x7168, 384x3072x7168 (kTails, 192-row tiles), 512x3072x7104 and 352x3072x7168: 20 of 20.
+`compare dual_gemm v44 v50` (kernel method, one process, mean µs v44 -> v50): 256x4096x7168 45.24 -> 45.14 1.002x
+[0.993, 1.011], 512x4096x7168 0.998x [0.989, 1.007], 256x3072x4096 0.995x [0.987, 1.002], 512x3072x7168 64.97 ->
+65.11 0.998x [0.991, 1.005]: SAME on all four, 512x3072x7168 not faster (predicted 1.012-1.025x): refuted.
+Recorded: kernel 45.31 / 77.86 / 29.24 / 65.38 µs, gpumode 47.50 / 78.61 / 31.49 / 67.35. Marks (`probe marks
+dual_gemm v50 --shapes benchmarks:3`, 20 calls, medians µs after the call's first stamp; v44 beside it in the same
+call, the two processes sharing the GPU for part of it): the fold did what it was for, K loop -> end 4.90 -> 3.04
+(the flag wait and the 128 KB read gone from the path: -1.86 of the -2.46 priced), but the wait -> K loop span grew
+53.82 -> 56.99 µs for 88 -> 90 blocks, 0.6116 -> 0.6332 µs a block over the whole loop (+1.22 priced, +3.17
+measured), and the first two windows came before their helpers' flags (flags up at 22.66 / 38.02 / 53.31 µs,
+windows at blocks 28 / 55 / 82 of the tiles' loops: the first third of the tiles spun ~1 µs). v51 takes both on.
 """
 
 import torch

@@ -22,7 +22,19 @@ K loop -> end v50's 3.04 (-1.86): -0.6 µs, 64.75 -> ~64.1 (kernel method), `com
 Exactness: v50's (the tail added between the same blocks' waits as there, windows moved).
 Compile-only (nvcc 13.0, sm_90a): every kernel 168 registers, no spills, no stack.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-30, commit c4fb9df (a one-GPU machine, session 60's third call). Tests (tests, edges,
+both distributions), bad inputs, racecheck, synccheck and v50's five custom shapes (`--dist all --seeds 2`, 20 of 20)
+pass. `compare dual_gemm v44 v51` (kernel method, one process, mean µs v44 -> v51): 256x4096x7168 0.996x [0.991,
+1.002], 512x4096x7168 0.996x [0.988, 1.005], 256x3072x4096 0.999x [0.995, 1.003], 512x3072x7168 64.58 -> 64.52 1.001x
+[0.996, 1.006]: SAME on all four (predicted ~1.01x on 512x3072x7168). Recorded: kernel 45.15 / 77.85 / 29.05 /
+64.44 µs, gpumode 47.03 / 78.23 / 30.69 / 65.95. Marks (512x3072x7168, 20 calls, medians µs): no window spun now
+(tail flag seen 40.77 median, helpers' flags 22.43 / 37.71 / 52.80), K loop -> end 3.04 as v50's, but wait -> K
+loop 56.13 µs: 0.6237 µs a block over 90 blocks, against v44's 0.6116 over 88 (55.04 predicted): refuted, the loop
+keeps ~1.1 µs of v50's growth with the fold's code in a loop of its own. Net: the 1.86 µs taken after the loop come
+back as 2 blocks (1.22) and ~0.6-1.1 of slower blocks. The fold's design limit on this shape: the helpers must end
+~5 blocks before the tiles (t 24 -> 22, integer and even), and what that costs the tiles' loops equals what the
+fold saves after them.
 """
 
 import torch
