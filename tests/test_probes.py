@@ -284,6 +284,31 @@ def test_marks_names_extend_past_the_declared_ones_and_an_unstamped_call_is_said
     assert empty["dropped"] == 3 and "never reached" in marks.format_summary(empty)[0]
 
 
+def test_marks_side_by_side_pairs_marks_and_phases_by_name_and_a_missing_one_is_none():
+    a = marks.summarise([_call({0: (1000, 0), 1: (5000, 0), 2: (6000, 0)})], ["start", "loop", "end"])
+    b = marks.summarise([_call({0: (1000, 0), 2: (4000, 0), 3: (4500, 0)})], ["start", "loop", "end", "flag"])
+    both = marks.side_by_side(a, b)
+    assert [m["mark"] for m in both["marks"]] == ["start", "loop", "end", "flag"]  # A's order, then B's own
+    by_mark = {m["mark"]: m for m in both["marks"]}
+    assert by_mark["end"]["a_median_us"] == pytest.approx(5.0) and by_mark["end"]["b_median_us"] == pytest.approx(3.0)
+    assert by_mark["end"]["delta_median_us"] == pytest.approx(-2.0)
+    assert by_mark["end"]["delta_last_cta_median_us"] == pytest.approx(-2.0)
+    assert by_mark["loop"]["b_median_us"] is None and by_mark["loop"]["delta_median_us"] is None
+    assert by_mark["flag"]["a_median_us"] is None and by_mark["flag"]["b_median_us"] == pytest.approx(3.5)
+    by_phase = {p["phase"]: p for p in both["phases"]}
+    assert by_phase["loop -> end"]["b_median_us"] is None  # B skipped "loop": its phase is start -> end
+    assert by_phase["start -> end"]["a_median_us"] is None and by_phase["start -> end"]["b_median_us"] == pytest.approx(3.0)
+    report = {"problem": "gemm", "versions": ["v1", "v2"], "device": "GPU", "calls": 1,
+              "shapes": [{"shape": "s", "checks": [{"ok": True}, {"ok": False, "message": "max error 3"}],
+                          "summaries": [a, b], **both}]}
+    lines = marks.format_comparison(report)
+    assert lines[0].endswith("A = v1, B = v2") and lines[1].startswith("v2: WRONG OUTPUT (max error 3)")
+    end_row = next(line for line in lines if line.startswith("end "))
+    assert end_row.split()[1:4] == ["5.00", "3.00", "-2.00"]
+    loop_row = next(line for line in lines if line.startswith("loop "))
+    assert loop_row.split()[1:4] == ["4.00", "-", "-"]
+
+
 def test_cta_ranges_parse_and_a_malformed_one_is_an_error():
     assert marks.parse_cta_ranges("0-31, 32-63,64") == [range(0, 32), range(32, 64), range(64, 65)]
     for bad in ("5-2", "a-3", "1-", ""):
@@ -298,10 +323,24 @@ def test_probe_marks_prints_its_header_and_needs_a_version_otherwise():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without a GPU")
-def test_probe_marks_and_ablate_refuse_without_a_gpu():
-    for args in (("marks", "gemm", str(FIXTURE)), ("ablate", "gemm", str(FIXTURE))):
+def test_probe_marks_and_ablate_refuse_without_a_gpu(tmp_path):
+    other = tmp_path / "marked_copy.py"
+    other.write_text(FIXTURE.read_text())
+    for args in (("marks", "gemm", str(FIXTURE)), ("marks", "gemm", str(FIXTURE), str(other)),
+                 ("ablate", "gemm", str(FIXTURE))):
         result = _invoke(*args)
         assert result.exit_code == 2 and "needs a CUDA GPU" in result.stderr
+
+
+def test_probe_marks_of_two_versions_refuses_one_file_twice_cta_ranges_and_the_header(tmp_path):
+    other = tmp_path / "marked_copy.py"
+    other.write_text(FIXTURE.read_text())
+    same = _invoke("marks", "gemm", str(FIXTURE), str(FIXTURE))
+    assert same.exit_code == 2 and "the same file" in same.stderr
+    ranges = _invoke("marks", "gemm", str(FIXTURE), str(other), "--ctas", "0-1")
+    assert ranges.exit_code == 2 and "--ctas" in ranges.stderr and "one version" in ranges.stderr
+    header = _invoke("marks", "gemm", str(FIXTURE), str(other), "--header")
+    assert header.exit_code == 2 and "--header" in header.stderr
 
 
 # ------------------------------------------------------------------------- builds with defines
@@ -482,6 +521,20 @@ def test_probe_marks_times_every_cta_at_the_fixtures_marks():
     assert [p["phase"] for p in summary["phases"]] == ["start -> K loop", "K loop -> stored"]
     assert all(p["median_cycles"] > 0 for p in summary["phases"])
     assert [m["ctas"] for m in entry["ranges"][0]["summary"]["marks"]] == [2, 2, 2]
+
+
+@pytest.mark.gpu
+def test_probe_marks_of_two_versions_sets_their_timelines_side_by_side(tmp_path):
+    other = tmp_path / "marked_copy.py"
+    other.write_text(FIXTURE.read_text())
+    result = _invoke("marks", "gemm", str(FIXTURE), str(other), "--shape", "m=64,n=256,k=512,l=2", "--calls", "3",
+                     "--json")
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["shapes"]
+    assert all(check["ok"] for check in entry["checks"]), entry["checks"]
+    assert [m["mark"] for m in entry["marks"]] == ["start", "K loop", "stored"]
+    assert all(m["a_median_us"] is not None and m["b_median_us"] is not None for m in entry["marks"])
+    assert [s["calls"] for s in entry["summaries"]] == [3, 3]
 
 
 @pytest.mark.gpu

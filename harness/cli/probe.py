@@ -116,27 +116,41 @@ def host_cmd(problem, version, other, shapes_spec, custom, calls, pool, rounds, 
 @probe.command("marks")
 @click.argument("problem", required=False)
 @click.argument("version", required=False)
+@click.argument("other", required=False)
 @click.option("--header", is_flag=True, help="Print the marks header to paste into a version's CUDA_SRC, and exit.")
 @_shape_options
-@click.option("--calls", type=COUNT, default=20, show_default=True)
+@click.option("--calls", type=COUNT, default=20, show_default=True, help="Calls per shape (per version with OTHER).")
 @click.option("--ctas", default=None, metavar="A-B,...", help="Also summarise each range of CTAs (linear block index).")
 @click.option("--json", "as_json", is_flag=True, help="The summaries as JSON.")
 @clean_errors
-def marks_cmd(problem, version, header, shapes_spec, custom, calls, ctas, as_json):
+def marks_cmd(problem, version, other, header, shapes_spec, custom, calls, ctas, as_json):
     """Where the time goes inside a kernel: per-CTA stamps at the version's NVFP4_MARK(id) points.
 
     The version carries the marks header (--header prints it) and calls NVFP4_MARK(id) from one
     thread at the points to time; MARK_NAMES = [...] in the file names them. Built as usual the
     marks compile to nothing; this command builds a copy with -DNVFP4_MARKS and reports per mark
     when CTAs reach it (µs after the call's first stamp) and per phase how long it takes (µs and
-    cycles). Needs a GPU."""
+    cycles). Needs a GPU.
+
+    With OTHER, a second version (a parent and its child): both timelines in this process, their calls
+    in turn on the same inputs, each mark and phase side by side by name with OTHER's difference (two
+    processes on one GPU share it for part of their runs; two machines' clocks differ)."""
     if header:
-        refuse(("problem", "version", "shapes_spec", "custom", "calls", "ctas", "as_json"),
+        refuse(("problem", "version", "other", "shapes_spec", "custom", "calls", "ctas", "as_json"),
                "with --header: it prints the marks header and exits")
         click.echo(marks_mod.MARKS_CUDA.strip("\n"))
         return
     if not problem or not version:
         raise click.UsageError("give PROBLEM and VERSION (or --header)")
+    if other is not None:
+        refuse(("ctas",), "with two versions: CTA ranges belong to one version's launch; mark one version")
+        pair = (submissions.resolve(problem, version), submissions.resolve(problem, other))
+        if pair[0].path == pair[1].path:
+            raise UserError(f"{version} and {other} are the same file: name two versions")
+        _require_gpu("nvfp4 probe marks")
+        result = marks_mod.compare(pair, _shapes(problem, shapes_spec, custom, False), calls=calls, on_progress=_progress)
+        _emit(result, marks_mod.format_comparison(result), as_json)
+        return
     ranges = marks_mod.parse_cta_ranges(ctas) if ctas else []
     sub = submissions.resolve(problem, version)
     _require_gpu("nvfp4 probe marks")

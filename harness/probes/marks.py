@@ -213,44 +213,148 @@ def parse_cta_ranges(text: str) -> list[range]:
     return out
 
 
+class _Marked:
+    """A version built with ``-DNVFP4_MARKS``: its kernel, its marks buffer and its declared MARK_NAMES."""
+
+    def __init__(self, sub, say, build: str = "marks"):
+        from harness.probes import variants
+        say(f"building {sub.problem} {sub.label} with -D{DEFINE}")
+        self.sub = sub
+        self.built = variants.import_variant(sub, variants.Variant(build, (DEFINE,)))
+        if not self.built.extensions:
+            raise UserError(f"{sub.problem} {sub.label} builds no CUDA extension: there is no kernel to mark")
+        self.buffer = MarkBuffer(self.built.extensions[-1].__file__)
+        declared = variants.module_constant(sub.path, "MARK_NAMES")
+        if declared is not None and not (isinstance(declared, (list, tuple)) and all(isinstance(n, str) for n in declared)):
+            raise UserError(f"{sub.path}: MARK_NAMES must be a list of the marks' names, in id order")
+        self.declared = declared
+
+    def call(self, torch, data) -> Stamps:
+        """One call from a cleared buffer, L2 flushed before it."""
+        from harness import timing
+        self.buffer.clear()
+        timing.flush()
+        torch.cuda.synchronize()
+        self.built.kernel(data)
+        torch.cuda.synchronize()
+        return self.buffer.read()
+
+
 def measure(sub, shapes, *, calls: int = 20, cta_ranges: list[range] | None = None, on_progress=None) -> dict:
     """Build ``sub`` with ``-DNVFP4_MARKS`` (a build of its own), then per shape: one checked call,
     and ``calls`` calls each from a cleared buffer with L2 flushed; the summaries per shape (and per
     range of CTAs)."""
-    from harness import timing
-    from harness.probes import common, variants
+    from harness.probes import common
     torch = common.bound_torch()
     common.require_gpu(torch, "nvfp4 probe marks")
     common.refuse_unrunnable(sub, torch)
     say = on_progress or (lambda text: None)
-    say(f"building {sub.problem} {sub.label} with -D{DEFINE}")
-    built = variants.import_variant(sub, variants.Variant("marks", (DEFINE,)))
-    if not built.extensions:
-        raise UserError(f"{sub.problem} {sub.label} builds no CUDA extension: there is no kernel to mark")
-    buffer = MarkBuffer(built.extensions[-1].__file__)
-    declared = variants.module_constant(sub.path, "MARK_NAMES")
-    if declared is not None and not (isinstance(declared, (list, tuple)) and all(isinstance(n, str) for n in declared)):
-        raise UserError(f"{sub.path}: MARK_NAMES must be a list of the marks' names, in id order")
+    marked = _Marked(sub, say)
     results = []
     for shape in shapes:
         say(f"marking {shape.label}")
         data = common.inputs(sub.problem, shape, 1, seed_offset=11)[0]
-        checked = common.check(sub.problem, data, built.kernel(data))
-        stamps = []
-        for _ in range(calls):
-            buffer.clear()
-            timing.flush()
-            torch.cuda.synchronize()
-            built.kernel(data)
-            torch.cuda.synchronize()
-            stamps.append(buffer.read())
-        names = mark_names(declared, stamps)
+        checked = common.check(sub.problem, data, marked.built.kernel(data))
+        stamps = [marked.call(torch, data) for _ in range(calls)]
+        names = mark_names(marked.declared, stamps)
         entry = {"shape": shape.label, "check": checked, "summary": summarise(stamps, names), "ranges": []}
         for ctas in cta_ranges or []:
             entry["ranges"].append({"ctas": f"{ctas.start}-{ctas.stop - 1}", "summary": summarise(stamps, names, ctas)})
         results.append(entry)
     return {"problem": sub.problem, "version": sub.label, "device": common.device_name(torch), "calls": calls,
             "shapes": results}
+
+
+def compare(pair, shapes, *, calls: int = 20, on_progress=None) -> dict:
+    """Two versions' marks in one process, on the same inputs: both built with ``-DNVFP4_MARKS``, then per
+    shape one checked call each and ``calls`` calls each, the two in turn (A then B, then B then A, so
+    neither always runs right after the other's flush), every call from a cleared buffer with L2 flushed;
+    each version's summary and the two side by side (``side_by_side``). Two processes on one GPU would
+    share it for part of their runs, and two machines' clocks differ: a timeline to set beside another is
+    taken beside it."""
+    from harness.probes import common
+    torch = common.bound_torch()
+    common.require_gpu(torch, "nvfp4 probe marks")
+    for sub in pair:
+        common.refuse_unrunnable(sub, torch)
+    say = on_progress or (lambda text: None)
+    # NOTE: two files with one EXTENSION_NAME (a copy of a version, edited) would load as one extension in this
+    # process: the second build gets a name of its own.
+    from harness import contract
+    names = [contract.read(sub.path).extension_name for sub in pair]
+    marked = [_Marked(pair[0], say), _Marked(pair[1], say, "marks" if names[0] != names[1] else "marks_other")]
+    results = []
+    for shape in shapes:
+        say(f"marking {shape.label}")
+        data = common.inputs(pair[0].problem, shape, 1, seed_offset=11)[0]
+        checks = [common.check(m.sub.problem, data, m.built.kernel(data)) for m in marked]
+        stamps: list[list[Stamps]] = [[], []]
+        for i in range(calls):
+            for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+                stamps[k].append(marked[k].call(torch, data))
+        summaries = [summarise(s, mark_names(m.declared, s)) for m, s in zip(marked, stamps)]
+        results.append({"shape": shape.label, "checks": checks, "summaries": summaries,
+                        **side_by_side(summaries[0], summaries[1])})
+    return {"problem": pair[0].problem, "versions": [m.label for m in pair], "device": common.device_name(torch),
+            "calls": calls, "shapes": results}
+
+
+def side_by_side(a: dict, b: dict) -> dict:
+    """Two summaries' marks and phases by name: A's order, then those only B has; a figure a version lacks
+    is None, and so is its delta (B - A, µs)."""
+    def rows(key: str, label: str, fields: tuple[str, ...]) -> list[dict]:
+        by_a = {r[label]: r for r in a[key]}
+        by_b = {r[label]: r for r in b[key]}
+        out = []
+        for name in list(by_a) + [n for n in by_b if n not in by_a]:
+            ra, rb = by_a.get(name), by_b.get(name)
+            row = {label: name}
+            for f in fields:
+                va, vb = (ra or {}).get(f), (rb or {}).get(f)
+                row[f"a_{f}"], row[f"b_{f}"] = va, vb
+                row[f"delta_{f}"] = vb - va if va is not None and vb is not None else None
+            out.append(row)
+        return out
+    return {"marks": rows("marks", "mark", ("median_us", "last_cta_median_us")),
+            "phases": rows("phases", "phase", ("median_us",))}
+
+
+def format_comparison(r: dict) -> list[str]:
+    va, vb = r["versions"]
+
+    def fig(x) -> str:
+        return f"{x:10.2f}" if x is not None else f"{'-':>10}"
+
+    def delta(x) -> str:
+        return f"{x:+10.2f}" if x is not None else f"{'-':>10}"
+
+    lines = []
+    for entry in r["shapes"]:
+        lines.append(f"{r['problem']} {entry['shape']}, {r['device']}, {r['calls']} calls each in turn, L2 flushed "
+                     f"before each: A = {va}, B = {vb}")
+        for label, check in zip((va, vb), entry["checks"]):
+            if not check["ok"]:
+                lines.append(f"{label}: WRONG OUTPUT ({check['message']}): the timeline of a broken kernel")
+        if not entry["marks"]:
+            lines += ["no mark was stamped by either version", ""]
+            continue
+        lines.append(f"{'mark (µs after the call first stamp)':<40} {'A median':>10} {'B median':>10} {'B - A':>10} "
+                     f"{'A last CTA':>10} {'B last CTA':>10} {'B - A':>10}")
+        for m in entry["marks"]:
+            lines.append(f"{m['mark']:<40} {fig(m['a_median_us'])} {fig(m['b_median_us'])} {delta(m['delta_median_us'])} "
+                         f"{fig(m['a_last_cta_median_us'])} {fig(m['b_last_cta_median_us'])} "
+                         f"{delta(m['delta_last_cta_median_us'])}")
+        lines.append("last CTA: when a call's slowest CTA reached the mark, median over calls (the call ends with it)")
+        if entry["phases"]:
+            lines.append(f"{'phase (within a CTA), median µs':<40} {'A':>10} {'B':>10} {'B - A':>10}")
+            for p in entry["phases"]:
+                lines.append(f"{p['phase']:<40} {fig(p['a_median_us'])} {fig(p['b_median_us'])} "
+                             f"{delta(p['delta_median_us'])}")
+        dropped = [s["dropped"] for s in entry["summaries"]]
+        if any(dropped):
+            lines.append(f"stamps past the buffer, not counted: A {dropped[0]}, B {dropped[1]}")
+        lines.append("")
+    return lines
 
 
 def format_report(r: dict) -> list[str]:
