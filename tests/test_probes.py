@@ -297,16 +297,53 @@ def test_marks_side_by_side_pairs_marks_and_phases_by_name_and_a_missing_one_is_
     assert by_mark["flag"]["a_median_us"] is None and by_mark["flag"]["b_median_us"] == pytest.approx(3.5)
     by_phase = {p["phase"]: p for p in both["phases"]}
     assert by_phase["loop -> end"]["b_median_us"] is None  # B skipped "loop": its phase is start -> end
-    assert by_phase["start -> end"]["a_median_us"] is None and by_phase["start -> end"]["b_median_us"] == pytest.approx(3.0)
+    assert by_phase["start -> end"]["a_median_us"] is None
+    assert by_phase["start -> end"]["b_median_us"] == pytest.approx(3.0)
     report = {"problem": "gemm", "versions": ["v1", "v2"], "device": "GPU", "calls": 1,
               "shapes": [{"shape": "s", "checks": [{"ok": True}, {"ok": False, "message": "max error 3"}],
-                          "summaries": [a, b], **both}]}
+                          "summaries": [a, b], **both,
+                          "ranges": [{"ctas": "0-0", **marks.side_by_side(a, b)}]}]}
     lines = marks.format_comparison(report)
     assert lines[0].endswith("A = v1, B = v2") and lines[1].startswith("v2: WRONG OUTPUT (max error 3)")
     end_row = next(line for line in lines if line.startswith("end "))
     assert end_row.split()[1:4] == ["5.00", "3.00", "-2.00"]
     loop_row = next(line for line in lines if line.startswith("loop "))
     assert loop_row.split()[1:4] == ["4.00", "-", "-"]
+    at = lines.index("CTAs 0-0:")
+    assert lines[at + 1].startswith("  mark") and any(line.startswith("  end ") for line in lines[at:])
+
+
+def test_marks_compare_takes_the_two_versions_calls_in_turn_on_one_input(monkeypatch):
+    from harness.probes import common
+    order, builds = [], []
+
+    class FakeMarked:
+        def __init__(self, sub, say, build="marks"):
+            self.sub, self.declared = sub, ["start", "end"]
+            builds.append(build)
+            self.built = type("Built", (), {"kernel": staticmethod(lambda data: data)})
+
+        def call(self, torch_, data):
+            order.append(self.sub.label)
+            end = 3000 if self.sub.label == "a" else 2000  # B ends 1 us sooner
+            return _call({0: (1000, 0), 1: (end, 0)}, {0: (1000, 0), 1: (end + 500, 0)})
+
+    monkeypatch.setattr(marks, "_Marked", FakeMarked)
+    for name, fake in (("bound_torch", lambda: None), ("require_gpu", lambda *a: None),
+                       ("refuse_unrunnable", lambda *a: None), ("inputs", lambda *a, **k: ["data"]),
+                       ("check", lambda *a: {"ok": True}), ("device_name", lambda t: "GPU")):
+        monkeypatch.setattr(common, name, fake)
+    monkeypatch.setattr("harness.contract.read", lambda path: type("C", (), {"extension_name": "same"}))
+    pair = [type("Sub", (), {"problem": "gemm", "label": label, "path": label}) for label in ("a", "b")]
+    result = marks.compare(pair, [_shape("gemm")], calls=4, cta_ranges=[range(1, 2)])
+    assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]  # neither always right after the other's call
+    assert builds == ["marks", "marks_other"]  # one EXTENSION_NAME in both files: the second built apart
+    (entry,) = result["shapes"]
+    end = {m["mark"]: m for m in entry["marks"]}["end"]
+    assert end["delta_median_us"] == pytest.approx(-1.0) and end["delta_last_cta_median_us"] == pytest.approx(-1.0)
+    assert entry["ranges"][0]["ctas"] == "1-1"
+    assert {m["mark"]: m for m in entry["ranges"][0]["marks"]}["end"]["a_median_us"] == pytest.approx(2.5)
+    assert result["versions"] == ["a", "b"] and [s["calls"] for s in entry["summaries"]] == [4, 4]
 
 
 def test_cta_ranges_parse_and_a_malformed_one_is_an_error():
@@ -332,13 +369,13 @@ def test_probe_marks_and_ablate_refuse_without_a_gpu(tmp_path):
         assert result.exit_code == 2 and "needs a CUDA GPU" in result.stderr
 
 
-def test_probe_marks_of_two_versions_refuses_one_file_twice_cta_ranges_and_the_header(tmp_path):
+def test_probe_marks_of_two_versions_refuses_one_file_twice_a_malformed_range_and_the_header(tmp_path):
     other = tmp_path / "marked_copy.py"
     other.write_text(FIXTURE.read_text())
     same = _invoke("marks", "gemm", str(FIXTURE), str(FIXTURE))
     assert same.exit_code == 2 and "the same file" in same.stderr
-    ranges = _invoke("marks", "gemm", str(FIXTURE), str(other), "--ctas", "0-1")
-    assert ranges.exit_code == 2 and "--ctas" in ranges.stderr and "one version" in ranges.stderr
+    ranges = _invoke("marks", "gemm", str(FIXTURE), str(other), "--ctas", "5-2")
+    assert ranges.exit_code == 2 and "--ctas" in ranges.stderr
     header = _invoke("marks", "gemm", str(FIXTURE), str(other), "--header")
     assert header.exit_code == 2 and "--header" in header.stderr
 
@@ -528,13 +565,14 @@ def test_probe_marks_of_two_versions_sets_their_timelines_side_by_side(tmp_path)
     other = tmp_path / "marked_copy.py"
     other.write_text(FIXTURE.read_text())
     result = _invoke("marks", "gemm", str(FIXTURE), str(other), "--shape", "m=64,n=256,k=512,l=2", "--calls", "3",
-                     "--json")
+                     "--ctas", "0-1", "--json")
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["shapes"]
     assert all(check["ok"] for check in entry["checks"]), entry["checks"]
     assert [m["mark"] for m in entry["marks"]] == ["start", "K loop", "stored"]
     assert all(m["a_median_us"] is not None and m["b_median_us"] is not None for m in entry["marks"])
     assert [s["calls"] for s in entry["summaries"]] == [3, 3]
+    assert entry["ranges"][0]["ctas"] == "0-1" and len(entry["ranges"][0]["marks"]) == 3
 
 
 @pytest.mark.gpu

@@ -134,7 +134,8 @@ def marks_cmd(problem, version, other, header, shapes_spec, custom, calls, ctas,
 
     With OTHER, a second version (a parent and its child): both timelines in this process, their calls
     in turn on the same inputs, each mark and phase side by side by name with OTHER's difference (two
-    processes on one GPU share it for part of their runs; two machines' clocks differ)."""
+    processes on one GPU share it for part of their runs; two machines' clocks differ); --ctas ranges
+    are the same block indices in both launches."""
     if header:
         refuse(("problem", "version", "other", "shapes_spec", "custom", "calls", "ctas", "as_json"),
                "with --header: it prints the marks header and exits")
@@ -142,16 +143,16 @@ def marks_cmd(problem, version, other, header, shapes_spec, custom, calls, ctas,
         return
     if not problem or not version:
         raise click.UsageError("give PROBLEM and VERSION (or --header)")
+    ranges = marks_mod.parse_cta_ranges(ctas) if ctas else []
     if other is not None:
-        refuse(("ctas",), "with two versions: CTA ranges belong to one version's launch; mark one version")
         pair = (submissions.resolve(problem, version), submissions.resolve(problem, other))
         if pair[0].path == pair[1].path:
             raise UserError(f"{version} and {other} are the same file: name two versions")
         _require_gpu("nvfp4 probe marks")
-        result = marks_mod.compare(pair, _shapes(problem, shapes_spec, custom, False), calls=calls, on_progress=_progress)
+        result = marks_mod.compare(pair, _shapes(problem, shapes_spec, custom, False), calls=calls, cta_ranges=ranges,
+                                   on_progress=_progress)
         _emit(result, marks_mod.format_comparison(result), as_json)
         return
-    ranges = marks_mod.parse_cta_ranges(ctas) if ctas else []
     sub = submissions.resolve(problem, version)
     _require_gpu("nvfp4 probe marks")
     result = marks_mod.measure(sub, _shapes(problem, shapes_spec, custom, False), calls=calls, cta_ranges=ranges,

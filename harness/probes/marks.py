@@ -225,7 +225,8 @@ class _Marked:
             raise UserError(f"{sub.problem} {sub.label} builds no CUDA extension: there is no kernel to mark")
         self.buffer = MarkBuffer(self.built.extensions[-1].__file__)
         declared = variants.module_constant(sub.path, "MARK_NAMES")
-        if declared is not None and not (isinstance(declared, (list, tuple)) and all(isinstance(n, str) for n in declared)):
+        names_ok = isinstance(declared, (list, tuple)) and all(isinstance(n, str) for n in declared)
+        if declared is not None and not names_ok:
             raise UserError(f"{sub.path}: MARK_NAMES must be a list of the marks' names, in id order")
         self.declared = declared
 
@@ -265,13 +266,14 @@ def measure(sub, shapes, *, calls: int = 20, cta_ranges: list[range] | None = No
             "shapes": results}
 
 
-def compare(pair, shapes, *, calls: int = 20, on_progress=None) -> dict:
+def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = None, on_progress=None) -> dict:
     """Two versions' marks in one process, on the same inputs: both built with ``-DNVFP4_MARKS``, then per
     shape one checked call each and ``calls`` calls each, the two in turn (A then B, then B then A, so
     neither always runs right after the other's flush), every call from a cleared buffer with L2 flushed;
-    each version's summary and the two side by side (``side_by_side``). Two processes on one GPU would
-    share it for part of their runs, and two machines' clocks differ: a timeline to set beside another is
-    taken beside it."""
+    each version's summary and the two side by side (``side_by_side``), and so per range of CTAs (the same
+    linear block indices in both launches: a parent and its child that share a grid). Two processes on one
+    GPU would share it for part of their runs, and two machines' clocks differ: a timeline to set beside
+    another is taken beside it."""
     from harness.probes import common
     torch = common.bound_torch()
     common.require_gpu(torch, "nvfp4 probe marks")
@@ -281,8 +283,9 @@ def compare(pair, shapes, *, calls: int = 20, on_progress=None) -> dict:
     # NOTE: two files with one EXTENSION_NAME (a copy of a version, edited) would load as one extension in this
     # process: the second build gets a name of its own.
     from harness import contract
-    names = [contract.read(sub.path).extension_name for sub in pair]
-    marked = [_Marked(pair[0], say), _Marked(pair[1], say, "marks" if names[0] != names[1] else "marks_other")]
+    extensions = [contract.read(sub.path).extension_name for sub in pair]
+    second = "marks" if extensions[0] != extensions[1] else "marks_other"
+    marked = [_Marked(pair[0], say), _Marked(pair[1], say, second)]
     results = []
     for shape in shapes:
         say(f"marking {shape.label}")
@@ -292,9 +295,14 @@ def compare(pair, shapes, *, calls: int = 20, on_progress=None) -> dict:
         for i in range(calls):
             for k in ((0, 1) if i % 2 == 0 else (1, 0)):
                 stamps[k].append(marked[k].call(torch, data))
-        summaries = [summarise(s, mark_names(m.declared, s)) for m, s in zip(marked, stamps)]
-        results.append({"shape": shape.label, "checks": checks, "summaries": summaries,
-                        **side_by_side(summaries[0], summaries[1])})
+        names = [mark_names(m.declared, s) for m, s in zip(marked, stamps)]
+        summaries = [summarise(s, n) for s, n in zip(stamps, names)]
+        entry = {"shape": shape.label, "checks": checks, "summaries": summaries,
+                 **side_by_side(summaries[0], summaries[1]), "ranges": []}
+        for ctas in cta_ranges or []:
+            parts = [summarise(s, n, ctas) for s, n in zip(stamps, names)]
+            entry["ranges"].append({"ctas": f"{ctas.start}-{ctas.stop - 1}", **side_by_side(parts[0], parts[1])})
+        results.append(entry)
     return {"problem": pair[0].problem, "versions": [m.label for m in pair], "device": common.device_name(torch),
             "calls": calls, "shapes": results}
 
@@ -319,15 +327,34 @@ def side_by_side(a: dict, b: dict) -> dict:
             "phases": rows("phases", "phase", ("median_us",))}
 
 
-def format_comparison(r: dict) -> list[str]:
-    va, vb = r["versions"]
-
+def _side_by_side_lines(both: dict, legend: bool = True) -> list[str]:
+    """The lines of one ``side_by_side`` result: marks (median and last CTA) and phases, B - A."""
     def fig(x) -> str:
         return f"{x:10.2f}" if x is not None else f"{'-':>10}"
 
     def delta(x) -> str:
         return f"{x:+10.2f}" if x is not None else f"{'-':>10}"
 
+    if not both["marks"]:
+        return ["no mark was stamped by either version (or the CTA range holds none)"]
+    lines = [f"{'mark (µs after the call first stamp)':<40} {'A median':>10} {'B median':>10} {'B - A':>10} "
+             f"{'A last CTA':>10} {'B last CTA':>10} {'B - A':>10}"]
+    for m in both["marks"]:
+        lines.append(f"{m['mark']:<40} {fig(m['a_median_us'])} {fig(m['b_median_us'])} {delta(m['delta_median_us'])} "
+                     f"{fig(m['a_last_cta_median_us'])} {fig(m['b_last_cta_median_us'])} "
+                     f"{delta(m['delta_last_cta_median_us'])}")
+    if legend:
+        lines.append("last CTA: when a call's slowest CTA reached the mark, median over calls (the call ends with it)")
+    if both["phases"]:
+        lines.append(f"{'phase (within a CTA), median µs':<40} {'A':>10} {'B':>10} {'B - A':>10}")
+        for p in both["phases"]:
+            lines.append(f"{p['phase']:<40} {fig(p['a_median_us'])} {fig(p['b_median_us'])} "
+                         f"{delta(p['delta_median_us'])}")
+    return lines
+
+
+def format_comparison(r: dict) -> list[str]:
+    va, vb = r["versions"]
     lines = []
     for entry in r["shapes"]:
         lines.append(f"{r['problem']} {entry['shape']}, {r['device']}, {r['calls']} calls each in turn, L2 flushed "
@@ -335,21 +362,10 @@ def format_comparison(r: dict) -> list[str]:
         for label, check in zip((va, vb), entry["checks"]):
             if not check["ok"]:
                 lines.append(f"{label}: WRONG OUTPUT ({check['message']}): the timeline of a broken kernel")
-        if not entry["marks"]:
-            lines += ["no mark was stamped by either version", ""]
-            continue
-        lines.append(f"{'mark (µs after the call first stamp)':<40} {'A median':>10} {'B median':>10} {'B - A':>10} "
-                     f"{'A last CTA':>10} {'B last CTA':>10} {'B - A':>10}")
-        for m in entry["marks"]:
-            lines.append(f"{m['mark']:<40} {fig(m['a_median_us'])} {fig(m['b_median_us'])} {delta(m['delta_median_us'])} "
-                         f"{fig(m['a_last_cta_median_us'])} {fig(m['b_last_cta_median_us'])} "
-                         f"{delta(m['delta_last_cta_median_us'])}")
-        lines.append("last CTA: when a call's slowest CTA reached the mark, median over calls (the call ends with it)")
-        if entry["phases"]:
-            lines.append(f"{'phase (within a CTA), median µs':<40} {'A':>10} {'B':>10} {'B - A':>10}")
-            for p in entry["phases"]:
-                lines.append(f"{p['phase']:<40} {fig(p['a_median_us'])} {fig(p['b_median_us'])} "
-                             f"{delta(p['delta_median_us'])}")
+        lines += _side_by_side_lines(entry)
+        for part in entry.get("ranges", []):
+            lines.append(f"CTAs {part['ctas']}:")
+            lines += ["  " + line for line in _side_by_side_lines(part, legend=False)]
         dropped = [s["dropped"] for s in entry["summaries"]]
         if any(dropped):
             lines.append(f"stamps past the buffer, not counted: A {dropped[0]}, B {dropped[1]}")
