@@ -23,6 +23,11 @@ move; and a max far above it is a few slow calls, not a straggling CTA in every 
 many CTAs; per phase (one mark to the next stamped
 one within a CTA, in id order, so marks a launch skips merge their neighbours' phases): median and
 max µs and median cycles.
+
+Two versions (``nvfp4 probe marks P V W``, :func:`compare`): both built so, their calls taken in turn in one
+process on the same inputs, and each mark and phase set side by side by name (B - A). A timeline set beside
+another is taken beside it: two processes on one GPU share it for part of their runs (session 60's v44 and v50
+marks did), and two machines' clocks and hosts differ.
 """
 
 from __future__ import annotations
@@ -271,9 +276,8 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
     shape one checked call each and ``calls`` calls each, the two in turn (A then B, then B then A, so
     neither always runs right after the other's flush), every call from a cleared buffer with L2 flushed;
     each version's summary and the two side by side (``side_by_side``), and so per range of CTAs (the same
-    linear block indices in both launches: a parent and its child that share a grid). Two processes on one
-    GPU would share it for part of their runs, and two machines' clocks differ: a timeline to set beside
-    another is taken beside it."""
+    linear block indices in both launches: a parent and its child that share a grid)."""
+    from harness import contract
     from harness.probes import common
     torch = common.bound_torch()
     common.require_gpu(torch, "nvfp4 probe marks")
@@ -282,7 +286,6 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
     say = on_progress or (lambda text: None)
     # NOTE: two files with one EXTENSION_NAME (a copy of a version, edited) would load as one extension in this
     # process: the second build gets a name of its own.
-    from harness import contract
     extensions = [contract.read(sub.path).extension_name for sub in pair]
     second = "marks" if extensions[0] != extensions[1] else "marks_other"
     marked = [_Marked(pair[0], say), _Marked(pair[1], say, second)]
