@@ -24,7 +24,19 @@ Compile-only (nvcc 13.0, sm_90a): every kernel 168 registers, no spills, no stac
 in the two 256-row fold kernels; the first compile, buffers chosen through the piece's index, put both in local
 memory: the loads now pick the buffer by a branch on the piece's parity).
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run (compile-only; session 60 had no device time left for it)
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-30, commit c23d4f3 (a one-GPU machine, session 61's first call). Tests (tests, edges,
+both distributions), bad inputs, racecheck, synccheck and v50's five custom shapes (`--dist all --seeds 2`, 20 of 20)
+pass. `compare dual_gemm v52 v53` (kernel method, one process, mean µs v52 -> v53): 256x4096x7168 1.001x [0.994,
+1.008], 512x4096x7168 1.002x [0.996, 1.008], 256x3072x4096 0.998x [0.994, 1.002], 512x3072x7168 64.29 -> 68.22
+0.942x [0.939, 0.946] SLOWER. Recorded: kernel 45.56 / 78.26 / 29.28 / 68.41 µs, gpumode 47.37 / 78.73 / 30.84 /
+69.98. Marks (`probe marks dual_gemm v52 v53 --shapes benchmarks:3 --ctas 32-63,64-95,96-127`, one process, calls in
+turn, medians µs, wait -> K loop): folded tiles 55.39 -> 60.13 (helpers' first) and 55.65 -> 60.32 (second), the
+unfolded last third 56.67 -> 56.80. Refuted twice over: (1) in one process v52's folded loops were not longer than
+its unfolded ones (55.4 / 55.7 against 56.7: the ~1.6 µs premise came from v44's marks of another process); (2)
+sixteen adds of two float4 cost ~4.7 µs where v52's four of eight cost none measurable: the fold's price is per add
+event (its waits and FADDs between wgmma batches), not the loads' latency. A next fold must add fewer, larger
+pieces, never more.
 """
 
 import torch
