@@ -32,7 +32,19 @@ steps 2-3), fp32, round to nearest; fragments, scales and silu x up as v44's.
 Compile-only (nvcc 13.0, sm_90a): stacked_kernel 168 registers, no spills, no stack (both batch-count
 instantiations); every other kernel v52's.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-30, commit ad0cd8d (a one-GPU machine, session 61's second call). Tests (tests, edges,
+both distributions), bad inputs, racecheck and synccheck (the smallest tests shape, and 256x512x1024: a refilled ring,
+the remote arrivals live: CLEAN), six custom shapes `--dist all --seeds 2` (256x128x64, 200x384x448 L3, 512x1024x1536,
+250x4224x1024, 256x4352x256, 256x512x1024 L2: 24 of 24) pass. `compare dual_gemm v52 v54` (kernel method, one
+process, mean µs v52 -> v54): 256x4096x7168 45.36 -> 52.47 0.864x [0.858, 0.870] SLOWER, 256x3072x4096 29.23 ->
+33.13 0.882x [0.878, 0.887] SLOWER, 512x4096x7168 1.007x [1.004, 1.011] and 512x3072x7168 1.008x [1.000, 1.016]
+SAME (v52's launches, the same code). Recorded: kernel 52.52 / 77.83 / 33.12 / 63.95 µs, gpumode 53.82 / 77.75 /
+34.88 / 64.94. Marks (`probe marks dual_gemm v52 v54`, one process, medians µs): 256x3072x4096 GEMM start -> K loop
+19.52 -> 26.46 (64 blocks: ~0.39 µs a block with the start), K loop -> end 5.70 -> 2.27 (the exchange gone, as
+priced); 256x4096x7168 35.68 -> 44.93 (112 blocks, ~0.40), K loop -> end 4.93 -> 2.30. Refuted: the block ran at
+0.39-0.40 µs against 0.31; the epilogue saved 2.6-3.4 µs and the loop lost 6.9-9.3. v55 (alternating blocks) took
+the next step.
 """
 
 import torch

@@ -22,7 +22,21 @@ Exactness: each output's sum over K is (warpgroup 0's even blocks, in K order) +
 round to nearest; fragments, scales and silu x up as v44's.
 Compile-only (nvcc 13.0, sm_90a): stacked_kernel 168 registers, no spills, no stack; every other kernel v52's.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, 2026-11-30, commit 92a7257 (a one-GPU machine, session 61's third call). Tests (tests, edges,
+both distributions), bad inputs, racecheck and synccheck (the smallest tests shape, and 256x512x1088: CLEAN), five
+custom shapes `--dist all --seeds 2` (20 of 20) pass. `compare dual_gemm v52 v55` (kernel method, one process, mean
+µs v52 -> v55): 256x4096x7168 45.16 -> 50.34 0.897x [0.890, 0.904] SLOWER, 256x3072x4096 29.20 -> 31.25 0.934x
+[0.931, 0.938] SLOWER, 512x4096x7168 1.008x [1.006, 1.010], 512x3072x7168 0.996x [0.991, 1.001] SAME (v52's
+launches). Recorded: kernel 50.34 / 78.22 / 31.24 / 63.79 µs, gpumode 51.23 / 79.37 / 32.76 / 65.33. Marks (`probe
+marks dual_gemm v52 v55 --shapes benchmarks:2`, session 61's fourth call, medians µs): GEMM start -> K loop 19.42
+-> 24.74 (v54 26.46): ~0.36 µs a block less the ~1.5 µs start, K loop -> end 5.70 -> 2.27. Refuted at the line
+the prediction drew (0.36): alternating took 0.03 µs a block off v54's, not the ~0.08 priced. What bounds the stacked block is the SM's shared memory, not the
+chain: a block writes A's 32 KB tile and B's 3 KB by TMA and its four wgmma read 32 KB of A, ~67 KB a block for
+512 tensor cycles; at 128 bytes a cycle that is ~540 cycles (0.30 µs at 1.8 GHz), above the tensor time, and the
+block ran at ~84% of it. v52's 256-row block moves ~101 KB (A written once, read by both warpgroups) for 1,024
+tensor cycles: 79% of its tensor time, so its loop runs at the tensor rate. Halving the B rows a CTA holds for
+one A tile doubles A's shared-memory traffic per MAC, whatever the split between warpgroups.
 """
 
 import torch
