@@ -277,16 +277,16 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
     neither always runs right after the other's flush), every call from a cleared buffer with L2 flushed;
     each version's summary and the two side by side (``side_by_side``), and so per range of CTAs (the same
     linear block indices in both launches: a parent and its child that share a grid)."""
-    from harness import contract
-    from harness.probes import common
+    from harness.probes import common, variants
     torch = common.bound_torch()
     common.require_gpu(torch, "nvfp4 probe marks")
     for sub in pair:
         common.refuse_unrunnable(sub, torch)
     say = on_progress or (lambda text: None)
     # NOTE: two files with one EXTENSION_NAME (a copy of a version, edited) would load as one extension in this
-    # process: the second build gets a name of its own.
-    extensions = [contract.read(sub.path).extension_name for sub in pair]
+    # process: the second build gets a name of its own. Only that constant is read: contract.read would refuse a
+    # file whose CUDA_SRC is built from an imported name (the probes' fixture), which the build itself accepts.
+    extensions = [variants.module_constant(sub.path, "EXTENSION_NAME") for sub in pair]
     second = "marks" if extensions[0] != extensions[1] else "marks_other"
     marked = [_Marked(pair[0], say), _Marked(pair[1], say, second)]
     results = []
