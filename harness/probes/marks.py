@@ -284,10 +284,17 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
         common.refuse_unrunnable(sub, torch)
     say = on_progress or (lambda text: None)
     # NOTE: two files with one EXTENSION_NAME (a copy of a version, edited) would load as one extension in this
-    # process: the second build gets a name of its own. Only that constant is read: contract.read would refuse a
-    # file whose CUDA_SRC is built from an imported name (the probes' fixture), which the build itself accepts.
-    extensions = [variants.module_constant(sub.path, "EXTENSION_NAME") for sub in pair]
-    second = "marks" if extensions[0] != extensions[1] else "marks_other"
+    # process: the second build gets a name of its own, and so whenever the names are not both read and different.
+    # Only that constant is read: contract.read would refuse a file whose CUDA_SRC is built from an imported name
+    # (the probes' fixture), which the build itself accepts.
+    def extension_name(sub):
+        try:
+            return variants.module_constant(sub.path, "EXTENSION_NAME")
+        except UserError:  # not a literal: the build may still accept it
+            return None
+    extensions = [extension_name(sub) for sub in pair]
+    distinct = None not in extensions and extensions[0] != extensions[1]
+    second = "marks" if distinct else "marks_other"
     marked = [_Marked(pair[0], say), _Marked(pair[1], say, second)]
     results = []
     for shape in shapes:
