@@ -277,25 +277,16 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
     neither always runs right after the other's flush), every call from a cleared buffer with L2 flushed;
     each version's summary and the two side by side (``side_by_side``), and so per range of CTAs (the same
     linear block indices in both launches: a parent and its child that share a grid)."""
-    from harness.probes import common, variants
+    from harness.probes import common
     torch = common.bound_torch()
     common.require_gpu(torch, "nvfp4 probe marks")
     for sub in pair:
         common.refuse_unrunnable(sub, torch)
     say = on_progress or (lambda text: None)
-    # NOTE: two files with one EXTENSION_NAME (a copy of a version, edited) would load as one extension in this
-    # process: the second build gets a name of its own, and so whenever the names are not both read and different.
-    # Only that constant is read: contract.read would refuse a file whose CUDA_SRC is built from an imported name
-    # (the probes' fixture), which the build itself accepts.
-    def extension_name(sub):
-        try:
-            return variants.module_constant(sub.path, "EXTENSION_NAME")
-        except UserError:  # not a literal: the build may still accept it
-            return None
-    extensions = [extension_name(sub) for sub in pair]
-    distinct = None not in extensions and extensions[0] != extensions[1]
-    second = "marks" if distinct else "marks_other"
-    marked = [_Marked(pair[0], say), _Marked(pair[1], say, second)]
+    # NOTE: the second build always gets a name of its own: two files with one EXTENSION_NAME (a copy of a version,
+    # edited) would load as one extension in this process, and reading the names first refused files the build
+    # accepts (a CUDA_SRC built from an imported name: the probes' fixture, session 61).
+    marked = [_Marked(pair[0], say), _Marked(pair[1], say, "marks_other")]
     results = []
     for shape in shapes:
         say(f"marking {shape.label}")
