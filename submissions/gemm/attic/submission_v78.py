@@ -31,7 +31,24 @@ block, the K loop 7.65 -> ~5.8-6.4 µs, the kernel 13.46 -> ~11.8-12.5 µs (`com
 The other two shapes launch v74's kernels (SAME). Refuted if the loop does not shorten (the chain is not the
 pace, or one warp's refill, ~20 instructions a block on its lane, lengthens its warpgroup's chain as much as the
 third warpgroup shortens it); marks (`probe marks gemm v74 v78 --shapes benchmarks:2`) show which.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 62 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 519870b). Tests and
+edges (both distributions), bad inputs, racecheck and synccheck pass; `test gemm v78 --dist all --seeds 2` on five
+paired launches (32x128x64: one K block, warpgroups 1 and 2 idle; 96x6144x320; 64x1024x704; 100x512x1216 L3;
+128x1024x3008: 47 blocks, chunks cut short) 20 of 20 pass, mixed worst beyond one fp16 ulp 0.039 (cuBLAS fp16
+0.0657); racecheck and synccheck on 128x512x1216 CLEAN. `compare gemm v74 v78` (kernel method, one process):
+128x7168x16384 0.999x, 128x4096x7168 0.998x SAME (v74's kernels), 128x7168x2048 0.884x [0.877, 0.892] SLOWER.
+Recorded: kernel 60.00 / 22.05 / 15.23 µs, gpumode 60.44 / 23.01 / 16.24. Marks (`probe marks gemm v74 v78
+--shapes benchmarks:2`, one process, medians): first stage decoded -> K loop done 7.68 -> 8.80 µs (0.240 -> 0.275
+µs a block), K loop done -> end 1.06 -> 1.41 (three sums instead of two); the start as v74's. Refuted: a third
+warpgroup did not shorten the loop. ncu (`studies/ncu_source.py gemm v74|v78 --shape 2`, one call): issue slots
+busy 24.1% -> 26.1%, warp cycles per issued instruction 6.62 -> 8.31 with 2.30 -> 3.02 warps a scheduler: the
+scheduler issued about as much with three warps as with two. What moved is where they wait: the full barriers
+inside the loop (v74: ~12.6% of all samples at the four in-loop waits) fell to ~1% (each warpgroup's slot is
+refilled one of its own blocks after use, ~1.5 µs before its next use), and the wgmma's own time came onto each
+chain instead (HGMMA issue and WARPGROUP.DEPBAR 2.7% -> 26.8% of samples): with one fragment set a warpgroup decodes
+nothing while its wgmma runs, and its chain per block (wait, decode, issue, wgmma, refill, FADD) took ~1,480
+cycles, three of them ~0.275 µs a block. A second fragment set (v74's overlap) needs 16 more registers than 168.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
