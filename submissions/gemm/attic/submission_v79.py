@@ -1,23 +1,35 @@
-"""NVFP4 GEMM v80: v79 with B's first lap prefetched into L2 by ordinary line prefetches of the prepass's threads, not TMA operations.
+"""NVFP4 GEMM v79: the prepass prefetches every CTA's first lap of B into L2, and an unsplit launch's first lap issues A after two stages of B.
 
-Version: v80
-Parent: v79
-Change: prefetch_first_b only: each prepass thread issues prefetch.global.L2 for one 128-byte line (a row's first lap,
-kStages x 32 bytes from its split's first K block: up to three lines; a 128-row scale tile's, kStages x 512 bytes: up
-to 33) where v79 issued cp.async.bulk.prefetch operations (a tensor-map box or a scale range each). Everything else
-is v79's (v73's first-lap order: B's first two stages, the wait, A's first tiles, the lap's other stages A first).
-Why: v79 lost 0.64x on 128x7168x2048 with its prepass ending ~8 µs late (marks: wait returned 9.25 µs against v74's
-1.25), and group_gemm v61 (the same prefetch) ~14 µs late on C: a TMA operation costs its SM's unit tens of ns (v68's
-marks: ~45 ns each for the first lap's copies), and v79's 32 prepass blocks each issued ~30 of them. A line prefetch
-is an ordinary memory instruction, two or three a thread. v79's marks, with the prefetch long done, still showed what
-the order gives: start -> B armed 1.09 -> 0.77 µs, wait returned -> first stage decoded 1.12 -> 0.74, the loop +0.10.
+Version: v79
+Parent: v74
+Change: (1) decode_a_kernel's threads first issue one L2 prefetch each, together covering every GEMM CTA's first lap
+of B: kStages K blocks from its split's first block, as boxes of the GEMM's own tensor map (tile_n rows x 32 bytes:
+64 for a paired launch), and each 128-row scale tile's kStages x 512 bytes per split as one bulk prefetch; nothing
+waits on them. (2) An unsplit launch's first lap in v73's order: B's first two stages, griddepcontrol.wait, A's first
+two tiles, then stages 2-7 each with A's tile first (v74: the whole lap of B, 24 operations, then the wait, then A).
+The copies, their bytes and barriers are v74's, so C is v74's bit for bit.
+Why: v74's marks on 128x7168x2048 (session 62's `probe marks gemm v74 v78`): start -> B armed 1.09 µs, the wait
+returned 0.03 later, first stage decoded 1.15 after that: A's first tile, which the first stage waits for, goes out
+only after the whole lap of B. v73 moved A first and its first stage was decoded 0.5 µs sooner, but its loop ran 0.1
+longer (SAME, 1.006x): the lap's later B, issued after A, came from HBM late for their blocks. Prefetched during the
+prepass (which runs 1.7-2 µs before the GEMM's first copies), the whole lap is in L2 when the copies go out. On the
+split launches (plain, after the prepass) the first lap's B then also reads L2.
 Arch: sm_90a
-Analogue: v79 (the order and the prefetch's coverage); v73 (the order)
-Prediction: the prepass as v74's (within ~0.2 µs: 2-3 line prefetches a thread beside its own loads), 128x7168x2048's
-first stage decoded ~0.4 µs sooner, the loop +0.1: 13.46 -> ~13.1-13.2 µs (`compare gemm v74 v80` 1.01-1.03x);
-split shapes 1.00-1.01x. Refuted if the marks (`probe marks gemm v74 v80 --shapes benchmarks:2`) show the prepass's
-end (the wait's return) later than v74's by what the first stage gains.
-Measured: not yet run
+Analogue: v73 (the order); cp.async.bulk.prefetch (PTX ISA, sm_90); group_gemm v61 (the same prefetch, same session)
+Prediction: 128x7168x2048 first stage decoded ~0.4-0.5 µs sooner with the loop as v74's: 13.46 -> ~13.0 µs (`compare
+gemm v74 v79` 1.02-1.04x); 128x4096x7168 and 128x7168x16384 (split launches: only the first lap's B moves from HBM
+to L2) 1.00-1.02x. Refuted if the marks (`probe marks gemm v74 v79 --shapes benchmarks:2`) show the first stage no
+sooner, or the loop longer by what the start gained (v73's outcome again).
+Verdict: slower
+Measured: NVIDIA H200, session 62 (one GPU of a two-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 1e9cfe5). Tests and edges (both
+distributions), bad inputs, racecheck and synccheck pass; `test gemm v79 --dist all` on 64x1024x704, 100x512x1216 L3 and
+128x4096x7168 L2: 12 of 12. `compare gemm v74 v79` (kernel method, one process): 0.800x / 0.578x / 0.640x [0.634, 0.645]
+SLOWER. Recorded: kernel 75.28 / 37.80 / 21.02 µs. Marks (`probe marks gemm v74 v79 --shapes benchmarks:2`, medians
+µs after the call's first stamp): the wait returned 1.25 -> 9.25: the prefetch made the prepass ~8 µs longer. Each
+cp.async.bulk.prefetch is a TMA operation, and an SM's TMA unit takes them one after another at tens of ns each
+(v68's marks: ~45 ns a copy); the prepass's 32 blocks each issued ~30. With the lap long in L2 the order did what v73
+promised: start -> B armed 1.09 -> 0.77, wait returned -> first stage decoded 1.12 -> 0.74, the loop +0.10 (v80 and
+v81 take the prefetch elsewhere).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -70,7 +82,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v80"
+EXTENSION_NAME = "nvfp4_gemm_v79"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -376,14 +388,10 @@ __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
 // K block fastest. A warp is 4 rows x 4 K blocks x 2 halves: each store instruction writes, per
 // (row, K block), chunks 2s and 2s + 1, which the swizzle (c ^ r % 8) keeps an aligned 32-byte pair:
 // 16 full sectors. Its loads read 128 contiguous bytes of each row's A and 16 of its scales.
-// v80: every GEMM CTA's first lap of B (kStages K blocks from its split's first, of its rows) fetched into L2 by the
-// prepass's threads with ordinary line prefetches, one 128-byte line an item: a row's lap is kStages x 32 contiguous
-// bytes (up to three lines), a 128-row scale tile's lap kStages x 512 (at most 33 lines). v79 issued the same as TMA
-// prefetches and lost: a TMA operation costs its SM's unit tens of ns and the prepass's few blocks each issued ~30.
-// Fire and forget: nothing waits on them; the GEMM's first-lap copies then read L2, not HBM.
-__device__ __forceinline__ void prefetch_l2(const uint8_t* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
-constexpr int kRowLapLines = (kStages * 32 + 127) / 128 + 1;  // lines a row's lap can touch (unaligned start)
-constexpr int kScaleLapLines = kStages * B_SCALE_BYTES / 128 + 1;
+// v79: every GEMM CTA's first lap of B (kStages K blocks from its split's first, of its column tile), fetched into
+// L2 by the prepass's threads, one prefetch each: the values as boxes of the GEMM's own tensor map (tile_n rows x 32
+// bytes), the scales as one contiguous bulk prefetch per 128-row scale tile and split (kStages x 512 bytes of the
+// blocked layout). Fire and forget: nothing waits on them; the GEMM's first-lap copies then read L2, not HBM.
 __device__ __forceinline__ void prefetch_first_b(const Problem& problem) {
     const int threads = static_cast<int>(gridDim.x) * kDecodeThreads;
     const int S = problem.splits;
@@ -391,30 +399,25 @@ __device__ __forceinline__ void prefetch_first_b(const Problem& problem) {
     for (int g = 0; g < problem.num_groups; ++g) {
         const GroupDesc& d = problem.groups[g];
         const int num_kb = d.k / BLOCK_K;
-        const int row_items = d.n * S * kRowLapLines;
-        const int items = row_items + (d.n / BLOCK_N) * S * kScaleLapLines;
+        const int tiles = d.n / problem.tile_n, scale_tiles = d.n / BLOCK_N;
+        const int boxes = tiles * S * kStages;
+        const int items = boxes + scale_tiles * S;
         for (; item < items; item += threads) {
-            const uint8_t* begin;
-            const uint8_t* end;
-            int line;
-            if (item < row_items) {
-                const int row = item / (S * kRowLapLines), split = (item / kRowLapLines) % S;
-                line = item % kRowLapLines;
-                const int kb = split * num_kb / S;  // NOTE: a split's first block, as gemm_kernel's kb_first
-                const int count = num_kb - kb < kStages ? num_kb - kb : kStages;
-                begin = d.b + static_cast<int64_t>(row) * d.b_row + kb * (BLOCK_K / 2);
-                end = begin + count * (BLOCK_K / 2);
+            if (item < boxes) {
+                const int tile = item / (S * kStages), split = (item / kStages) % S, i = item % kStages;
+                const int kb = split * num_kb / S + i;  // NOTE: a split's first block, as gemm_kernel's kb_first
+                if (kb < num_kb)
+                    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
+                                 ::"l"(reinterpret_cast<uint64_t>(&d.b_map)), "r"(kb * (BLOCK_K / 2)), "r"(tile * problem.tile_n)
+                                 : "memory");
             } else {
-                const int rest = item - row_items;
-                const int tile = rest / (S * kScaleLapLines), split = (rest / kScaleLapLines) % S;
-                line = rest % kScaleLapLines;
+                const int tile = (item - boxes) / S, split = (item - boxes) % S;
                 const int kb = split * num_kb / S;
                 const int count = num_kb - kb < kStages ? num_kb - kb : kStages;
-                begin = d.sfb_blocked + (static_cast<int64_t>(tile) * num_kb + kb) * B_SCALE_BYTES;
-                end = begin + count * B_SCALE_BYTES;
+                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n"
+                             ::"l"(d.sfb_blocked + (static_cast<int64_t>(tile) * num_kb + kb) * B_SCALE_BYTES),
+                             "r"(static_cast<uint32_t>(count * B_SCALE_BYTES)) : "memory");
             }
-            const uint8_t* at = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(begin) & ~uintptr_t{127}) + 128 * line;
-            if (at < end) prefetch_l2(at);
         }
         item -= items;  // NOTE: the next group's items continue the count
     }

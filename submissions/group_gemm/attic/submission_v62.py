@@ -18,7 +18,15 @@ Prediction: C's prepass as v58's (within ~0.2 µs), its first stage's B decoded 
 waves; the prefetch adds ~8-15 MB of early HBM reads that the first wave's tiles would read anyway). Refuted if the
 marks (`probe marks group_gemm v58 v62 --shapes benchmarks:2`) show the prepass's stores later than v58's by what
 the first stage gains, or the first stage no sooner.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 62 (one GPU of a two-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 551832c). Tests and edges (both
+distributions), bad inputs, racecheck and synccheck pass; `test group_gemm v62 --dist all` on v61's custom shape: 4 of
+4. `compare group_gemm v58 v62` (kernel method, one process): A 0.989x SAME, B 0.982x [0.975, 0.989], C 0.988x [0.980,
+0.997], D 0.962x [0.955, 0.969] SLOWER. Recorded: kernel 123.32 / 74.87 / 31.36 / 16.30 µs. Marks on C (one process,
+medians µs after the call's first stamp): prepass stores issued 1.92 -> 2.50, GEMM start 2.34 -> 3.01 (its CTAs are
+placed as the prepass's blocks leave), first stage's B decoded 5.60 -> 5.95; GEMM start -> first stage's B decoded
+3.30 -> 2.85 (the lap's B from L2, -0.45 µs as on gemm v80). Refuted: what the prefetch gives the first stage it
+takes from the prepass first.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -19,7 +19,17 @@ Analogue: v73, v79, v80 (this session's measurements of the order and of the pre
 Prediction: the wait returns as v74's (~1.25 µs: the prepass unchanged), the first stage is decoded ~0.4 µs sooner,
 the loop +0.1: 128x7168x2048 13.46 -> ~13.2 µs (`compare gemm v74 v81` 1.01-1.03x); split shapes SAME (their kernels
 take neither change). Refuted if the marks show the wait later than v74's or the first stage no sooner.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 62 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 1fb0d9c). Tests and edges (both
+distributions), bad inputs, racecheck and synccheck pass. `compare gemm v74 v81` (kernel method, one process): 0.999x /
+0.999x SAME, 128x7168x2048 0.959x [0.952, 0.966] SLOWER. Recorded: kernel 59.63 / 21.88 / 14.06 µs. Marks on
+128x7168x2048 (one process, medians): the wait returned 1.25 -> 1.12 (the prepass as v74's), first stage decoded 2.40
+-> 2.30 (-0.10, not the -0.4 predicted: arming two stages took 0.93 µs against v79's 0.77), and the loop 7.62 ->
+8.58 µs: the stages issued after A's first tiles were late for their blocks, as in v73, with or without the
+prefetch by the CTA's own warps (v79's loop, its lap prefetched microseconds earlier by the slow prepass, was
++0.10). So line prefetches issued at the CTA's start do not bring B's lap into L2 before the copies that follow them
+by ~1 µs. What this session's five measurements of the start say (gemm NOTES, session 62): the lap's B from L2 is
+worth ~0.45 µs of the first stage, and no place found so far issues it early without costing as much.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -20,7 +20,13 @@ already lands before its A, v56), A and B (tall launches, many waves) SAME withi
 lap can gain; 8 x 4 KB x 32-56 tiles a group is at most ~14 MB of extra HBM reads ahead of the prepass's own: a
 slowdown of the prepass would show there first). Refuted if C's marks (`probe marks group_gemm v58 v61 --shapes
 benchmarks:2`) keep "stage 0 landed" at v58's or the prepass's stores issue later by as much as it gains.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 62 (one GPU of a two-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 1e9cfe5). Tests and edges (both
+distributions), bad inputs, racecheck and synccheck pass; `test group_gemm v61 --dist all` on g3 m[1,300,77]
+n128/384/896 k256/512/1024: 4 of 4. `compare group_gemm v58 v61` (kernel method, one process): 0.889x / 0.832x /
+0.700x / 0.528x SLOWER. Recorded: kernel 138.17 / 88.06 / 44.42 / 29.62 µs. Marks on C (`probe marks group_gemm v58
+v61 --shapes benchmarks:2`): prepass stores issued, last CTA, 2.43 -> 17.02 µs; the wait returned 3.90 -> 17.63:
+~256 TMA prefetches a prepass block, one after another on each SM's TMA unit at tens of ns each (gemm v79 the same).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
