@@ -9,6 +9,7 @@ over one custom_kernel call and prints, per profiled kernel:
 The full details page and the per-instruction CSV go to --out (text, gzip) for later reading.
 Usage on a GPU machine, repo root:
     python3 studies/ncu_source.py group_gemm v19 --shape 0 --out $OUT/ncu [--top 40]
+and on any machine, a saved CSV read again: python3 studies/ncu_source.py --source FILE-source.csv.gz [--top 40]
 """
 import argparse
 import csv
@@ -32,14 +33,28 @@ DETAIL_KEYS = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "L1/T
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("problem")
-    ap.add_argument("version")
+    ap.add_argument("problem", nargs="?")
+    ap.add_argument("version", nargs="?")
     ap.add_argument("--shape", default="0", help="benchmark shape index")
     ap.add_argument("--dist", default="competition")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="where the report, details and source CSV go (with PROBLEM VERSION)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--timeout", type=float, default=400.0)
+    ap.add_argument("--source", help="instead of profiling: read a saved *-source.csv.gz (any machine, no GPU)")
     args = ap.parse_args()
+    if args.source:
+        if args.problem or args.version or args.out:
+            ap.error("--source reads a saved CSV: give no PROBLEM, VERSION or --out with it")
+        try:
+            with gzip.open(args.source, "rt") as f:
+                text = f.read()
+        except (OSError, EOFError) as exc:
+            print(f"--source {args.source}: cannot read it as a gzip'd CSV ({exc})", file=sys.stderr)
+            return 2
+        print_top_stalls(text, args.top)
+        return 0
+    if not (args.problem and args.version and args.out):
+        ap.error("PROBLEM, VERSION and --out are required (or --source FILE)")
 
     from harness import build, cuda_tools, profile, runner
     from harness.submissions import resolve
@@ -114,6 +129,24 @@ def print_top_stalls(source: str, top: int) -> None:
             except ValueError:
                 return 0.0
         total = sum(num(r[sample_col]) for r in rows) or 1.0
+        # NOTE: session 62 read v74's and v78's differences from these two sums before any single instruction: where
+        # a kernel's warps wait (barrier = WARPGROUP.DEPBAR and bar.sync, long_sb = mbarrier spins and loads, wait =
+        # fixed-latency dependencies) and on which opcodes.
+        by_reason, by_opcode = {}, {}
+        for r in rows:
+            for c in stall_cols:
+                if "Not Issued" not in c:
+                    by_reason[c.removeprefix("stall_")] = by_reason.get(c.removeprefix("stall_"), 0.0) + num(r[c])
+            words = r.get("Source", "").split()
+            if words and words[0].startswith("@"):
+                words = words[1:]
+            opcode = words[0].split(".")[0] if words else "?"
+            by_opcode[opcode] = by_opcode.get(opcode, 0.0) + num(r[sample_col])
+        reason_total = sum(by_reason.values()) or 1.0
+        print("  stall samples by reason: " + ", ".join(
+            f"{k} {100 * v / reason_total:.1f}%" for k, v in sorted(by_reason.items(), key=lambda kv: -kv[1])[:10]))
+        print("  stall samples by opcode: " + ", ".join(
+            f"{k} {100 * v / total:.1f}%" for k, v in sorted(by_opcode.items(), key=lambda kv: -kv[1])[:12]))
         print(f"  {len(rows)} SASS instructions, {total:.0f} stall samples; top {top}:")
         for r in sorted(rows, key=lambda r: -num(r[sample_col]))[:top]:
             reasons = sorted(((num(r[c]), c) for c in stall_cols), reverse=True)[:3]
