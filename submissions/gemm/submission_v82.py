@@ -14,7 +14,14 @@ the loop's instructions there)
 Prediction: v77 took 8 instructions a block off for 1.008x (SAME): if the chain's pace follows its instruction count,
 11 fewer give ~1.01x on 128x7168x2048 (`compare gemm v74 v82 --shapes benchmarks:2`), SAME elsewhere (their kernels
 are v74's). A session-end measurement of one question: whether the paired chain's bookkeeping is worth a step.
-Measured: not yet run
+Measured (partial: the session's last 100 s of device): NVIDIA H200, session 62 (a one-GPU machine, driver
+580.159.04, torch 2.11.0+cu130; commit 972b1fb). `test gemm v82 --shapes tests`: 20 of 20 pass. `compare gemm v74 v82
+--shapes benchmarks:2` (kernel method, one process): 13.50 -> 12.98 µs, 1.040x [1.030, 1.050] FASTER (1.042x with v74
+first, 1.037x with v82 first), above the 1.01x predicted from v77. Not yet run: `--dist all` and the edges shapes,
+racecheck and synccheck, the other two shapes' compare (their kernels are v74's), marks, the record. Why more than
+v77's: v77's FADDs sat after the wgmma wait of a block that the other warpgroup's wgmma covered; v82's instructions
+were the descriptors' and barriers' offsets computed between a warpgroup's wait and its next issue, the segment in
+which the tensor pipe waits for that warpgroup (gemm NOTES, session 62).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
