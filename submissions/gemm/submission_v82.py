@@ -14,14 +14,19 @@ the loop's instructions there)
 Prediction: v77 took 8 instructions a block off for 1.008x (SAME): if the chain's pace follows its instruction count,
 11 fewer give ~1.01x on 128x7168x2048 (`compare gemm v74 v82 --shapes benchmarks:2`), SAME elsewhere (their kernels
 are v74's). A session-end measurement of one question: whether the paired chain's bookkeeping is worth a step.
-Measured (partial: the session's last 100 s of device): NVIDIA H200, session 62 (a one-GPU machine, driver
-580.159.04, torch 2.11.0+cu130; commit 972b1fb). `test gemm v82 --shapes tests`: 20 of 20 pass. `compare gemm v74 v82
---shapes benchmarks:2` (kernel method, one process): 13.50 -> 12.98 µs, 1.040x [1.030, 1.050] FASTER (1.042x with v74
-first, 1.037x with v82 first), above the 1.01x predicted from v77. Not yet run: `--dist all` and the edges shapes,
-racecheck and synccheck, the other two shapes' compare (their kernels are v74's), marks, the record. Why more than
-v77's: v77's FADDs sat after the wgmma wait of a block that the other warpgroup's wgmma covered; v82's instructions
-were the descriptors' and barriers' offsets computed between a warpgroup's wait and its next issue, the segment in
-which the tensor pipe waits for that warpgroup (gemm NOTES, session 62).
+Measured: NVIDIA H200, session 62 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 972b1fb): `compare
+gemm v74 v82 --shapes benchmarks:2` (kernel method, one process) 13.50 -> 12.98 µs, 1.040x [1.030, 1.050] FASTER
+(1.042x with v74 first, 1.037x with v82 first), above the 1.01x predicted from v77. NVIDIA H200, session 63 (a two-GPU
+machine, one version a GPU; driver 580.159.04, torch 2.11.0+cu130; commit 66d29fc): tests and edges shapes on every
+distribution, bad inputs, racecheck and synccheck pass (mixed worst beyond one fp16 ulp 0.0528 on 256x7168x2048,
+cuBLAS fp16 0.149). `compare gemm v74 v82` (kernel method, one process): 1.004x [1.003, 1.005] / 0.994x [0.985, 1.004]
+SAME / 1.034x [1.026, 1.042] FASTER (geomean 1.011x); recorded 59.88 / 22.01 / 12.98 µs (kernel), 60.29 / 22.97 /
+14.09 µs (gpumode). Marks (128x7168x2048, 20 calls each, v74 then v82 medians): the K loop 7.65 -> 7.30 µs, the
+epilogue 1.06 -> 0.93, the prepass and first stage unchanged; the call's last CTA ends 11.86 -> 11.34 µs. Why more
+than v77's: v77's FADDs sat after the wgmma wait of a block that the other warpgroup's wgmma covered; v82's
+instructions were the descriptors' and barriers' offsets computed between a warpgroup's wait and its next issue, the
+segment in which the tensor pipe waits for that warpgroup (gemm NOTES, session 62).
+Kept as the best (128x7168x2048 FASTER, the others SAME: their kernels are v74's).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -12,7 +12,14 @@ Arch: sm_90a
 Analogue: v83 (the same change on the paired loop); group_gemm v63 (the same on its loops)
 Prediction: 128x4096x7168 and 128x7168x16384 1.00-1.02x over v83 (four dependent uniform operations fewer a block of
 ~0.35 µs); 128x7168x2048 SAME (v83's kernel).
-Measured: not yet run
+Measured: NVIDIA H200, session 63 (a two-GPU machine, one version a GPU; driver 580.159.04, torch 2.11.0+cu130; commit
+66d29fc). Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck pass. `compare gemm v83
+v84` (kernel method, one process): 128x7168x16384 1.016x [1.006, 1.026] FASTER, 128x4096x7168 1.006x [0.998, 1.014]
+SAME, 128x7168x2048 0.995x [0.986, 1.003] SAME (v83's kernel; geomean 1.006x); recorded 59.15 / 21.93 / 13.00 µs
+(kernel), 59.66 / 22.89 / 14.20 µs (gpumode). Within the prediction on the split shapes. Its parent v83 (the same
+change on the paired loop) measured SAME against v82 (0.996x) and is in the attic; against v82's records (59.88 /
+22.01 / 12.98 µs, the same session, the other GPU) this is 1.012x / 1.004x / 0.998x. Kept as the best (128x7168x16384
+FASTER, the others SAME).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -13,7 +13,12 @@ Arch: sm_90a
 Analogue: gemm v83, v84 (the same change)
 Prediction: C and D 1.00-1.02x over v58 (four dependent uniform operations fewer a block of ~0.38-0.40 µs); A and B
 (their tall kernel has the same segment) 1.00-1.01x.
-Measured: not yet run
+Measured: NVIDIA H200, session 63 (a two-GPU machine, one version a GPU; driver 580.159.04, torch 2.11.0+cu130; commit
+66d29fc). Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck pass. `compare group_gemm
+v58 v63` (kernel method, one process): A 1.006x [0.997, 1.016] SAME, B 1.012x [1.002, 1.022] FASTER, C 1.006x [0.997,
+1.015] SAME, D 0.998x [0.989, 1.008] SAME (geomean 1.006x [1.004, 1.008]); recorded 122.14 / 72.80 / 30.79 / 15.62 µs
+(kernel), 124.45 / 73.69 / 31.93 / 17.72 µs (gpumode). At the low end of the prediction: C and D, where the consumers'
+chain sets the loop, moved least. Kept as the best (B FASTER, the others SAME).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -14,7 +14,13 @@ Analogue: gemm v83, v84 and group_gemm v63 (the same change)
 Prediction: 1.000-1.01x on every shape over v52 (three dependent uniform operations fewer a block of ~1,100 cycles).
 Exactness: v52's, unchanged (only where a descriptor's low word is computed moves): C is v52's bit for bit.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 63 (a two-GPU machine, one version a GPU; driver 580.159.04, torch 2.11.0+cu130; commit
+66d29fc). Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck pass. `compare dual_gemm
+v52 v56` (kernel method, one process): 1.003x [0.995, 1.011] / 1.000x [0.994, 1.005] / 0.997x [0.993, 1.001] / 1.000x
+[0.997, 1.003] SAME (geomean 1.000x [0.999, 1.001]); recorded 45.56 / 78.18 / 29.20 / 63.91 µs (kernel). At the
+prediction's floor: three uniform operations fewer a block of ~1,100 cycles do not show; this loop's excess over the
+tensor rate is not on the wait-to-issue segment's instructions.
 """
 
 import torch

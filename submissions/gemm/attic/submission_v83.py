@@ -14,7 +14,14 @@ Arch: sm_90a
 Analogue: v82 (the same segment)
 Prediction: 128x7168x2048 1.00-1.02x over v82 (three dependent uniform operations fewer on the segment a block, ~10-20
 cycles of ~430); the other shapes SAME (v74's kernels).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 63 (a two-GPU machine, one version a GPU; driver 580.159.04, torch 2.11.0+cu130; commit
+66d29fc). Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck pass. `compare gemm v82
+v83` (kernel method, one process): 0.998x [0.990, 1.005] / 1.002x [0.993, 1.010] / 0.989x [0.982, 0.995] SAME (geomean
+0.996x [0.994, 0.998]); recorded 59.93 / 22.05 / 13.00 µs (kernel). Under the 1.00-1.02x predicted on 128x7168x2048:
+three dependent uniform operations fewer on the wait-to-issue segment bought nothing measurable, where v82's eleven
+(offsets of slots, barriers and descriptors) bought 4%; the segment's cost is not its instruction count alone. Its
+change stays in v84 (a child measured before this verdict), which costs nothing there.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
