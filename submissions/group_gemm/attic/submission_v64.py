@@ -17,7 +17,17 @@ Arch: sm_90a
 Analogue: gemm v85 (A's lap on its own thread); gemm v73 (early A, late B: here B keeps its timing)
 Prediction: C and D 1.00-1.02x over v63 (the wait returns at the prepass's visibility, at most ~0.3 µs sooner on a
 30 / 15 µs call); A and B SAME (their launch is not dependent).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 63 (a two-GPU machine, one version a GPU; driver 580.159.04, torch 2.11.0+cu130; commit
+74db7b6). Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck pass. `compare group_gemm
+v63 v64` (kernel method, one process): A 0.989x [0.985, 0.994], B 0.995x [0.988, 1.002] SAME, C 0.971x [0.962, 0.979],
+D 0.969x [0.964, 0.974] SLOWER (geomean 0.981x); recorded kernel 122.02 / 72.31 / 31.41 / 15.80 µs. Marks on C (20
+calls each, v63 then v64 medians, µs after the call's first stamp): the wait returned 4.00 -> 3.78, stages 0-1's A
+issued 5.14 -> 4.26, stage 0 landed 5.50 -> 5.12, first stage's B decoded 5.92 -> 5.66, the loop 24.93 -> 25.15, the
+end 32.38 -> 32.26 (the marks build read no loss; the compare's kernel method, many more calls, read 2.9%). As gemm
+v85: the early A took the first stage ~0.3 µs sooner and the loop gave it back and more (A's tiles among B's lap), and
+the rolled producer loop is a second change on every launch (A 0.989x on a launch whose first lap is v63's) that this
+version cannot separate.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
