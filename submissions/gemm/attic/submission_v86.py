@@ -15,7 +15,15 @@ Arch: sm_90a
 Analogue: group_gemm v56 (the same barrier on D's first stage)
 Prediction: 128x7168x2048 1.00-1.02x over v84 (the first block's decode, ~0.2-0.3 µs, off the path if A's tile lands
 last; nothing if B's stage lands last); the split shapes SAME (their kernels unchanged).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 63 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit fcfb46c). Tests
+and edges shapes on every distribution, bad inputs, racecheck and synccheck pass. `compare gemm v84 v86` (kernel
+method, one process): 0.997x [0.990, 1.005] / 1.001x [0.993, 1.009] / 128x7168x2048 1.010x [1.005, 1.016] SAME (within
+the 2% margin, its interval above 1); recorded kernel 58.98 / 21.79 / 12.73 µs. Marks (128x7168x2048, 20 calls each,
+v84 then v86 medians, µs after the call's first stamp): first stage decoded 2.40 -> 2.14 (B's first blocks decoded
+before A), first A landed (new) 2.40, K loop done 9.63 -> 9.63, end 10.53 -> 10.59. What it settles: A's first tile,
+issued after the wait (1.38), lands at 2.40, and it is the start's gate; B's decode now waits for it instead of the
+other way round, so the loop starts when v84's did. v87 (this session) tried to land A's tile sooner.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -17,7 +17,18 @@ Arch: sm_90a
 Analogue: v81 (the idle producer warps used at the start, there to prefetch B into L2); v86 (B decoded before A)
 Prediction: 128x7168x2048 1.02-1.05x over v86 (A's first tile landing ~0.3-0.6 µs sooner, the loop as v86's if the
 cp.async stages land as the TMA ones did); the split shapes SAME (their kernels unchanged).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 63 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 50e0056). Tests
+and edges shapes on every distribution, bad inputs, racecheck and synccheck pass; `test --dist all` on 128x7168x2048
+passes (mixed beyond one fp16 ulp 0.080, cuBLAS 0.149); racecheck on 64x256x576 (a paired launch) clean. `compare gemm
+v86 v87` (kernel method, one process): 0.999x / 0.998x SAME, 128x7168x2048 0.892x [0.887, 0.898] SLOWER; recorded
+kernel 58.72 / 21.78 / 14.22 µs. Marks (v86 then v87 medians): B armed and the wait 1.38 -> 1.15 (four TMA copies
+before the wait instead of sixteen), first A landed 2.40 -> 2.43 (unmoved), first stage decoded 2.11 -> 2.27, K loop
+7.49 -> 8.35. Refuted: A's first tile does not queue behind B's copies in the TMA unit; issued 0.22 µs sooner, it
+lands when it did (at ~2.4 µs whether issued at 1.15, 1.25 or 1.38: v84-v87), so its landing is set elsewhere (112
+CTAs reading the same 16 KB of L2 just after the prepass wrote it is the candidate; not measured). And B's stages by
+cp.async from three warps (160 pieces a stage, 16 bytes each) made the loop's first blocks late: the TMA path is the
+faster one for B.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
