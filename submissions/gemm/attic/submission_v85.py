@@ -23,10 +23,10 @@ Measured: NVIDIA H200, session 63 (a two-GPU machine, one version a GPU; driver 
 v85` (kernel method, one process): 1.002x [0.994, 1.011] / 0.998x [0.993, 1.002] SAME / 128x7168x2048 0.953x [0.948,
 0.958] SLOWER; recorded kernel 58.70 / 21.76 / 13.63 µs. Marks (128x7168x2048, 20 calls each, v84 then v85 medians, µs
 after the call's first stamp): the wait returned 1.25 -> 1.12 (the last CTA's 2.05 -> 1.70), B armed 1.25 -> 1.41,
-first stage decoded 2.40 -> 2.37 (unmoved), K loop 7.20 -> 8.00, end 10.56 -> 11.33. Refuted: A's first tile was not
-what the first stage waited for; B's stage 0 (from HBM, issued at the start) is, so the earlier A bought nothing, and
-A's eight 16 KB tiles issued among B's lap delayed B's later stages in the TMA unit and the memory system: the loop's
-first blocks waited for them (v73's loss, from the other side).
+first stage decoded 2.40 -> 2.37 (unmoved), K loop 7.20 -> 8.00, end 10.56 -> 11.33. Refuted: issuing A's first tile
+sooner did not land it sooner (v86 and v87, the same session, found it landing at ~2.4 µs whether issued at 1.15, 1.25
+or 1.38 µs, and gating the loop's start), so the earlier A bought nothing; and A's eight 16 KB tiles issued among B's
+lap delayed B's later stages: the loop's first blocks waited for them (v73's loss, from the other side).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
