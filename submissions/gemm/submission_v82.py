@@ -26,7 +26,7 @@ epilogue 1.06 -> 0.93, the prepass and first stage unchanged; the call's last CT
 than v77's: v77's FADDs sat after the wgmma wait of a block that the other warpgroup's wgmma covered; v82's
 instructions were the descriptors' and barriers' offsets computed between a warpgroup's wait and its next issue, the
 segment in which the tensor pipe waits for that warpgroup (gemm NOTES, session 62).
-Kept as the best (128x7168x2048 FASTER, the others SAME: their kernels are v74's).
+Kept (128x7168x2048 FASTER, the others SAME: their kernels are v74's); v84 builds on it.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
