@@ -1,25 +1,33 @@
-"""NVFP4 GEMM v88: an unsplit launch's A workspace touched by one TMA prefetch at the CTA's start, before the prepass ends.
+"""NVFP4 GEMM v89: a paired launch's CTAs start their K loops a quarter of K apart, so they do not all read the same A tile at once.
 
-Version: v88
+Version: v89
 Parent: v84
-Change: in an unsplit launch, producer thread 32 (idle in v84 after setmaxnreg) issues one 16-byte
-cp.async.bulk.prefetch.L2 of the CTA's first A tile (the prepass's output, not yet written) at the start, so the
-address's translation (and the TMA unit's path to it) is warm when thread 0 issues the lap's A copies after
-griddepcontrol.wait. Nothing is read into shared memory by it and no value of it is used (a prefetch of a line
-the prepass then writes in L2). A marks build also stamps "first A landed" (mark 6: warpgroup 0's first full
-barrier) as v86 did. C is v84's bit for bit.
-Why: v84-v87's marks (session 63, 128x7168x2048): A's first tile lands at ~2.40 µs after the call's first stamp
-whether thread 0 issues it at 1.15 (v87), 1.25 (v84) or 1.38 µs (v86), ~1 µs for 16 KB from L2, and it gates the
-loop's start (v86: B decoded by 2.14). A landing that does not follow its issue is set by something the copy
-meets on its way; the first touch of a page by an SM's TMA unit (its translation) is the cheapest thing to rule
-out, and B's first copies (the other first touches, "start -> B armed" 1.09 µs for 16 copies, v73's 0.75 for 4)
-are slow the same way.
+Change: in a paired launch whose K blocks are a multiple of 8 (a ring lap) and at least 16, the producer of CTA i
+takes the K blocks in the order rot, rot + 1, ..., num_k - 1, 0, ..., rot - 1 with rot = 8 (i % 4) mod num_k
+(128x7168x2048: four starting laps, 0, 8, 16, 24). Only the producer's K index moves (A's tile, B's scales and
+values of a slot); the consumers' slots, chunks and barriers are v84's. Each chunk still sums the same four blocks
+of one lap (lap boundaries are multiples of 8), only the order in which the chunk sums join the fp32 sum changes:
+C differs from v84's in the last bit of some values, within the same bound. A marks build also stamps "first A
+landed" (mark 6) as v88.
+Why: v84-v87's marks (session 63): A's first tile lands ~1 µs after it is issued whenever that is (1.15-1.38 µs),
+and gates the loop's start. Every one of the 112 CTAs asks L2 for the same 16 KB (and then the same next tiles)
+at the same moment, just after the prepass wrote them; here four groups of 28 ask for four different tiles.
 Arch: sm_90a
-Analogue: v48's prefetch.tensormap (the tensor map warmed under the prepass)
-Prediction: if the first touch is the cost, first A landed ~0.3-0.6 µs sooner and 128x7168x2048 1.02-1.04x over v84;
-if not, SAME with "first A landed" at ~2.4 µs again (and the cause is L2's: 112 CTAs reading one 16 KB tile just
-written, a rotation of each CTA's K order the next test). The split shapes SAME (their launches are plain).
-Measured: not yet run
+Analogue: v76 (A multicast in clusters of 2: half the L2 reads of A, the loop unmoved; the first tile's read was
+not measured)
+Prediction: if the same-tile reads are the first tile's cost, first A landed ~0.3-0.5 µs sooner and 128x7168x2048
+1.02-1.04x over v84; SAME otherwise. The split shapes SAME (their launches are v84's).
+Verdict: slower
+Measured: NVIDIA H200, session 64 (a two-GPU machine, one version a GPU; driver 580.159.04, torch 2.11.0+cu130; commit
+b01221a). Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck pass; the rotation's own
+shapes (no tests or edges shape takes it): `test --dist all --seeds 2` on 128x7168x2048 and 128x7168x3072 pass (mixed
+beyond one fp16 ulp 0.083 and 0.057, cuBLAS 0.066 and 0.175), racecheck on 128x7168x2048 clean. `compare gemm v84
+v89` (kernel method, one process): 1.002x / 1.001x SAME, 128x7168x2048 0.987x [0.978, 0.996] SLOWER (geomean 0.997x);
+recorded kernel 58.95 / 21.84 / 13.16 µs. Marks (v84 -> v89 medians, µs after the call's first stamp): B armed and
+the wait 1.25 -> 1.47 (the rotation's index arithmetic before the lap), first A landed 2.53 (1.06 after the wait, as
+v84's ~1.1), first stage decoded 2.40 -> 2.78, K loop 7.23 -> 7.33. Refuted: with four tiles asked for by 28 CTAs each
+instead of one by 112, A's first tile still lands ~1.1 µs after its issue, so the same-tile reads are not its cost
+either; and the loop ran 0.1 µs longer with the CTAs' A reads out of step (v31's "lockstep A reads help").
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -72,7 +80,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v88"
+EXTENSION_NAME = "nvfp4_gemm_v89"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end",
@@ -458,6 +466,10 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
     constexpr uint32_t b_value_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE;
     const uint8_t* const b_scale_tiles = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * (d.k / BLOCK_K) * B_SCALE_BYTES;
     int kb_start = 0;  // the first K block the loop below fills (after the first lap when not split)
+    // v89: a paired CTA's K blocks taken from `rot` on, wrapping (kb_first is 0 in an unpaired-or-paired unsplit launch);
+    // rot a multiple of the ring's lap, so every chunk (a warpgroup's blocks of one lap) holds v84's blocks.
+    const int rot = (kPaired && num_k % kStages == 0 && num_k >= 2 * kStages) ? (kStages * (blockIdx.x % 4)) % num_k : 0;
+    auto k_of = [&](int kb) { const int r = kb + rot; return kb_first + (r < num_k ? r : r - num_k); };
     if constexpr (!kSplit) {
         // NOTE: v48's: the first lap's slots are free at the start (fresh barriers), and B (values and
         // scales, the inputs as the caller handed them) does not depend on the prepass: its copies go out
@@ -468,8 +480,8 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         for (int kb = 0; kb < first_lap; ++kb) {
             const Stage st = stage_of(ring, kb);
             mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
-            bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
-            tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
+            bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(k_of(kb)) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
+            tensor_copy_2d(st.b_values, &d.b_map, k_of(kb) * (BLOCK_K / 2), n0, full + 8 * kb);
         }
         NVFP4_MARK(1);
         // NOTE: waits until the prepass grid has completed and its memory operations are performed and made
@@ -479,11 +491,11 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         NVFP4_MARK(2);
         for (int kb = 0; kb < first_lap; ++kb)
-            bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
+            bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, k_of(kb), 0, 0), a_bytes, full + 8 * kb);
         kb_start = first_lap;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
-        const int s = kb % kStages, kg = kb_first + kb;
+        const int s = kb % kStages, kg = k_of(kb);
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
         mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
         const Stage st = stage_of(ring, s);
@@ -492,14 +504,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
         tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);
     }
-}
-
-// v88: producer thread 32 of an unsplit launch, at the start: one 16-byte L2 prefetch, through the TMA unit, of the
-// CTA's first A tile (the prepass's output, written later: no value of it is used), so the address is translated
-// before thread 0's A copies need it after griddepcontrol.wait.
-__device__ __forceinline__ void touch_first_a(const GroupDesc& d, int t, int kb_first) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], 16;\n"
-                 ::"l"(d.a16 + a16_offset(d, t, kb_first, 0, 0)) : "memory");
 }
 
 // ---------------------------------------------------------------- the split-K exchange through L2
@@ -813,8 +817,7 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
         decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);
     };
 #ifdef NVFP4_MARKS
-    // NOTE: v88, marks builds only: the first full barrier (A's and B's bytes) on its own, before decode_slot waits
-    // on the same phase again (then at once).
+    // NOTE: v88's, marks builds only: the first full barrier on its own (decode_slot then returns at once on it).
     if (mine > 0) {
         mbar_wait(full + 8 * wg, 0);
         if (cthread == 0) NVFP4_MARK(6);
@@ -962,7 +965,6 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
         if (threadIdx.x == 0) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
-        else if (!kSplit && threadIdx.x == 32) touch_first_a(d, t, kb_first);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
