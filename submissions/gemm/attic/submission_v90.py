@@ -32,7 +32,22 @@ the first ~3 µs (the flush's write-backs), not by the launch structure. Risk: t
 rescheduled by ptxas (same loop, same instruction counts, other registers and order): its marks' loop phase must
 stay within ~0.1 µs of v84's for the start to be read alone; B's lap now meets the decoders' loads of A in the
 memory system (A's units may land later than the prepass's did).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 64 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit a9b4a2f). Tests
+and edges shapes on every distribution (their paired shapes fused too), bad inputs, racecheck and synccheck on the
+smallest tests shape pass; `test --dist all --seeds 2` on 128x7168x2048 passes (mixed beyond one fp16 ulp 0.080,
+cuBLAS 0.149) and racecheck there is clean; synccheck there reports a barrier divergence in the paired epilogue,
+which v84 has too (v82's two instantiations, below: not this change's). `compare gemm v84 v90` (kernel method, one
+process): 1.000x / 0.997x SAME, 128x7168x2048 0.856x [0.848, 0.864] SLOWER (geomean 0.949x); recorded kernel 58.68 /
+21.85 / 15.16 µs. Marks (v84 -> v90, medians, µs after each call's first stamp: v84's is its GEMM's first CTA, ~1.5
+µs into the span; v90's is the span's start): the decoder CTAs started at 0.03 and counted themselves at 3.49
+(the slowest 4.90), A ready at 5.44 (v84's wait returned 1.31 after its first stamp, ~2.8 into the span), first
+stage decoded 6.08 (v84 2.43, ~3.9 into the span), the loop 7.17 -> 7.23 (the fused kernel's rescheduled consumer
+code costs ~0.06), end 14.27. Refuted: the decoders took 3.5-4.9 µs for what the prepass does in ~2.8 (start to
+visible), one round trip to memory per thread in both. Issued at the same moment as the 112 tiles' lap of B (2.3
+MB from HBM after the dirty flush) their loads waited behind it, where the prepass's loads go out ~1.5 µs before
+any GEMM CTA exists: the programmatic launch's delay is also the prepass's head start, worth more than the launch
+it costs.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
