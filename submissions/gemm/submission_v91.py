@@ -18,6 +18,49 @@ Analogue: v82 (the instantiations), v67 (the paired epilogue's barriers)
 Prediction: synccheck clean on 128x7168x2048 and 64x256x576; speed SAME on every shape (three barriers after the
 loop, ~0.01 µs if the unaligned form costs a few cycles more). Kept if SAME: it is v84 made defined, not a speed idea.
 Measured: not yet run
+
+Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
+"gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
+rest):
+| input | exception: message |
+|---|---|
+| data not a 7-item tuple or list | ValueError: data must be (a, b, sfa, sfb, sfa_permuted, sfb_permuted, c) |
+| a, b, sfa, sfa_permuted, sfb_permuted or c not a tensor | TypeError: a, b, sfa, sfa_permuted, sfb_permuted and c must be torch tensors (a is int) |
+| one of them sparse, or without storage | ValueError: a must be a dense (strided) tensor with storage |
+| any of them not on a CUDA device | ValueError: a, b, sfa, sfa_permuted, sfb_permuted and c must be CUDA tensors (got cpu, cuda:0, ...) |
+| on two devices | ValueError: ... must be on one device (got cuda:0, cuda:1, ...) |
+| a, b, sfa or c not 3-D | ValueError: a, b, sfa, c must be 3-D (rows, K or N, L); got 3-D, 3-D, 3-D, 2-D |
+| a or b not one-byte e2m1 pairs (e.g. float16) | ValueError: a and b must hold packed e2m1 pairs (float4_e2m1fn_x2, uint8 or int8), got Half and Float4_e2m1fn_x2 |
+| a scale tensor not e4m3 (e.g. float8_e5m2) | ValueError: sfa, sfa_permuted and sfb_permuted must be e4m3 scales (float8_e4m3fn or uint8 bits), got Float8_e4m3fn, Float8_e4m3fn and Float8_e5m2 |
+| c not float16 (fp32, bf16) | ValueError: c must be float16, got Float |
+| M or L of 0, N not a multiple of 128, K not of 64, any of them 2^31 or more | ValueError: needs M >= 1, L >= 1, N a multiple of 128 and K a multiple of 64 (each below 2^31); got M=128 N=7104 K=2048 L=1 |
+| b's K or L unlike a's | ValueError: b must be N x K/2 x L = 7168 x 1024 x 1 (K and L from a), got (7168, 992, 1) |
+| sfa not M x K/16 x L | ValueError: sfa must be M x K/16 x L = 128 x 128 x 1, got (128, 127, 1) |
+| c not M x N x L | ValueError: c must be M x N x L = 128 x 7168 x 1, got (128, 7040, 1) |
+| a, b, sfa or c with a stride along dim 1 other than 1 | ValueError: a, b, sfa and c must be contiguous along their second dimension (strides ...) |
+| a or b misaligned (base, row or batch stride not 16 bytes), rows overlapping | ValueError: a must start 16-byte aligned with row and batch strides multiples of 16 bytes, rows not overlapping (strides (1025, 1, 1)) |
+| sfa's rows overlapping | ValueError: sfa's rows must not overlap (row stride 1 < K/16 = 128) |
+| c misaligned, strides not multiples of 8 elements, rows overlapping | ValueError: c must start 16-byte aligned with row and batch strides multiples of 8 elements, rows not overlapping (strides ...) |
+| sfa_permuted / sfb_permuted of other sizes | ValueError: sfb_permuted must have sizes (32, 4, ceil(rows/128), 4, K/64, L) = (32, 4, 56, 4, 32, 1), got ... |
+| sfa_permuted or sfb_permuted contiguous in its logical order (`.contiguous()`, the issue's case; v44: SIGSEGV), or any other strides | ValueError: sfa_permuted must be GPU MODE's bytes, a permute(3, 4, 1, 5, 2, 0) view of contiguous (L, ceil(rows/128), K/64, 32, 4, 4) with strides (16, 4, 16384, 1, 512, 16384), got strides (512, 128, 128, 32, 1, 1) (a .contiguous() copy holds the scales in another order) |
+| sfa_permuted or sfb_permuted misaligned | ValueError: sfa_permuted must start 16-byte aligned (512-byte tiles) |
+| driver without cuTensorMapEncodeTiled, or B's map refused | RuntimeError: no launch plan (-3: no cuTensorMapEncodeTiled in this driver) |
+| a launch error (e.g. the current stream is the legacy one while another stream captures) | RuntimeError: launch failed: <cudaGetErrorString> |
+The messages above are the ones a CPU build of this file's C++ (the CUDA calls faked) raised for each case.
+The plain sfb is not read (B's scales come from sfb_permuted) and not checked. The permuted sfa is not
+read either (A's scales come from sfa) but is checked as GPU MODE hands it over. Not checked (as v44):
+negative or overlapping batch strides.
+Known limit (a reviewer's reading, 2026-11-28): a graph a CALLER captures around this call keeps pointers into the
+module's per-stream workspace; if that workspace later grows, or is dropped when a ninth stream appears, while the
+caller still replays its old graph, the replay touches freed memory. The harness's --graph method captures per shape
+and drops its graphs after, so it never replays across a regrowth.
+
+Exactness (v43's; the kernels' arithmetic unchanged but for paired tiles): a x sfa exact in fp16 (prepass), B x 2^-7
+exact in fp16 (one HMUL2 by scale x 2^7), fp16 x fp16 products exact, each chunk of 4 K blocks summed by wgmma
+from zero, the chunk sums added in fp32 round-to-nearest in K order, split partials added in a fixed order (0 +
+split 0 + split 1 + ...), x 2^7 at the end. A paired tile's chunks are four K blocks of one parity (2 apart),
+each warpgroup's chunk sums added in K order, the two sums added once: the same bounds as a split of S = 2. Rows past M are zero (the prepass writes them) and not stored. Any M >= 1, N multiple
+of 128, K multiple of 64, any L.
 """
 
 import torch
