@@ -20,6 +20,10 @@ SAME, 128x7168x2048 0.995x [0.986, 1.003] SAME (v83's kernel; geomean 1.006x); r
 change on the paired loop) measured SAME against v82 (0.996x) and is in the attic; against v82's records (59.88 /
 22.01 / 12.98 µs, the same session, the other GPU) this is 1.012x / 1.004x / 0.998x. Kept as the best (128x7168x16384
 FASTER, the others SAME).
+Session 64: synccheck on a paired launch (128x7168x2048, 64x256x576; the round had run it on the smallest tests shape
+only, which has none) stops this version at the paired epilogue's first barrier ("Divergent thread(s) in block"): v82's
+two warpgroup instantiations reach named barrier 1 at two bar.sync instructions, which the aligned form leaves
+undefined. v91 is this version with that barrier unaligned (SAME, synccheck clean): use v91.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
