@@ -27,6 +27,10 @@ than v77's: v77's FADDs sat after the wgmma wait of a block that the other warpg
 instructions were the descriptors' and barriers' offsets computed between a warpgroup's wait and its next issue, the
 segment in which the tensor pipe waits for that warpgroup (gemm NOTES, session 62).
 Kept (128x7168x2048 FASTER, the others SAME: their kernels are v74's); v84 builds on it.
+Session 64: its "synccheck pass" held for the smallest tests shape, which has no paired launch. On a paired launch
+(128x7168x2048, 64x256x576) synccheck stops it at the epilogue's first consumer barrier: this version's two
+warpgroup instantiations reach named barrier 1 at two bar.sync instructions, which the aligned form leaves undefined.
+v91 (v84 with that barrier unaligned) fixes it at the same speed.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
