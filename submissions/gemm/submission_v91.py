@@ -14,6 +14,7 @@ barrier.sync.aligned, which asks every participating thread to execute the same 
 barrier: otherwise the behaviour is undefined). The round's synccheck ran the smallest tests shape only, which has no
 paired launch (tools/try_version.sh now also runs it on the benchmark shape of fewest FLOPs). Results were exact on
 every test since v82: the hardware met the two instructions as one barrier, but nothing promises it.
+Arch: sm_90a
 Analogue: v82 (the instantiations), v67 (the paired epilogue's barriers)
 Prediction: synccheck clean on 128x7168x2048 and 64x256x576; speed SAME on every shape (three barriers after the
 loop, ~0.01 µs if the unaligned form costs a few cycles more). Kept if SAME: it is v84 made defined, not a speed idea.

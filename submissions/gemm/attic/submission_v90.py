@@ -20,6 +20,7 @@ placed as the prepass's blocks leave; its wait returns 1.25 µs later, when the 
 writes are flushed. A's first tile then lands ~1.1 µs after its issue (v84-v89), and the first stage is decoded at
 ~2.4 µs, ~3.9 µs into the span. Fused, the tiles start with the span (B's lap ~1.5 µs sooner), the decoders on the
 20 idle SMs do the prepass's one round trip to memory beside them, and the count replaces the grid's completion.
+Arch: sm_90a
 Analogue: v31 (every CTA decoded a slice of A before a grid barrier: 0.85x on the H100, its decode at 12 warps an SM
 slower than the prepass and its code in the GEMM kernel slowing the loop 4-8%); here the decode runs on SMs that
 have no tile, at the prepass's own width (8,192 units on 7,680 threads), its code is not inlined, and no tile waits
