@@ -98,6 +98,41 @@ def test_command():
     assert cmd[-4:] == ["-m", "harness.sanitize", "gemv", "f.py"]
 
 
+# ------------------------------------------------------------------------------------ shapes
+def test_default_shapes_are_the_smallest_tests_and_benchmark_shapes():
+    """Both, not the tests shape alone: gemm's smallest tests shape launches no paired kernel, and only the
+    benchmark shape's synccheck found v82-v84's paired epilogue undefined (session 64)."""
+    from harness.cli.devtools import _sanitize_shapes
+    from reference import problem_module
+
+    flops = problem_module("gemm").flops
+    shapes = _sanitize_shapes("gemm", None, (), True)
+    assert [s.set_name for s in shapes] == ["tests", "benchmarks"]
+    assert shapes[1].label == "128x7168x2048"
+    pc = __import__("harness.config", fromlist=["load"]).load()["gemm"]
+    assert flops(**shapes[0].generator_kwargs()) == min(flops(**t.generator_kwargs()) for t in pc.tests)
+
+
+def test_shapes_option_takes_a_comma_list_and_refuses_bad_entries():
+    from harness.cli.devtools import _sanitize_shapes
+    from harness.errors import UserError
+
+    shapes = _sanitize_shapes("gemm", "tests:0, benchmarks:2,tests:0", (), True)
+    assert [(s.set_name, s.index) for s in shapes] == [("tests", 0), ("benchmarks", 2)]  # the repeat dropped
+    assert len(_sanitize_shapes("gemm", "benchmarks", (), True)) == 3
+    custom = _sanitize_shapes("gemm", "tests:1", ("m=64,n=256,k=576,l=1",), True)
+    assert [s.label for s in custom][1] == "64x256x576"
+    for bad, said in (("", "give tests:N"), ("tests:0,,benchmarks:1", "empty entry"), ("tests:99", "tests shapes"),
+                      ("bogus:1", "expected benchmarks")):
+        with pytest.raises(UserError, match=said):
+            _sanitize_shapes("gemm", bad, (), True)
+
+
+def test_cli_refuses_a_bad_shapes_option_before_anything_else():
+    r = invoke("sanitize", "gemm", "v0", "--shapes", "tests:0,,tests:1")
+    assert r.exit_code == 2 and "empty entry" in r.stderr and "Traceback" not in r.output
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without a GPU")
 def test_cli_refuses_without_gpu():
     r = invoke("sanitize", "gemv", "v0")

@@ -55,13 +55,11 @@ soft "bad inputs (test --bad-inputs)" python3 -m harness test "$problem" "$versi
 # synccheck-clean on a small shape; a version naming mbarrier gets both before any timing.
 src=$(python3 -c 'import sys; from harness.submissions import resolve; print(resolve(sys.argv[1], sys.argv[2]).path)' "$problem" "$version") || finish 2
 if grep -q "mbarrier" "$src"; then
-step "racecheck (smallest tests shape)" python3 -m harness sanitize "$problem" "$version" --tool racecheck
-step "synccheck (smallest tests shape)" python3 -m harness sanitize "$problem" "$version" --tool synccheck
-# NOTE: and on the benchmark shape of fewest FLOPs: the smallest tests shape runs only some of a version's kernels
-# (gemm's paired launch, v66-v84, is in no small tests shape; v82's two barrier instructions for one named
-# barrier, undefined for bar.sync, went unseen from session 62 to 64).
-bench=$(python3 -c 'import sys; from harness import config; from reference import problem_module as pm; m = pm(sys.argv[1]); b = config.load()[sys.argv[1]].benchmarks; print(min(range(len(b)), key=lambda i: m.flops(**b[i].generator_kwargs())))' "$problem") || finish 2
-step "synccheck (benchmarks:$bench, the fewest FLOPs)" python3 -m harness sanitize "$problem" "$version" --tool synccheck --shapes "benchmarks:$bench"
+# NOTE: sanitize's default is the smallest tests shape and the benchmark shape of fewest FLOPs: the tests shape
+# alone runs only some of a version's kernels (gemm's paired launch, v66-v84, is in none; v82's two barrier
+# instructions for one named barrier, undefined for bar.sync, went unseen from session 62 to 64).
+step "racecheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool racecheck
+step "synccheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool synccheck
 fi
 fi
 [ "$steps" = check ] && finish 0
