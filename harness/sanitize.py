@@ -1,4 +1,4 @@
-"""``nvfp4 sanitize``: one version on one shape under compute-sanitizer (the command runs one a shape), its errors summarised.
+"""``nvfp4 sanitize``: a version on one shape under compute-sanitizer (the command calls it per shape), errors summarised.
 
 The version is built first in a plain child (:func:`harness.build.full_build`): compiling under the
 sanitizer would instrument the compiler's processes too. Then ``compute-sanitizer --tool T ...
