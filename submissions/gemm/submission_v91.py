@@ -24,10 +24,6 @@ on 128x7168x2048 (the round's new step) and synccheck and racecheck on 64x256x57
 synccheck stopped on both paired shapes. `compare gemm v84 v91` (kernel method, one process): 1.005x / 0.999x / 0.996x
 [0.987, 1.005], geomean 1.000x [0.997, 1.002] SAME, as predicted. Kept as the best: v84 with its paired epilogue
 defined. Recorded kernel 59.22 / 21.84 / 13.02 µs.
-Marks (added after the round; the timed build's SASS is the measured one, every kernel instruction for instruction):
-ids 8-13 stamp warpgroup 0's block 16 of a paired launch, a steady-state iteration of its chain (issue begins, issued,
-the next block's B landed, that block decoded, this block's wgmma done, the next issue begins), so `probe marks` reads
-the loop's per-block segments in cycles.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -83,10 +79,7 @@ BLOCK_K = 64
 EXTENSION_NAME = "nvfp4_gemm_v91"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
-# v91: ids 8-13, warpgroup 0's block 16 of a paired launch (its first thread): the steady-state chain's segments.
-MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end", "mark 6", "mark 7",
-              "blk16 issue begins", "blk16 issued", "blk18's B landed", "blk18 decoded", "blk16's wgmma done",
-              "blk18 issue begins"]
+MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
 FUNCTIONS = ["gemm_function", "launch_counts"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -818,13 +811,11 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
     asm volatile("" : "+r"(desc0));
     const uint8_t* b_values0 = ring_generic + A_TILE_BYTES;
     const uint8_t* b_scales0 = ring_generic + A_TILE_BYTES + B_VALUE_BYTES;
-    // NOTE: `stamp`: marks builds only (NVFP4_MARK is nothing otherwise), one steady-state block's segments below.
-    auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4], bool stamp) {
+    auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4]) {
         mbar_wait(full + 8 * slot, parity);
-        if (stamp) NVFP4_MARK(10);
         decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);
     };
-    if (mine > 0) decode_slot(wg, 0, frag[0], false);
+    if (mine > 0) decode_slot(wg, 0, frag[0]);
     if (cthread == 0) NVFP4_MARK(3);
     uint32_t phase = 0;
     // NOTE: kStages / 2 == kPromoteBlocks, so a warpgroup's chunk is its four blocks of one lap: the
@@ -835,27 +826,19 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
         for (int i = 0; i < kStages / 2; ++i) {  // NOTE: frag[i % 2] follows this warpgroup's block count mod 2
             const int slot = 2 * i + wg;
             if (kb + slot < num_k) {
-                // NOTE: marks builds only: warpgroup 0's block 16 (third lap, slot 0) and the next block's issue, a
-                // steady-state iteration of the chain, stamped by its first thread (ids 8-13, MARK_NAMES).
-                const bool stamp = wg == 0 && wthread == 0 && kb == 16 && i == 0;
-                if (stamp) NVFP4_MARK(8);
-                if (wg == 0 && wthread == 0 && kb == 16 && i == 1) NVFP4_MARK(13);
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < 4; ++s)
                     wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),
                                      s > 0 || i % kPromoteBlocks != 0);
                 wgmma_commit();
-                if (stamp) NVFP4_MARK(9);
                 // NOTE: this warpgroup's previous block (slot - 2) completed at its last wait: released here.
                 if (kb + slot >= 2) mbar_arrive(empty + 8 * ((slot + kStages - 2) % kStages));
                 if (kb + slot + 2 < num_k) {
                     const int next = (slot + 2) % kStages;
-                    decode_slot(next, slot + 2 >= kStages ? phase ^ 1 : phase, frag[(i + 1) % 2], stamp);
-                    if (stamp) NVFP4_MARK(11);
+                    decode_slot(next, slot + 2 >= kStages ? phase ^ 1 : phase, frag[(i + 1) % 2]);
                 }
                 wgmma_wait_all();
-                if (stamp) NVFP4_MARK(12);
                 if (i % kPromoteBlocks == kPromoteBlocks - 1) {
                     #pragma unroll
                     for (int j = 0; j < kN / 2; ++j) acc[j] += chunk[j];

@@ -20,9 +20,12 @@ Analogue: v70 (the paired ring 12 stages deep), session 62's "(a) a B ring of it
 Prediction: the paired loop's SASS grows 523 -> 578/588 instructions a warpgroup lap (4 blocks): ~14 a block for B's
 slot index and parity, the second phase test and the early release, on each warpgroup's chain; v82 measured ~0.03 µs
 a loop instruction a block. So 128x7168x2048 ~0.4 µs dearer by the instructions against up to ~0.2 µs back from the
-waits (v70's): SAME or SLOWER (0.97-1.01x) unless the in-loop B wait is larger than v70 implied. Run it only if v91's
-segment marks (ids 9 -> 10, "blk16 issued" -> "blk18's B landed") show the B wait above ~50 cycles; otherwise to the
-attic unrun. The split shapes SAME (their kernels are v91's).
+waits (v70's): SAME or SLOWER (0.97-1.01x) unless the in-loop B wait is larger than v70 implied. The split shapes
+SAME (their kernels are v91's).
+Marks (a marks build only; the timed build has none of it): ids 8-13 stamp warpgroup 0's block 16, a steady-state
+iteration of the chain (issue begins, issued, the next block's B landed, that block decoded (its A waited for too),
+this block's wgmma done, the next issue begins), so `probe marks gemm v92` reads the loop's per-block segments in
+cycles; its decode segment is v91's decode.
 Measured: not yet run
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
