@@ -12,7 +12,7 @@ the loop, by a thread of warpgroup 0. Since v82 the two consumer warpgroups run 
 consume_paired (constant slots, v82's 1.040x), so they reach barrier 1 at two different instructions; bar.sync is
 barrier.sync.aligned, which asks every participating thread to execute the same barrier instruction (PTX ISA,
 barrier: otherwise the behaviour is undefined). The round's synccheck ran the smallest tests shape only, which has no
-paired launch (tools/try_version.sh now also runs it on the benchmark shape of fewest FLOPs). Results were exact on
+paired launch (`nvfp4 sanitize` now adds the benchmark shape of fewest FLOPs by default). Results were exact on
 every test since v82: the hardware met the two instructions as one barrier, but nothing promises it.
 Arch: sm_90a
 Analogue: v82 (the instantiations), v67 (the paired epilogue's barriers)
@@ -21,7 +21,8 @@ loop, ~0.01 µs if the unaligned form costs a few cycles more). Kept if SAME: it
 Measured: NVIDIA H200, session 64 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit d6e06ab). Tests
 and edges shapes on every distribution, bad inputs pass; racecheck and synccheck on the smallest tests shape, synccheck
 on 128x7168x2048 (the round's new step) and synccheck and racecheck on 64x256x576 (paired) all CLEAN, where v84's
-synccheck stopped on both paired shapes. `compare gemm v84 v91` (kernel method, one process): 1.005x / 0.999x / 0.996x
+synccheck stopped on both paired shapes; later in the session synccheck on 128x4096x7168 and 128x7168x16384 CLEAN
+too. `compare gemm v84 v91` (kernel method, one process): 1.005x / 0.999x / 0.996x
 [0.987, 1.005], geomean 1.000x [0.997, 1.002] SAME, as predicted. Kept as the best: v84 with its paired epilogue
 defined. Recorded kernel 59.22 / 21.84 / 13.02 µs.
 
