@@ -9,7 +9,7 @@ in ~200. Either the decode is latency-bound (its chains, the loads) or something
 scheduler's or the register file's cycles: a wgmma with its accumulators in registers (64 a thread at N = 128) reads
 and writes them through the register file of the warps that issued it while it runs.
 
-This times, on every SM (one CTA of two warpgroups, 168 registers a thread as the paired kernel), with clock64 per
+This times, on every SM (one CTA of two warpgroups, no producer: 127 registers a thread, ptxas -v), with clock64 per
 warpgroup over its own loop:
   decode x1      warpgroup 1 decodes K blocks (the paired kernel's decode_b: two 8-byte and two 1-byte shared loads,
                  16 pairs of e2m1 to fp16 x scale a thread, and 8 XORs that keep the result live) while warpgroup 0
