@@ -102,6 +102,7 @@ def test_command():
 def test_default_shapes_are_the_smallest_tests_and_benchmark_shapes():
     """Both, not the tests shape alone: gemm's smallest tests shape launches no paired kernel, and only the
     benchmark shape's synccheck found v82-v84's paired epilogue undefined (session 64)."""
+    from harness import config
     from harness.cli.devtools import _sanitize_shapes
     from reference import problem_module
 
@@ -109,7 +110,7 @@ def test_default_shapes_are_the_smallest_tests_and_benchmark_shapes():
     shapes = _sanitize_shapes("gemm", None, (), True)
     assert [s.set_name for s in shapes] == ["tests", "benchmarks"]
     assert shapes[1].label == "128x7168x2048"
-    pc = __import__("harness.config", fromlist=["load"]).load()["gemm"]
+    pc = config.load()["gemm"]
     assert flops(**shapes[0].generator_kwargs()) == min(flops(**t.generator_kwargs()) for t in pc.tests)
 
 

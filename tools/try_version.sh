@@ -55,9 +55,8 @@ soft "bad inputs (test --bad-inputs)" python3 -m harness test "$problem" "$versi
 # synccheck-clean on a small shape; a version naming mbarrier gets both before any timing.
 src=$(python3 -c 'import sys; from harness.submissions import resolve; print(resolve(sys.argv[1], sys.argv[2]).path)' "$problem" "$version") || finish 2
 if grep -q "mbarrier" "$src"; then
-# NOTE: sanitize's default is the smallest tests shape and the benchmark shape of fewest FLOPs: the tests shape
-# alone runs only some of a version's kernels (gemm's paired launch, v66-v84, is in none; v82's two barrier
-# instructions for one named barrier, undefined for bar.sync, went unseen from session 62 to 64).
+# NOTE: sanitize's default covers the smallest tests shape and the benchmark shape of fewest FLOPs (why: its
+# _sanitize_shapes in harness/cli/devtools.py).
 step "racecheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool racecheck
 step "synccheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool synccheck
 fi
