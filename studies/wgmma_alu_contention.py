@@ -22,6 +22,11 @@ warpgroup over its own loop:
                  beside a running wgmma (its fragments' registers untouched by it), against `decode x1`;
   paired chain   both warpgroups run the paired loop's chain without loads: issue block k's wgmma from fragment set
                  k % 2, decode block k + 1 into the other set, wait for k (v91's order, no barriers, no copies).
+  one in flight  (session 65) the paired chain with three fragment sets and wait_group 1: issue k, wait for k - 1,
+                 decode k + 1, issue k + 1 with k still queued or running; wait_group 0 once every four blocks (gemm
+                 v93's order; the promotion's wait, without its FADDs).
+Then both chains again with clock stamps around each step (issue: fence to commit; decode; the waits), warpgroup 0's
+cycles a block in each: the stamps cost cycles of their own, so they split a period, the rows above give its rate.
 Per row: cycles a K block for each warpgroup (median over SMs), and what they say: the contention factor is
 decode | wgmma against decode x1; the paired chain's period against max(decode x2, wgmma x2) and their sum.
 
@@ -42,7 +47,11 @@ MODES = [  # (name, warpgroup 0's role, warpgroup 1's role); roles: 0 idle, 1 de
     ("wgmma x2", 2, 2),
     ("decode | wgmma", 2, 1),
     ("paired chain", 3, 3),
+    ("one in flight", 4, 4),
 ]
+# NOTE: session 65 added "one in flight" after the first run (session 65: the paired chain at 615 cycles a warpgroup
+# period where wgmma x2 runs at 512, a ~100-cycle bubble each period) and the segment rows (the same two chains with
+# clock stamps around each step; the stamps cost cycles of their own, so the rows without them are the rates).
 
 
 def program(blocks: int) -> str:
@@ -75,6 +84,7 @@ __device__ __forceinline__ void wgmma128(float* d, const uint32_t* a, uint64_t d
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 
 // The paired kernel's decode (gemm v91, decode_b): nibbles s and s + 4 of a word as a half2 worth value x 2^-14,
 // times the row's scale x 2^7, for the four k16 steps of one K block, rows `row` and `row + 8`.
@@ -109,10 +119,11 @@ __device__ __forceinline__ uint32_t fold(const uint32_t (&f)[4][4], uint32_t x) 
     return x;
 }
 
-// role: 0 idle, 1 decode `blocks` K blocks, 2 issue `blocks` K blocks of wgmma, 3 the paired chain over `blocks`.
+// role: 0 idle, 1 decode `blocks` K blocks, 2 issue `blocks` K blocks of wgmma, 3 the paired chain over `blocks`,
+// 4 the paired chain with one wgmma group in flight; `seg`: clock stamps around the chains' steps into `segments`.
 // cycles[cta * 2 + wg]: the warpgroup's loop in clock64 cycles (its first thread's).
-__global__ void __launch_bounds__(256, 1) contention_kernel(int role0, int role1, int blocks0, int blocks1,
-                                                            long long* cycles, float* sink) {
+__global__ void __launch_bounds__(256, 1) contention_kernel(int role0, int role1, int blocks0, int blocks1, bool seg,
+                                                            long long* cycles, long long* segments, float* sink) {
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t* smem = smem_raw;
     for (int i = threadIdx.x * 4; i < kSmem - 1024; i += blockDim.x * 4)
@@ -137,6 +148,14 @@ __global__ void __launch_bounds__(256, 1) contention_kernel(int role0, int role1
     #pragma unroll
     for (int s = 0; s < 4; ++s) { f[0][s][0] = f[1][s][0] = 0x3C003C00u + t; f[0][s][1] = f[1][s][1] = 0x3C013C00u;
                                   f[0][s][2] = f[1][s][2] = 0x3BFF3C00u; f[0][s][3] = f[1][s][3] = 0x3C003BFFu; }
+    uint32_t g[3][4][4];  // NOTE: role 4's three fragment sets
+    #pragma unroll
+    for (int q = 0; q < 3; ++q)
+        #pragma unroll
+        for (int s = 0; s < 4; ++s)
+            #pragma unroll
+            for (int r = 0; r < 4; ++r) g[q][s][r] = f[0][s][r] ^ q;
+    long long seg_issue = 0, seg_decode = 0, seg_wait = 0;
     uint32_t folded = 0;
     const long long t0 = clock64();
     // NOTE: no loop is unrolled: each K block's decode is one chain, as once a block in the kernel (unrolled, the
@@ -162,23 +181,56 @@ __global__ void __launch_bounds__(256, 1) contention_kernel(int role0, int role1
         for (int k = 0; k < blocks; k += 2) {
             #pragma unroll
             for (int h = 0; h < 2; ++h) {  // NOTE: h is block k + h's fragment set, a compile-time index
+                const long long a = seg ? clock64() : 0;
                 fence();
                 #pragma unroll
                 for (int s = 0; s < 4; ++s) wgmma128(acc, f[h][s], desc(b_base + 32 * s));
                 commit();
+                const long long b = seg ? clock64() : 0;
                 decode(ring + ((k + h + 1) % kRing) * kSlotBytes, row, tig, f[1 - h]);
+                const long long c = seg ? clock64() : 0;
                 wait0();
+                if (seg) { seg_issue += b - a; seg_decode += c - b; seg_wait += clock64() - c; }
+            }
+        }
+    } else if (role == 4) {
+        // The paired chain with one wgmma group kept in flight: three fragment sets (block i of a 4-block lap in set
+        // {0, 1, 2, 1}[i]), wait_group 1 after each issue (the warpgroup's previous block done: its set is free), the
+        // next block decoded, issued without waiting for this one; wait_group 0 once a lap (the kernel's promotion).
+        decode(ring, row, tig, g[0]);
+        #pragma unroll 1
+        for (int k = 0; k < blocks; k += 4) {
+            #pragma unroll
+            for (int h = 0; h < 4; ++h) {
+                constexpr int kSet[5] = {0, 1, 2, 1, 0};
+                const long long a = seg ? clock64() : 0;
+                fence();
+                #pragma unroll
+                for (int s = 0; s < 4; ++s) wgmma128(acc, g[kSet[h]][s], desc(b_base + 32 * s));
+                commit();
+                const long long b = seg ? clock64() : 0;
+                wait1();
+                const long long c = seg ? clock64() : 0;
+                decode(ring + ((k + h + 1) % kRing) * kSlotBytes, row, tig, g[kSet[h + 1]]);
+                const long long d = seg ? clock64() : 0;
+                if (h == 3) wait0();
+                if (seg) { seg_issue += b - a; seg_wait += c - b; seg_decode += d - c; seg_wait += clock64() - d; }
             }
         }
     }
     const long long t1 = clock64();
     if (t == 0) cycles[blockIdx.x * 2 + wg] = role == 0 ? 0 : t1 - t0;
+    if (t == 0 && seg) {
+        segments[(blockIdx.x * 2 + wg) * 3 + 0] = seg_issue;
+        segments[(blockIdx.x * 2 + wg) * 3 + 1] = seg_decode;
+        segments[(blockIdx.x * 2 + wg) * 3 + 2] = seg_wait;
+    }
     float s = 0.f;
     #pragma unroll
     for (int i = 0; i < kN / 2; ++i) s += acc[i];
     uint32_t x = folded;
     #pragma unroll
-    for (int q = 0; q < 4; ++q) x ^= f[0][q][0] ^ f[1][q][3];
+    for (int q = 0; q < 4; ++q) x ^= f[0][q][0] ^ f[1][q][3] ^ g[0][q][1] ^ g[1][q][2] ^ g[2][q][0];
     if (s == 12345.f || x == 0x12345u) sink[threadIdx.x] = s + x;  // NOTE: keeps the work live; never true in practice
 }
 
@@ -203,13 +255,15 @@ int main() {
                 "64-row x 64-K decode a warpgroup); cycles a K block, median over SMs (clock64 over the warpgroup's loop)\n",
                 prop.name, sms, clock_khz / 1000, kBlocks);
     std::printf("%-16s %16s %16s\n", "mode", "warpgroup 0", "warpgroup 1");
+    long long* segments = nullptr;
+    cudaMalloc(&segments, sizeof(long long) * 6 * sms);
     for (const Mode& m : kModes) {
         // NOTE: beside a decode, the wgmma warpgroup runs 3x the blocks, so the decode ends while wgmma still runs.
         const int b0 = m.role0 == 2 && m.role1 == 1 ? 3 * kBlocks : kBlocks;
         double med[2] = {0, 0};
         for (int rep = 0; rep < 2; ++rep) {  // NOTE: the first launch warms clocks and the module; the second is read
             cudaMemset(cycles, 0, sizeof(long long) * 2 * sms);
-            contention_kernel<<<sms, 256, kSmem>>>(m.role0, m.role1, b0, kBlocks, cycles, sink);
+            contention_kernel<<<sms, 256, kSmem>>>(m.role0, m.role1, b0, kBlocks, false, cycles, segments, sink);
             const cudaError_t err = cudaDeviceSynchronize();
             if (err != cudaSuccess) { std::printf("%-16s error %s\n", m.name, cudaGetErrorString(err)); return 1; }
             std::vector<long long> host(2 * sms);
@@ -223,6 +277,27 @@ int main() {
         }
         std::printf("%-16s %16.1f %16.1f\n", m.name, (m.role0 ? med[0] : 0.0), (m.role1 ? med[1] : 0.0));
     }
+    // The two chains again with a clock stamp around each step: cycles a block in issue (fence to commit), decode and
+    // the waits, warpgroup 0, median over SMs (the stamps add their own cycles: read the split, not the sum).
+    std::printf("%-16s %10s %10s %10s %10s\n", "segments", "issue", "decode", "wait", "period");
+    for (int role : {3, 4}) {
+        cudaMemset(segments, 0, sizeof(long long) * 6 * sms);
+        contention_kernel<<<sms, 256, kSmem>>>(role, role, kBlocks, kBlocks, true, cycles, segments, sink);
+        if (cudaDeviceSynchronize() != cudaSuccess) { std::printf("segments: launch failed\n"); return 1; }
+        std::vector<long long> host(6 * sms), cyc(2 * sms);
+        cudaMemcpy(host.data(), segments, sizeof(long long) * 6 * sms, cudaMemcpyDeviceToHost);
+        cudaMemcpy(cyc.data(), cycles, sizeof(long long) * 2 * sms, cudaMemcpyDeviceToHost);
+        double med[4];
+        for (int q = 0; q < 4; ++q) {
+            std::vector<long long> v;
+            for (int c = 0; c < sms; ++c) v.push_back(q < 3 ? host[c * 6 + q] : cyc[c * 2]);
+            std::nth_element(v.begin(), v.begin() + sms / 2, v.end());
+            med[q] = double(v[sms / 2]) / kBlocks;
+        }
+        std::printf("%-16s %10.1f %10.1f %10.1f %10.1f\n", role == 3 ? "paired chain" : "one in flight", med[0], med[1],
+                    med[2], med[3]);
+    }
+    cudaFree(segments);
     std::printf("read: the contention factor is decode | wgmma's warpgroup 1 over decode x1's; the paired chain's\n"
                 "cycles a block against max and sum of decode x2 and wgmma x2 (each warpgroup's own blocks)\n");
     cudaFree(cycles);
@@ -237,8 +312,8 @@ def main() -> int:
     ap.add_argument("--blocks", type=int, default=2000)
     ap.add_argument("--compile-only", action="store_true")
     args = ap.parse_args()
-    if args.blocks < 2 or args.blocks % 2:
-        ap.error("--blocks must be an even number of at least 2 (the paired chain takes blocks two at a time)")
+    if args.blocks < 4 or args.blocks % 4:
+        ap.error("--blocks must be a multiple of 4 (the one-in-flight chain takes a lap of four blocks at a time)")
     return standalone.build_and_run("wgmma_alu_contention", program(args.blocks), compile_only=args.compile_only)
 
 
