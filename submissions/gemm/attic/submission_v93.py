@@ -1,32 +1,39 @@
-"""NVFP4 GEMM v92: a paired launch's B in a ring of its own, 16 slots each freed as soon as its block is decoded.
+"""NVFP4 GEMM v93: the paired loop keeps one wgmma group in flight, so a warpgroup issues its next block without waiting for this one.
 
-Version: v92
+Version: v93
 Parent: v91
-Change: in a paired launch (gemm_kernel<kN, false, true>) A's tiles keep the ring's 8 slots (16 KB each, freed after
-their wgmma as before) and B's values and scales move to a ring of 16 slots of 2,560 bytes after them (the same
-172,032 bytes in all), each with its own full and empty barrier. A warpgroup waits for its block's B, decodes it,
-frees the B slot at once, then waits for the block's A tile (a landed tile is a single phase test) before the loop
-goes on as v91's. The producer (produce_paired, the paired launch's only) issues B's first 8 blocks under the prepass,
-A's first 8 after the wait, B's blocks 8-15 into fresh slots, then for each block kb A's tile once its slot is free
-and B of kb + 8, whose slot was freed by the decode of kb - 8 before A's slot was. Split and unpaired kernels and the
-prepass: v91's SASS instruction for instruction. C is v91's bit for bit.
-Why: v62's reading of v74's ncu (gemm NOTES, session 62): the loop's in-block data waits (~11% of the consumers' stall
-samples) are a slot's hold time; a stage's B comes from HBM and is needed at the decode two warpgroup iterations
-before its A, but shares A's slot, so it is issued ~5 blocks (~1.1 µs) before it is needed; here ~14 blocks (~3 µs).
-v70's twelve stages (both A and B ~4 blocks more lead) took the loop 7.65 -> 7.46 µs but cost the start 1.4; here the
-first lap is v91's.
+Change: consume_paired (the unsplit, paired launch only) holds three fragment sets instead of two and waits with
+wait_group 1 after each issue instead of wait_group 0 after each decode: a warpgroup's chain per block becomes issue
+k, wait for k - 1, release k - 1's slot, decode k + 1, issue k + 1 (k still running or queued), where v91's was issue
+k, release, decode k + 1, wait for k, issue k + 1. wait_group 0 stays at each chunk's last block (the promotion's FADD
+reads chunk, the next lap's first wgmma overwrites it). Block i of a warpgroup's lap reads set {0, 1, 2, 1}[i], the
+next lap's first block set 0: a set is written only after the wgmma that last read it completed. The split kernels
+and the epilogue unchanged; C is v91's bit for bit (the same wgmma sums in the same order).
+Why: studies/wgmma_alu_contention.py (session 65, H200, no loads, no barriers): two warpgroups issuing wgmma alone
+run 512 cycles a warpgroup period (the dense tensor rate); the paired chain (v91's order) 615; the decode beside a
+running wgmma 275 cycles a block against 170 alone. The ~100-cycle bubble a period is the chain's: each warpgroup
+issues its next block only after its previous one has completed, so the tensor pipe waits for the wait's return,
+the FADDs and the issue whenever the other warpgroup's queued work runs out. With one group kept in flight the pipe
+holds up to two blocks of each warpgroup.
 Arch: sm_90a
-Analogue: v70 (the paired ring 12 stages deep), session 62's "(a) a B ring of its own, released at decode"
-Prediction: the paired loop's SASS grows 523 -> 578/588 instructions a warpgroup lap (4 blocks): ~14 a block for B's
-slot index and parity, the second phase test and the early release, on each warpgroup's chain; v82 measured ~0.03 µs
-a loop instruction a block. So 128x7168x2048 ~0.4 µs dearer by the instructions against up to ~0.2 µs back from the
-waits (v70's): SAME or SLOWER (0.97-1.01x) unless the in-loop B wait is larger than v70 implied. The split shapes
-SAME (their kernels are v91's).
-Marks (a marks build only; the timed build has none of it): ids 8-13 stamp warpgroup 0's block 16, a steady-state
-iteration of the chain (issue begins, issued, the next block's B landed, that block decoded (its A waited for too),
-this block's wgmma done, the next issue begins), so `probe marks gemm v92` reads the loop's per-block segments in
-cycles; its decode segment is v91's decode.
-Measured: not yet run
+Analogue: group_gemm v24 (wait_group 1, kept there), gemm v13 and v50/v51 (wait_group 1 on older, unpaired loops:
+lost or SAME, where the slot's release moved a block later; here the release moves earlier, right after the wait)
+Prediction: the paired launches only (128x7168x2048 in the benchmarks; 128x4096x7168 and 128x7168x16384 are split
+launches, SAME). If the study's bubble is the loop's, 128x7168x2048's loop (0.227 µs a block) loses up to ~100 of
+its ~409 cycles a block: 1.05-1.25x there. Refuted if SAME: then the bubble is the issue's own latency (the register
+A operands handed to a busy tensor pipe), which one group in flight does not hide. Risk: 16 more registers a consumer
+thread (ptxas: no spills) and the decode now beside two of this warpgroup's groups.
+Verdict: slower
+Measured: NVIDIA H200, session 65 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 680e9ef). ptxas: no
+spills, registers up to R220 of the consumers' 232, three WARPGROUP.DEPBAR.LE 1 a warpgroup's lap, no serialised
+wgmma (a wait_group 0 after the loop keeps ptxas from C7514). Tests and edges shapes on every distribution, bad
+inputs, racecheck and synccheck on the smallest tests and benchmark shapes pass. `compare gemm v91 v93` (kernel
+method, one process): 1.002x / 1.002x / 0.994x [0.985, 1.004], geomean 0.999x [0.997, 1.001] SAME; recorded kernel
+59.25 / 21.88 / 13.04 µs. Marks on 128x7168x2048 (v91 -> v93, medians): the loop 7.26 -> 7.30 µs, every other phase
+within 0.06. The study in the same call (no loads): the paired chain 628 cycles a warpgroup period, one in flight
+609; split by stamps, issue ~100, decode ~480-500, the waits 21-33 cycles a block: the chain is its decode (two
+warpgroups decoding beside the running wgmma), not the wait for its own wgmma, so keeping a group in flight has
+nothing to hide. Refuted as predicted if SAME.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -79,13 +86,10 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v92"
+EXTENSION_NAME = "nvfp4_gemm_v93"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
-# v91: ids 8-13, warpgroup 0's block 16 of a paired launch (its first thread): the steady-state chain's segments.
-MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end", "mark 6", "mark 7",
-              "blk16 issue begins", "blk16 issued", "blk18's B landed", "blk18 decoded", "blk16's wgmma done",
-              "blk18 issue begins"]
+MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
 FUNCTIONS = ["gemm_function", "launch_counts"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -184,10 +188,7 @@ constexpr int B_VALUE_BYTES = BLOCK_N * B_ROW_STRIDE;
 constexpr int B_SCALE_BYTES = BLOCK_N * BLOCK_K / 16;
 // NOTE: rounded up to 1024 bytes (21 KB) so every slot's A tile stays aligned for the 128-byte swizzle.
 constexpr int STAGE_BYTES = (A_TILE_BYTES + B_VALUE_BYTES + B_SCALE_BYTES + 1023) / 1024 * 1024;
-// v92: a paired launch keeps B in a ring of its own (kPairedBStages slots of PAIRED_B_STAGE bytes after kStages A
-// tiles), with a full and an empty barrier a slot after `gather`.
-constexpr int kPairedBStages = 16;
-constexpr int BARRIER_BYTES = (2 * kStages + 1 + 2 * kPairedBStages) * 8;  // full and empty a stage, `gather`, B's
+constexpr int BARRIER_BYTES = (2 * kStages + 1) * 8;  // a full and an empty mbarrier per stage, and `gather`
 constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 1024;  // + slack to align the ring to 1024 bytes
 // NOTE: split-K stages a CTA's fp32 partial at the drained ring's start and gathers its peers' parts
 // of its share after it: at most (S - 1) x ceil(P / S) <= P positions, so one more partial's room.
@@ -211,13 +212,6 @@ constexpr int kConsumerBarrier = 1;
 // rows of A): both consumer warpgroups decode the same 64 rows, warpgroup w the K blocks kb = w mod 2.
 constexpr int PAIRED_N = 64;
 constexpr int kPairedEmptyArrivals = kConsumerThreads / 2;  // one warpgroup releases each slot
-// v92: a paired B slot: 64 rows x 32 bytes of values (the tensor copy's box; 128-byte aligned as it asks), then the
-// 512-byte blocked scale tile; the B ring starts after the A ring's kStages tiles and ends where the stages did.
-constexpr int PAIRED_B_VALUES = PAIRED_N * B_ROW_STRIDE;
-constexpr int PAIRED_B_STAGE = PAIRED_B_VALUES + B_SCALE_BYTES;
-static_assert(PAIRED_B_STAGE % 128 == 0, "every B slot's tensor copy lands 128-byte aligned");
-static_assert(kStages * A_TILE_BYTES + kPairedBStages * PAIRED_B_STAGE <= kStages * STAGE_BYTES,
-              "the paired rings fit the stages' bytes");
 
 struct GroupDesc {
     CUtensorMap b_map;                   // B's values: N rows x K/2 bytes, box 128 rows x 32 bytes (host-encoded)
@@ -303,6 +297,7 @@ template <> __device__ __forceinline__ void wgmma_m64k16<128>(float* d, const ui
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 
 // Nibbles s and s + 4 of `word` (16 bits apart) as a half2 worth value x 2^-14: the sign bits
 // (4s + 3, 4s + 19) move to 15 and 31, the magnitudes (4s..4s + 2, 4s + 16..) to 9..11 and 25..27,
@@ -518,46 +513,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
         bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
         tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);
-    }
-}
-
-// v92: the producer of a paired launch (unsplit, the prepass's programmatic dependent). A tile kb goes to A slot
-// kb % kStages (released after its wgmma, as before), B (values and scales) to B slot kb % kPairedBStages, released
-// by the warpgroup that decoded it right after the decode. First B's lap of kStages blocks under the prepass (v48's
-// order), the wait, A's lap, then B's blocks up to 2 x kStages - 1 into fresh slots; then for each later block kb, A
-// of kb once its slot is free and B of kb + kStages, whose slot its decode of kb - kStages freed before A's slot was.
-// NOTE: so B leads A by kStages blocks: issued ~14 blocks before its decode where v91's stage gave B ~6.
-__device__ __forceinline__ void produce_paired(const GroupDesc& d, int t, int n0, int n_cols, int num_k, uint32_t ring,
-                                               uint32_t full, uint32_t empty, uint32_t full_b, uint32_t empty_b) {
-    const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
-    const uint8_t* const b_scale_tiles = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * (d.k / BLOCK_K) * B_SCALE_BYTES;
-    const uint32_t b_ring = ring + kStages * A_TILE_BYTES;
-    auto issue_b = [&](int kb) {
-        const int s = kb % kPairedBStages;
-        // NOTE: parity of the slot's previous use; the first use of a slot waits for nothing.
-        if (kb >= kPairedBStages) mbar_wait(empty_b + 8 * s, ((kb / kPairedBStages) & 1) ^ 1);
-        const uint32_t dst = b_ring + s * PAIRED_B_STAGE;
-        mbar_arrive_expect_tx(full_b + 8 * s, PAIRED_B_STAGE);
-        bulk_copy(dst + PAIRED_B_VALUES, b_scale_tiles + static_cast<int64_t>(kb) * B_SCALE_BYTES, B_SCALE_BYTES, full_b + 8 * s);
-        tensor_copy_2d(dst, &d.b_map, kb * (BLOCK_K / 2), n0, full_b + 8 * s);
-    };
-    auto issue_a = [&](int kb) {
-        const int s = kb % kStages;
-        if (kb >= kStages) mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
-        mbar_arrive_expect_tx(full + 8 * s, a_bytes);
-        bulk_copy(ring + s * A_TILE_BYTES, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);
-    };
-    const int lap = num_k < kStages ? num_k : kStages;
-    for (int kb = 0; kb < lap; ++kb) issue_b(kb);
-    NVFP4_MARK(1);
-    // NOTE: as produce()'s: the prepass's output (A's tiles) is read only by the copies after this wait.
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-    NVFP4_MARK(2);
-    for (int kb = 0; kb < lap; ++kb) issue_a(kb);
-    for (int kb = lap; kb < num_k && kb < 2 * kStages; ++kb) issue_b(kb);
-    for (int kb = kStages; kb < num_k; ++kb) {
-        issue_a(kb);
-        if (kb + kStages < num_k) issue_b(kb + kStages);
     }
 }
 
@@ -845,8 +800,7 @@ __device__ __forceinline__ void store_staged_c_paired(const GroupDesc& d, int ct
 // descriptors' offsets, is a compile-time constant (v74 computed them from a run-time warpgroup index each block).
 template <int kN, int kWg>
 __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n0, int num_k, uint32_t ring,
-                                               const uint8_t* ring_generic, uint32_t full, uint32_t empty,
-                                               uint32_t full_b, uint32_t empty_b) {
+                                               const uint8_t* ring_generic, uint32_t full, uint32_t empty) {
     const int cthread = threadIdx.x - kProducerThreads;
     constexpr int wg = kWg;
     const int wthread = cthread % 128;
@@ -859,65 +813,68 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
     float acc[kN / 2], chunk[kN / 2];
     #pragma unroll
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
-    uint32_t frag[2][4][4];
+    // v93: three fragment sets, so a block's wgmma may still run while the next block is decoded and issued behind
+    // it: block i of a warpgroup's lap (its kPromoteBlocks blocks) reads set kSet[i]; the next lap's first block is
+    // decoded into kSet[kPromoteBlocks] = 0 during the lap's last, when only set 1 may still be read.
+    // NOTE: the order {0, 1, 2, 1}: a set is written only after the block that last read it completed: at block i's
+    // wait_group 1 block i - 1 is done, so the set decoded there (kSet[i + 1]) must not be kSet[i]'s; every lap ends
+    // with wait_group 0 (the chunk's promotion), so a lap starts with every set free.
+    uint32_t frag[3][4][4];
 
     // NOTE: v83: computed once and passed through an empty asm, so the compiler keeps the finished low word and adds
     // each slot's constant to it (v82's SASS rebuilt it from the ring's address every block: R2UR, USHF, ULOP3 x 2,
     // a dependent chain between a warpgroup's wgmma wait and its next issue).
     uint32_t desc0 = desc_low(ring);
     asm volatile("" : "+r"(desc0));
-    const uint8_t* const b_ring0 = ring_generic + kStages * A_TILE_BYTES;  // NOTE: v92: B's own ring (produce_paired)
-    // Block kbn's B decoded from its B slot, the slot released at once (v92), then its A tile (A slot `slot`, phase
-    // `parity`) waited for, so the wgmma that follows reads a landed tile.
-    // NOTE: `stamp`: marks builds only (NVFP4_MARK is nothing otherwise), one steady-state block's segments below.
-    auto decode_block = [&](int kbn, int slot, uint32_t parity, uint32_t (&f)[4][4], bool stamp) {
-        const int bs = kbn % kPairedBStages;
-        mbar_wait(full_b + 8 * bs, (kbn / kPairedBStages) & 1);
-        if (stamp) NVFP4_MARK(10);
-        const uint8_t* const src = b_ring0 + bs * PAIRED_B_STAGE;
-        decode_b(src, src + PAIRED_B_VALUES, row, scale_row, tig, f);
-        mbar_arrive(empty_b + 8 * bs);  // NOTE: its values and scales are in registers: the slot is the producer's
+    const uint8_t* b_values0 = ring_generic + A_TILE_BYTES;
+    const uint8_t* b_scales0 = ring_generic + A_TILE_BYTES + B_VALUE_BYTES;
+    auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4]) {
         mbar_wait(full + 8 * slot, parity);
+        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);
     };
-    if (mine > 0) decode_block(wg, wg, 0, frag[0], false);
+    if (mine > 0) decode_slot(wg, 0, frag[0]);
     if (cthread == 0) NVFP4_MARK(3);
     uint32_t phase = 0;
     // NOTE: kStages / 2 == kPromoteBlocks, so a warpgroup's chunk is its four blocks of one lap: the
     // chunk restarts (scale-d = 0) at its first slot of a lap and joins acc at its last.
     static_assert(kStages / 2 == kPromoteBlocks, "a paired warpgroup's chunk is its blocks of one lap");
+    static_assert(kPromoteBlocks == 4, "v93's fragment-set order is written for four blocks a chunk");
+    constexpr int kSet[5] = {0, 1, 2, 1, 0};
     for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
         #pragma unroll
-        for (int i = 0; i < kStages / 2; ++i) {  // NOTE: frag[i % 2] follows this warpgroup's block count mod 2
+        for (int i = 0; i < kStages / 2; ++i) {
             const int slot = 2 * i + wg;
             if (kb + slot < num_k) {
-                // NOTE: marks builds only: warpgroup 0's block 16 (third lap, slot 0) and the next block's issue, a
-                // steady-state iteration of the chain, stamped by its first thread (ids 8-13, MARK_NAMES).
-                const bool stamp = wg == 0 && wthread == 0 && kb == 16 && i == 0;
-                if (stamp) NVFP4_MARK(8);
-                if (wg == 0 && wthread == 0 && kb == 16 && i == 1) NVFP4_MARK(13);
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < 4; ++s)
-                    wgmma_m64k16<kN>(chunk, frag[i % 2][s], desc_sw128(desc0 + (slot * A_TILE_BYTES + 32 * s) / 16),
+                    wgmma_m64k16<kN>(chunk, frag[kSet[i]][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),
                                      s > 0 || i % kPromoteBlocks != 0);
                 wgmma_commit();
-                if (stamp) NVFP4_MARK(9);
-                // NOTE: this warpgroup's previous block (slot - 2) completed at its last wait: released here.
+                // v93: this warpgroup's previous block (slot - 2) is done once at most this block's group is pending;
+                // its slot is released and its fragment set is free for the next decode. The first block of a lap has
+                // no pending predecessor (the last lap ended with wait_group 0).
+                if (i > 0) wgmma_wait_1();
                 if (kb + slot >= 2) mbar_arrive(empty + 8 * ((slot + kStages - 2) % kStages));
                 if (kb + slot + 2 < num_k) {
                     const int next = (slot + 2) % kStages;
-                    decode_block(kb + slot + 2, next, slot + 2 >= kStages ? phase ^ 1 : phase, frag[(i + 1) % 2], stamp);
-                    if (stamp) NVFP4_MARK(11);
+                    decode_slot(next, slot + 2 >= kStages ? phase ^ 1 : phase, frag[kSet[i + 1]]);
                 }
-                wgmma_wait_all();
-                if (stamp) NVFP4_MARK(12);
-                if (i % kPromoteBlocks == kPromoteBlocks - 1) {
-                    #pragma unroll
-                    for (int j = 0; j < kN / 2; ++j) acc[j] += chunk[j];
+                // NOTE: the chunk's last block (or the warpgroup's last) waits for every group: its FADD reads chunk,
+                // and the next lap's first wgmma overwrites it (scale-d = 0).
+                if (i % kPromoteBlocks == kPromoteBlocks - 1 || kb + slot + 2 >= num_k) {
+                    wgmma_wait_all();
+                    if (i % kPromoteBlocks == kPromoteBlocks - 1) {
+                        #pragma unroll
+                        for (int j = 0; j < kN / 2; ++j) acc[j] += chunk[j];
+                    }
                 }
             }
         }
     }
+    // NOTE: v93: nothing is pending here (the warpgroup's last block waited for every group), but ptxas cannot see
+    // that through the run-time test and otherwise serialises every wgmma of the loop (C7514).
+    wgmma_wait_all();
     // NOTE: a last chunk of fewer than kPromoteBlocks blocks ended without its FADD.
     if (mine % kPromoteBlocks != 0) {
         #pragma unroll
@@ -988,7 +945,6 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const uint32_t ring = (smem_base + 1023u) & ~1023u;
     const uint8_t* ring_generic = smem_raw + (ring - smem_base);  // the same bytes, for plain loads
     const uint32_t full = ring + kStages * STAGE_BYTES, empty = full + 8 * kStages, gather = empty + 8 * kStages;
-    const uint32_t full_b = gather + 8, empty_b = full_b + 8 * kPairedBStages;  // NOTE: v92: a paired launch's B ring
 
     // NOTE: a tile's S CTAs are adjacent in blockIdx (its partials and flags are [tile][split]).
     const int splits = kSplit ? problem.splits : 1;
@@ -1022,12 +978,6 @@ gemm_kernel(const __grid_constant__ Problem problem) {
             mbar_init(empty + 8 * s, kPaired ? kPairedEmptyArrivals : kEmptyArrivals);
         }
         mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
-        if constexpr (kPaired) {
-            for (int s = 0; s < kPairedBStages; ++s) {
-                mbar_init(full_b + 8 * s, kFullArrivals);
-                mbar_init(empty_b + 8 * s, kPairedEmptyArrivals);
-            }
-        }
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -1035,16 +985,13 @@ gemm_kernel(const __grid_constant__ Problem problem) {
 
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-        if (threadIdx.x == 0) {
-            if constexpr (kPaired) produce_paired(d, t, n0, n_cols, num_k, ring, full, empty, full_b, empty_b);
-            else produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
-        }
+        if (threadIdx.x == 0) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
     if constexpr (kPaired) {
-        if (threadIdx.x < kProducerThreads + 128) consume_paired<kN, 0>(d, m0, n0, num_k, ring, ring_generic, full, empty, full_b, empty_b);
-        else consume_paired<kN, 1>(d, m0, n0, num_k, ring, ring_generic, full, empty, full_b, empty_b);
+        if (threadIdx.x < kProducerThreads + 128) consume_paired<kN, 0>(d, m0, n0, num_k, ring, ring_generic, full, empty);
+        else consume_paired<kN, 1>(d, m0, n0, num_k, ring, ring_generic, full, empty);
     }
     else consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);
     if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
