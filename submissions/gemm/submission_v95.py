@@ -1,30 +1,24 @@
-"""NVFP4 GEMM v94: a paired launch's B rewritten by the producer's idle warps, so a consumer decodes a pair in two instructions.
+"""NVFP4 GEMM v95: v94's B rewrite with each producer warp taking whole K blocks, 16 words a lane in flight.
 
-Version: v94
-Parent: v91
-Change: in a paired launch the producer warpgroup's warps 1-3 (idle since v19) wait for each stage to land and
-rewrite its 64 rows x 32 bytes of packed B into a ring of their own as one byte a value, (n & 8) << 4 | (n & 7) << 1
-(fp16's high byte of the value x 2^-14), a word's eight nibbles as two words whose bytes 1 and 3 or 0 and 2 are a
-fragment register's pair (11 SASS instructions a word, 512 words a K block over 96 threads), then arrive once a warp
-on the slot's `ready` barrier; the consumers wait on `ready` instead of `full` and decode a row with one 16-byte load,
-then one LOP3 or PRMT and the HMUL2 by the scale a pair: 40 SASS instructions a block a thread where v91's decode_b
-takes 84 (32 LOP3, 28 shifts, 18 HMUL2). The pairs, the K order and the scale trick are v91's, so C is v91's bit
-for bit. The split and unpaired kernels are v91's; a paired CTA takes 32 KB more shared memory (206,848 bytes).
-Why: studies/wgmma_alu_contention.py (session 65): the paired chain, without loads, is issue ~100 + decode ~480-500
-cycles a warpgroup block, the decode running ~3x its time alone beside the tensor pipe and the other warpgroup's
-decode; the chain, not the tensor pipe (512 a period), sets the loop. In-consumer decodes cannot go much below v91's
-(gemm NOTES, session 65): the decode has to leave the chain.
+Version: v95
+Parent: v94
+Change: transform_b only. Warp w of the three rewriting warps takes K blocks w, w + 3, ... whole: a lane loads four
+16-byte groups of packed B at once, rewrites its 16 words (e2m1_high_bytes, v94's) and stores them as eight 16-byte
+stores, then every lane arrives on the slot's `ready` barrier (count 32). v94 spread every block over all 96 threads,
+one word at a time (two in flight), lane 0 arriving after __syncwarp. The consumers, the rewrite and C are v94's.
+Why: v94 (session 65) was exact but its loop ran 11.97 µs against v91's 7.17 on 128x7168x2048 (0.374 µs a block):
+its rewriting warps were the pace, each a chain of ~60 dependent instructions a block with a wait before it. Here a
+warp has three blocks' time for one, and 16 independent words to issue from: the study's decode warp beside a
+running wgmma issued an instruction every ~2.5-2.9 cycles when it had that much independent work. And racecheck
+reported v94's B ring (the consumers' 16-byte loads against the rewriting stores): per-lane arrivals make every
+store's release its own.
 Arch: sm_90a
-Analogue: CUTLASS's mixed-input GEMMs convert in the consumer; group_gemm v26's decode warpgroup (B decoded to fp16
-in shared memory by other warps) lost at 4 decode warps an SM, with the whole decode on them. Here the consumers keep
-the scale multiply and the rewrite is half the bytes of fp16.
-Prediction: 128x7168x2048 only (the other two shapes are split launches, SAME). The consumers' decode ~44 instructions
-shorter a block; at the chain's ~5 cycles an instruction that is ~200 of a ~600-cycle warpgroup period, so the chain
-falls to the tensor pipe's 512 (0.227 -> ~0.19 µs a block) unless shared memory binds first: the stage now moves
-~168 bytes a tensor cycle (A's 64 + 64, B 2 + 2 + 4 + 4, scales), a bound of ~336 cycles (~0.187 µs) a block.
-Loop 7.26 -> ~6.1 µs: 1.05-1.10x on 128x7168x2048. Refuted if the loop does not move: then the transform warps'
-own issue (~60 instructions a thread a block beside the chain) or the extra handshake takes what the chain saves.
-Risk: the `ready` wait is one more hand-off on the first stage (~0.1-0.3 µs of start).
+Analogue: v94 (the rewrite), group_gemm v26 (a decode warpgroup that lost at 4 decode warps an SM)
+Prediction: ~160 instructions a block a rewriting warp, three blocks (~1,000-1,200 cycles) to issue them. If the warps
+keep ahead, the consumers' chain is v94's (~71 instructions a block where v91 issues ~115) and 128x7168x2048's loop
+falls from ~0.227 toward the tensor pipe's ~0.16 µs a block: 1.05-1.12x. Refuted if the loop stays at or above
+v91's: then the SM's issue beside the tensor pipe is the bound whoever issues (v78: a third warp a scheduler issued
+almost nothing more), and the decode has no other warps to go to. racecheck clean on 128x7168x2048 expected.
 Measured: not yet run
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
@@ -78,7 +72,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v94"
+EXTENSION_NAME = "nvfp4_gemm_v95"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -553,25 +547,36 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
     }
 }
 
-// v94: the producer warpgroup's warps 1-3 in a paired launch: for each of the CTA's K blocks, once its stage has
-// landed, B's 64 rows x 32 packed bytes rewritten as 64 rows x 64 bytes (e2m1_high_bytes, word j of a row to bytes
-// 8j .. 8j + 7) into the B ring's slot, then one arrival a warp on the slot's `ready` barrier, which the consumers
-// wait on instead of `full`.
+// v94: the producer warpgroup's warps 1-3 in a paired launch rewrite each landed stage's 64 rows x 32 packed bytes of
+// B as 64 rows x 64 bytes (e2m1_high_bytes, word j of a row to bytes 8j .. 8j + 7) into the B ring's slot, which the
+// consumers wait for on the slot's `ready` barrier instead of `full`.
+// v95: each warp rewrites whole K blocks, every third (warp w takes kb = w, w + 3, ...), a lane 16 words of a block
+// as four 16-byte loads in flight (v94: every warp a third of every block, one word at a time, ~0.37 µs a block);
+// every lane arrives on `ready` (v94: lane 0 after __syncwarp, which racecheck did not take as ordering the other
+// lanes' stores).
 // NOTE: the slot's previous contents were read by a consumer's decode before that consumer's wgmma of the block and
 // its release of the stage; the stage's next copies (whose landing this waits for) were issued after that release.
 __device__ __forceinline__ void transform_b(int num_k, const uint8_t* ring_generic, uint8_t* xb_ring, uint32_t full,
                                             uint32_t ready) {
-    const int tthread = threadIdx.x - 32;  // 0 .. 95
-    constexpr int kWords = PAIRED_N_ROWS * B_ROW_STRIDE / 4;  // 512 packed words a K block
-    for (int kb = 0; kb < num_k; ++kb) {
+    const int warp = (threadIdx.x - 32) / 32, lane = threadIdx.x % 32;
+    constexpr int kQuads = PAIRED_N_ROWS * B_ROW_STRIDE / 16;  // 128 groups of four packed words a K block
+    static_assert(kQuads == 4 * 32, "a lane rewrites four groups of four words a block");
+    for (int kb = warp; kb < num_k; kb += kTransformWarps) {
         const int s = kb % kStages;
         mbar_wait(full + 8 * s, (kb / kStages) & 1);
-        const uint32_t* words = reinterpret_cast<const uint32_t*>(ring_generic + s * STAGE_BYTES + A_TILE_BYTES);
-        uint2* out = reinterpret_cast<uint2*>(xb_ring + s * XB_SLOT_BYTES);
-        #pragma unroll 2
-        for (int w = tthread; w < kWords; w += 32 * kTransformWarps) out[w] = e2m1_high_bytes(words[w]);
-        __syncwarp();  // NOTE: orders every lane's stores before lane 0's arrival (release) on ready
-        if (threadIdx.x % 32 == 0) mbar_arrive(ready + 8 * s);
+        const uint4* in = reinterpret_cast<const uint4*>(ring_generic + s * STAGE_BYTES + A_TILE_BYTES);
+        uint4* out = reinterpret_cast<uint4*>(xb_ring + s * XB_SLOT_BYTES);
+        uint4 q[4];
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) q[j] = in[lane + 32 * j];
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const uint2 a = e2m1_high_bytes(q[j].x), b = e2m1_high_bytes(q[j].y);
+            const uint2 c = e2m1_high_bytes(q[j].z), e = e2m1_high_bytes(q[j].w);
+            out[2 * (lane + 32 * j)] = make_uint4(a.x, a.y, b.x, b.y);
+            out[2 * (lane + 32 * j) + 1] = make_uint4(c.x, c.y, e.x, e.y);
+        }
+        mbar_arrive(ready + 8 * s);
     }
 }
 
@@ -1023,7 +1028,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
         }
         mbar_init(gather, 1);  // NOTE: one arrival, the exchanging thread's expect_tx; the peers' parts count bytes
         if constexpr (kPaired) {
-            for (int s = 0; s < kStages; ++s) mbar_init(ready + 8 * s, kTransformWarps);
+            for (int s = 0; s < kStages; ++s) mbar_init(ready + 8 * s, 32);  // v95: a lane of one warp each
         }
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
