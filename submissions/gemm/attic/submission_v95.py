@@ -19,7 +19,19 @@ keep ahead, the consumers' chain is v94's (~71 instructions a block where v91 is
 falls from ~0.227 toward the tensor pipe's ~0.16 µs a block: 1.05-1.12x. Refuted if the loop stays at or above
 v91's: then the SM's issue beside the tensor pipe is the bound whoever issues (v78: a third warp a scheduler issued
 almost nothing more), and the decode has no other warps to go to. racecheck clean on 128x7168x2048 expected.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 65 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit f279197). SASS: the
+rewrite ~160 instructions a block a warp (four LDS.128 issued first, 16 x 9 integer operations, eight STS.128), no
+spills. Tests and edges shapes on every distribution, bad inputs pass; racecheck and synccheck CLEAN on the smallest
+tests shape and 128x7168x2048 (v94's hazards gone with the per-lane arrivals). `compare gemm v91 v95` (kernel method,
+one process): 0.998x / 1.001x SAME, 128x7168x2048 0.918x [0.917, 0.920] SLOWER (geomean 0.972x [0.969, 0.974]);
+recorded kernel 58.86 / 21.86 / 14.03 µs. In the same call `compare gemm v91 v94` read 0.710x [0.704, 0.717] on
+128x7168x2048. Marks (v91 -> v95, medians, µs): first stage decoded 2.40 -> 2.66 (the extra hand-off), the loop 7.20
+-> 8.10 (0.225 -> 0.253 µs a block). Refuted: with the rewrite keeping up (v94's 0.374 -> 0.253 a block) and the
+consumers issuing ~44 fewer instructions a block, the loop is still slower than v91's. The instructions moved, not
+removed (the rewrite's 9 a word plus the consumers' 2 a pair are v91's ~19 for eight values), and the SM issued them
+no faster from other warps: beside a running wgmma the loop is set by how many instructions the SM issues a block,
+whichever warps issue them (gemm NOTES, session 65).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
