@@ -534,6 +534,18 @@ def test_sass_flags_a_fence_or_local_access_inside_a_wgmma_loop_only():
     assert "FLAGGED" in report[1] and report[2:] == ["      @!P1 MEMBAR.ALL.GPU", "      STL [R1], R2"]
 
 
+def test_sass_prices_a_loops_issue_against_its_tensor_work():
+    # 2 HGMMA of N = 128: 128 tensor cycles; 56 instructions at ISSUE_RATE a cycle
+    body = ["L:.L_x_0", HGMMA, *["IMAD R0, R1, R2, R3"] * 53, "HGMMA.64x128x16.F32 R24, R88, gdesc[UR8], R24, gsb0",
+            "@P1 BRA `(.L_x_0)"]
+    loop = sass.loops_of(_sass(body))["_Z6kernelv"][0]
+    assert (loop.instructions, loop.tensor_cycles) == (56, 128)
+    assert loop.issue_ratio == pytest.approx(56 / sass.ISSUE_RATE / 128)
+    assert f"issue {56 / sass.ISSUE_RATE / 128:.2f}x tensor" in sass.format_loops("gemm/v9", {"_Z6kernelv": [loop]})[1]
+    narrow = sass.loops_of(_sass(["L:.L_x_0", "HGMMA.64x64x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24", "@P1 BRA `(.L_x_0)"]))
+    assert narrow["_Z6kernelv"][0].tensor_cycles == 32  # N / 2 at any K: fp8's k32 runs at twice fp16's rate
+
+
 def test_sass_reports_the_innermost_loop_around_the_tensor_work():
     # an out-of-line retry block after EXIT jumps back into the loop with a plain BRA: not a loop
     nested = _sass(["L:.L_x_0", "IMAD R0, R1, R2, R3", "L:.L_x_1", HGMMA, "MEMBAR.ALL.CTA", "@P1 BRA `(.L_x_1)",

@@ -12,6 +12,12 @@ nothing else changed), fences (MEMBAR) and local-memory traffic (LDL/STL: spills
 local access inside a loop is flagged, and the command exits 1 when any is, so a script can gate
 on it.
 
+Each loop also gets its issue against its tensor work: the loop's instructions over what a scheduler
+issues beside a running wgmma (ISSUE_RATE), against the tensor-pipe cycles of its HGMMA at the dense
+rate. A loop above 1x is paced by its instruction count, not by the tensor cores, whichever warps
+issue the instructions (gemm NOTES, session 65: v91's paired loop reads 1.46x and ran ~1.58x; its
+split loop 1.39x and ran ~1.41x; moving 44 decode instructions a block to other warps, v94-v95, lost).
+
 nvdisasm is not in every CUDA toolkit install; it is found on PATH, in ``$NVDISASM``, next to nvcc
 or in the toolkit folders. ``pip download --no-deps nvidia-cuda-nvdisasm`` brings a wheel whose
 ``nvidia/cu13/bin/nvdisasm`` runs (unzip it; point ``$NVDISASM`` at it).
@@ -29,6 +35,16 @@ from pathlib import Path
 from harness.errors import UserError
 
 FLAGGED = ("MEMBAR", "LDL", "STL")
+# NOTE: instructions a cycle a scheduler beside a running wgmma, H200 (session 65): the decode warp of
+# studies/wgmma_alu_contention.py beside wgmma 0.35-0.39 (0.69-0.74 with the tensor pipe idle), its paired
+# chain 0.35, ncu on gemm v74's kernel 0.35 warps issued a cycle a scheduler (session 59); a third warp a
+# scheduler (gemm v78) or other warps (v95) issued no faster. Each warp of a warpgroup sits on its own
+# scheduler, so a loop a warpgroup runs takes its instruction count / ISSUE_RATE cycles of issue.
+ISSUE_RATE = 0.35
+# NOTE: an HGMMA.64xNxK at its type's dense rate takes N / 2 cycles of an SM's tensor pipe whatever K
+# (fp16/bf16 k16 at 2,048 MACs a cycle, fp8 k32 at 4,096, tf32 k8 at 1,024): 64 x 128 x 16 in 64 cycles,
+# as ncu counted on gemm v74 (session 59).
+_HGMMA_SHAPE = re.compile(r"HGMMA\.64x(\d+)x\d+")
 _ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
 _FUNCTION = re.compile(r"^\s*\.text\.(\S+):")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
@@ -42,11 +58,17 @@ class Loop:
     hgmma: int = 0
     instructions: int = 0
     uniform: int = 0      # uniform-datapath instructions (opcode starting with U: UMOV, UIADD3, ...)
+    tensor_cycles: int = 0  # the HGMMA's tensor-pipe cycles at the dense rate (N / 2 each)
     flagged: list[str] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
         return self.last - self.first + 16
+
+    @property
+    def issue_ratio(self) -> float | None:
+        """Cycles of issue (instructions / ISSUE_RATE) over tensor cycles; None without a shape read."""
+        return self.instructions / ISSUE_RATE / self.tensor_cycles if self.tensor_cycles else None
 
 
 def _instructions(sass_lines: list[str]) -> tuple[dict[str, list[tuple[int, str]]], dict[str, dict[str, int]]]:
@@ -109,6 +131,8 @@ def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
                         loop.uniform += 1
                     if "HGMMA" in text:
                         loop.hgmma += 1
+                        shape = _HGMMA_SHAPE.search(text)
+                        loop.tensor_cycles += int(shape.group(1)) // 2 if shape else 0
                     elif any(re.search(rf"\b{op}\b", text) for op in FLAGGED):
                         loop.flagged.append(f"{at:#x} {text}")
             loops.append(loop)
@@ -190,7 +214,9 @@ def format_loops(title: str, loops_by_kernel: dict[str, list[Loop]]) -> list[str
         lines.append(f"{title} {kernel[:60]}")
         for n, loop in enumerate(loops):
             mark = "  FLAGGED" if loop.flagged else ""
+            ratio = loop.issue_ratio
+            issue = f", issue {ratio:.2f}x tensor" if ratio is not None else ""
             lines.append(f"  loop {n}: {loop.bytes / 1024:6.1f} KB, {loop.instructions:5d} instructions "
-                         f"({loop.uniform} uniform), {loop.hgmma:3d} HGMMA, {len(loop.flagged)} fence/local{mark}")
+                         f"({loop.uniform} uniform), {loop.hgmma:3d} HGMMA{issue}, {len(loop.flagged)} fence/local{mark}")
             lines += [f"      {text}" for text in sorted({t.split(" ", 1)[1] for t in loop.flagged})]
     return lines or [f"{title}: no wgmma loop found"]
