@@ -16,7 +16,16 @@ Analogue: v82 (constant slots), v83/v84 (the kept low word)
 Prediction: by the account, loops ~3.1% (paired) and ~1.8% (split) shorter: 128x7168x2048 ~1.017x, 128x7168x16384
 ~1.015x, 128x4096x7168 ~1.01x, so SAME by compare's 2% margin unless the segment is worth more than its count (v82:
 ~0.36% a loop instruction against the account's ~0.2%). Refuted if any shape is SLOWER.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 66 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit a818e89). ptxas: no
+spills, registers as v91. Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck on the
+smallest tests and benchmark shapes pass. `compare gemm v91 v96` (kernel method, one process): 0.997x [0.995, 1.000] /
+0.999x [0.990, 1.008] / 0.992x [0.984, 0.999], geomean 0.996x [0.993, 0.999] SAME; recorded kernel 59.08 / 21.68 /
+13.00 µs. Marks on 128x7168x2048 (v91 -> v96, medians): the loop 7.17 -> 7.26 µs, every other phase within 0.06.
+The account's pricing is refuted as it stood: the 523 -> 507 lap is 32 uniform instructions fewer and 16 vector ones
+more (`probe sass`: uniform 32 -> 0), and the loop went the way of the vector count. studies/pipe_beside_wgmma.py
+(same session) measured why: the integer and half-precision classes issue at ~0.48 a scheduler-cycle alone and ~0.30
+beside a running wgmma, each taking tensor time as it goes (gemm NOTES, session 66).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
