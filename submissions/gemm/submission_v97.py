@@ -23,7 +23,15 @@ Prediction: at an elasticity of 0.5-1 (the loop's time against its vector instru
 the loops 7-14% shorter. 128x7168x16384 (loop 46.9 of 59.2 µs) 1.06-1.13x, 128x4096x7168 (10.8 of 21.8) 1.03-1.08x,
 128x7168x2048 (7.2 of 13.0) 1.04-1.08x. Refuted if every shape is SAME: then the loop is not paced by the decode's
 count, and the issue's account must say what else paces it.
-Measured: not yet run
+Measured: NVIDIA H200, session 66 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit bed0503). ptxas: no
+spills. Tests and edges shapes on every distribution, bad inputs, racecheck and synccheck on the smallest tests and
+benchmark shapes pass. `compare gemm v91 v97` (kernel method, one process): 1.029x [1.023, 1.036] FASTER / 1.022x
+[1.014, 1.030] FASTER / 1.011x [1.004, 1.019] SAME, geomean 1.021x [1.017, 1.024] FASTER; recorded kernel 57.18 /
+21.39 / 12.83 µs, gpumode 57.74 / 22.31 / 14.27. Marks on 128x7168x16384 (v91 -> v97, medians, same call): the loop
+47.17 -> 45.41 µs (-3.7%), every other phase within 0.1. Below the prediction: 14.6% fewer vector instructions a
+block bought 3.7% of the loop (an elasticity of ~0.25, v96's ~0.4): the split loop (~624 cycles a 128-row block
+against the tensor pipe's 512, 546 at the 0.94 two warpgroups reach with a wait every block) is mostly not its ALU
+count. Kept as the best (two shapes FASTER, none slower).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
