@@ -19,7 +19,14 @@ Analogue: gemm v97 (the spread, gemm's own K order), dual_gemm v33 (the spread; 
 Prediction: at gemm v97's elasticity (~0.25 of the vector count): the loops ~2.5-3% shorter, A-D 1.02-1.03x; up to
 ~1.05x on C and D (narrower tiles, more of the loop is the decode) if the elasticity is higher there. Refuted if any
 shape is SLOWER (the four-load pattern's bank conflicts, or the prepass's new order costing more than it saves).
-Measured: not yet run
+Measured: NVIDIA H200, session 66 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 7e81c4f). Tests and
+edges shapes on every distribution, bad inputs, racecheck and synccheck (smallest tests and benchmark shapes) pass;
+the K order was checked on the CPU first (both sides' K for every thread, register and half agree). `compare
+group_gemm v63 v66` (kernel method, one process): A 1.026x [1.017, 1.035], B 1.066x [1.057, 1.075], C 1.084x [1.076,
+1.092], D 1.045x [1.039, 1.052], all FASTER (geomean 1.055x [1.052, 1.057]; C 30.49 -> 28.13 µs); recorded kernel
+119.92 / 68.25 / 28.27 / 15.04 µs, gpumode 122.57 / 69.82 / 29.18 / 16.63. Above the prediction on B, C and D: ~10%
+fewer vector instructions a block bought 5-8% there (an elasticity of ~0.5-0.8, twice gemm v97's): the narrower
+group tiles' loops are more the decode's than gemm's 128-row split loop. Kept as the best.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
