@@ -18,7 +18,14 @@ Analogue: v50 (the same change on the 64-row kernels, SAME), v93 (the paired loo
 Prediction: the split loop 5-10% shorter (~627 -> 570-600 cycles a block): 128x7168x16384 1.04-1.08x, 128x4096x7168
 1.02-1.05x, 128x7168x2048 SAME (its launch is v97's). Refuted if the split shapes are SAME: then the drain is not
 where the loop's excess over the tensor work goes.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 66 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 107cb57; the
+session's last device seconds, so tests, edges and the compare only: racecheck and synccheck not run, nothing
+recorded). `test gemm v98 --dist all` 40 of 40 and the edges shapes 12 of 12 pass. `compare gemm v97 v98` (kernel
+method, one process): 1.003x [1.000, 1.006] / 1.002x [0.994, 1.011] / 0.998x, geomean 1.001x [0.999, 1.003] SAME.
+Refuted: with the next block queued behind each one the split loop is no shorter, so its ~115 cycles a block above
+the two warpgroups' 512 of tensor work are not the pipe draining between blocks (v50 and v93 found the same on the
+64-row loops).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
