@@ -14,9 +14,13 @@ on it.
 
 Each loop also gets its issue against its tensor work: the loop's instructions over what a scheduler
 issues beside a running wgmma (ISSUE_RATE), against the tensor-pipe cycles of its HGMMA at the dense
-rate. A loop above 1x is paced by its instruction count, not by the tensor cores, whichever warps
-issue the instructions (gemm NOTES, session 65: v91's paired loop reads 1.46x and ran ~1.58x; its
-split loop 1.39x and ran ~1.41x; moving 44 decode instructions a block to other warps, v94-v95, lost).
+rate. Above 1x, its instructions may pace it rather than the tensor cores, whichever warps issue them
+(gemm NOTES, session 65: v91's paired loop reads 1.46x and ran ~1.58x; its split loop 1.39x and ran
+~1.41x; moving 44 decode instructions a block to other warps, v94-v95, lost). It is a screen, not a
+price: the count is static (a branch taken by one warpgroup counts for both) and how much of a loop
+its count is varies (session 66: 14.6% fewer instructions shortened gemm v97's split loop 3.7%, 10%
+fewer shortened group_gemm v66's 112-row loop 14%; uniform-datapath instructions count here but moved
+gemm v96's loop the other way; studies/pipe_beside_wgmma.py has the rates by instruction class).
 
 nvdisasm is not in every CUDA toolkit install; it is found on PATH, in ``$NVDISASM``, next to nvcc
 or in the toolkit folders. ``pip download --no-deps nvidia-cuda-nvdisasm`` brings a wheel whose
