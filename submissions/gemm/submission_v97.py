@@ -2,7 +2,8 @@
 
 Version: v97
 Parent: v91
-Change: decode_b only (both the split and the paired consumers call it). v91 built each of a packed word's four wgmma
+Change: B's decode by dual_gemm v33's byte spread, 11 instructions a packed word instead of 15 (decode_b only, which
+both the split and the paired consumers call). v91 built each of a packed word's four wgmma
 registers alone (e2m1_pair_bits<s>: two shifts and two masks, 15 instructions a word); v97 spreads the word's odd and
 even nibbles per byte into the fp16 high-byte pattern (3 and 4 instructions) and takes each register with one PRMT or
 one AND: 11 a word, the same registers bit for bit (studies/spread_nibble_decode.py: all 2^32 words). The two rows'

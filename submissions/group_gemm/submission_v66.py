@@ -2,7 +2,8 @@
 
 Version: v66
 Parent: v63
-Change: decode_b and the prepass's K order. v42-v63: a k16 step is one scale block, and thread tig's registers hold
+Change: B's decode by gemm v97's byte spread, in a K order that gives each thread whole bytes of a k16 step (decode_b
+and the prepass's K order). v42-v63: a k16 step is one scale block, and thread tig's registers hold
 nibbles tig and tig + 4 of the row's two words of that block (e2m1_pair_bits_of_nibble: 4 instructions a register,
 16 a step). v66 keeps a step one scale block but gives thread tig the step's bytes 2 tig and 2 tig + 1 (logical k =
 8j + 2 tig + h holds K = 16s + 4 tig + j + 2h): one PRMT joins rows gid's and gid + 8's halves into one word, and gemm
