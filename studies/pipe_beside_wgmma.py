@@ -17,7 +17,11 @@ as the paired kernel's two consumers) while warpgroup 2 issues LOP3, HMUL2 or FF
 offered load): the class's issue rate alone and beside, and the tensor pipe's busy share (256 cycles a K block at the
 dense rate) beside it: how much ALU issue the tensor pipe leaves, and how much of the tensor pipe the issue takes.
 Per class and mode: warp instructions a cycle a scheduler (warpgroup 1's warp; `same` counts both warps), and in
-the wgmma modes the tensor side's cycles a K block (4 x 64 = 256 at the dense rate, one warpgroup). The loop's own counter and branch add ~2 instructions a pass of 32.
+the wgmma modes the tensor side's cycles a K block (4 x 64 = 256 at the dense rate, one warpgroup). ptxas unrolls
+each class's loop, so its counter and branch are a few instructions in hundreds.
+Found (H200, session 66; studies/README.md has the figures): the integer and half-precision classes issue at ~0.48
+a cycle alone and ~0.3 beside a running wgmma, which they slow; full-rate fp32 all but stops it; beside two
+warpgroups of wgmma a third warp gets 0.21-0.25 a cycle and takes 7-11% of the tensor pipe.
 
 Usage: python3 studies/pipe_beside_wgmma.py [--passes 20000] [--compile-only]
 (a standalone CUDA program built with nvcc under .build/experiments/; no torch needed; check the classes' SASS with
