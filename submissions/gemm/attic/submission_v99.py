@@ -18,7 +18,13 @@ Analogue: v63 (chunks of 8 blocks: half the bursts, 1.012x)
 Prediction: priced at ~30 cycles a block of ~627 if the bursts overlap the other warpgroup's tensor work: the split
 shapes 1.02-1.05x, 128x7168x2048 SAME (paired, v97's loop). Refuted if the split shapes are SAME or slower (a burst
 beside a running wgmma costs as much as one with the pipe idle, or the odd slots' extra code costs the rest).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 67 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 5e9e3cb). Tests,
+edges, bad inputs, racecheck and synccheck pass. `compare gemm v97 v99` (kernel method, one process): 0.976x [0.970,
+0.981] SLOWER / 0.977x [0.972, 0.983] SLOWER / 0.990x SAME, geomean 0.981x [0.979, 0.983] SLOWER; recorded kernel
+58.59 / 21.96 / 12.83 µs. Marks on 128x4096x7168: the K loop phase 10.62 -> 10.94 µs, the first stage and epilogue
+unchanged. Refuted: bursts apart cost more than bursts together; the odd slots' runtime test and the predicated
+scale-d (more code in the unrolled lap) outweigh any overlap, so the split loop's excess is not the coinciding FADDs.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
