@@ -17,7 +17,15 @@ Analogue: v66 (the same lever: 10% fewer instructions, 1.026-1.084x)
 Prediction: 3.7% fewer loop instructions at v66's elasticity (0.3-1.4 by shape): C 1.02-1.05x, D 1.01-1.04x, A and B
 1.00-1.02x; outputs equal to v66's. Refuted if C is SAME (the loop is not paced by the count at this margin) or any
 output differs from v66's (the tensor core does not take subnormal operands exactly).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 67 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 42e738a). Tests, edges, bad inputs, racecheck and synccheck pass; outputs equal v66's bit for bit
+on 56 inputs (every tests and benchmark shape on each distribution, one seed: .lead's scratch check, not the
+product's). `compare group_gemm v66 v67` (kernel method, one process): A 1.005x [1.003, 1.007], B 0.995x, C 0.986x
+[0.980, 0.991], D 0.993x, geomean 0.995x [0.992, 0.998] SAME; recorded kernel 117.98 / 68.92 / 28.35 / 14.85 µs.
+Marks on C (20 calls, their own builds): the loop 21.38 -> 21.15 µs. Refuted: four HMUL2 a K block of ~108
+instructions did not move the loops by a margin a compare resolves (C, where v66 measured an elasticity of ~1.4, read
+slower); the exactness argument held (bit for bit). The loops' count is not their price at this margin.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -17,7 +17,12 @@ Analogue: group_gemm v67 (the same change), v97 (14.6% fewer vector instructions
 Prediction: ~1.4% fewer vector loop instructions: SAME on every shape (at most 1.005x on the split shapes, 1.01x on
 128x7168x2048); outputs equal to v97's. Refuted if faster by more than 1% (the loops are more elastic than v97
 measured) or if any output differs from v97's.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 67 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 42e738a). Tests, edges, bad inputs, racecheck and synccheck pass; outputs equal v97's bit for bit
+on 52 inputs (every tests and benchmark shape on each distribution, one seed). `compare gemm v97 v100` (kernel
+method, one process): 1.015x [1.013, 1.018] / 1.003x / 0.993x, geomean 1.004x [1.001, 1.006] SAME, as predicted;
+recorded kernel 56.14 / 21.03 / 12.70 µs. The long shape's 1.5% is under the 2% margin: not kept.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
