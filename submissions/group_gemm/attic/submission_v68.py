@@ -17,7 +17,18 @@ decoders' loads lost)
 Prediction: the wait returns 0.5-1.0 µs sooner on C and D and the call ends that much sooner: C 1.02-1.035x, D
 1.03-1.06x, A and B SAME (their launches unchanged). Refuted if C and D are SAME: then a grid's completion is no
 slower to observe than a count (or the count's fences cost what they save).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 67 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit a4b7335). Tests, edges, bad inputs, racecheck and synccheck pass; outputs equal v66's bit for
+bit on 56 inputs (every tests and benchmark shape on each distribution, one seed). `compare group_gemm v66 v68`
+(kernel method, one process): A 1.001x, B 0.998x, C 0.945x [0.937, 0.953] SLOWER, D 0.920x [0.912, 0.929] SLOWER,
+geomean 0.965x; recorded kernel 118.38 / 68.49 / 29.87 / 16.16 µs. Marks on D (20 calls, medians, µs after the
+call's first stamp, v66 -> v68): prepass stores issued 1.47 -> 1.50, the wait returned 3.01 -> 4.48 (stores to
+visible 1.47 -> 2.85 µs), GEMM start 1.76 -> 2.46, end 14.26 -> 15.04. Refuted, and the other way: the count is seen
+1.4 µs later than the grid's completion was. Two costs, not taken apart: the prepass blocks now hold their SMs
+through a CTA barrier and a gpu-scope fence after their stores (GEMM CTAs, placed as prepass blocks leave, start
+0.7 µs later), and ~120 producers spinning with acquire loads on the one counter share its L2 line with the
+blocks' increments. griddepcontrol.wait stays the handshake.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

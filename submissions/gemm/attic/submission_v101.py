@@ -16,7 +16,13 @@ Arch: sm_90a
 Analogue: group_gemm v68 (the same handshake, same session)
 Prediction: 128x7168x2048 1.02-1.05x (0.3-0.6 µs of the wait); the split shapes SAME (their launches unchanged).
 Refuted if 128x7168x2048 is SAME.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 67 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit a4b7335). Tests, edges, bad inputs, racecheck and synccheck pass; outputs equal v97's bit for
+bit on 52 inputs. `compare gemm v97 v101` (kernel method, one process): 0.999x / 1.002x SAME, 128x7168x2048 0.932x
+[0.926, 0.937] SLOWER (12.79 -> 13.72 µs), geomean 0.977x; recorded kernel 57.19 / 21.44 / 13.89 µs. Refuted as
+group_gemm v68 was in the same call (its marks on D: the count seen 1.4 µs later than the grid's completion, GEMM
+CTAs placed 0.7 µs later): griddepcontrol.wait stays the handshake.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
