@@ -16,7 +16,17 @@ longer)
 Prediction: stage 0 lands 0.5-0.9 µs sooner on C and D; C 1.01-1.03x, D 1.02-1.05x if the later stages' B (issued
 ~1.3 µs later, from HBM) keeps ahead of the loop; A and B SAME. Refuted if C and D are SAME with the A copies
 issued at the wait (then the step is not the TMA queue, or the later B costs the loop what the start gains).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 67 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit fa88d30). Tests,
+edges, bad inputs, racecheck and synccheck pass. `compare group_gemm v66 v69` (kernel method, one process): A 1.000x,
+B 1.000x, C 1.007x [0.999, 1.015], D 0.998x, geomean 1.001x SAME; recorded kernel 119.84 / 69.00 / 28.14 / 15.00 µs.
+The hypothesis held and the time did not move: marks (20 calls, L2 flushed before each, medians, v66 -> v69) on D
+the wait returned 3.04 -> 2.59 µs (the lap's B copies had delayed the prepass's completion too), the first A copies
+issued 3.84 -> 2.88, stage 0 landed 4.16 -> 3.36, end 14.27 -> 13.98; on C stage 0 landed 5.47 -> 4.16, first stage
+decoded 5.73 -> 4.45, but the loop +0.69 µs (the later stages' B, issued ~1.3 µs later from HBM, now paces its first
+blocks), end 28.93 -> 28.10. The marks' 1-3% (L2 flushed before every call) is not in compare's batches (inputs
+queued after one flush), where the start is not the call's whole path: refuted as a speedup, kept as the account of
+the start (gemm v73 the same way).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
