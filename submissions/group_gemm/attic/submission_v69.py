@@ -25,8 +25,8 @@ the wait returned 3.04 -> 2.59 µs (the lap's B copies had delayed the prepass's
 issued 3.84 -> 2.88, stage 0 landed 4.16 -> 3.36, end 14.27 -> 13.98; on C stage 0 landed 5.47 -> 4.16, first stage
 decoded 5.73 -> 4.45, but the loop +0.69 µs (the later stages' B, issued ~1.3 µs later from HBM, now paces its first
 blocks), end 28.93 -> 28.10. The marks' 1-3% (L2 flushed before every call) is not in compare's batches (inputs
-queued after one flush), where the start is not the call's whole path: refuted as a speedup, kept as the account of
-the start (gemm v73 the same way).
+queued after one flush; the difference not taken apart): refuted as a speedup, kept as the account of the start
+(gemm v73 went the same way).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
