@@ -662,7 +662,9 @@ class Child:
                 return
 
     def _judged(self, command: dict, reply: dict, results, deadline: float, key: int | None = None) -> dict:
-        """The child's PASS reply with the judge's verdict on its outputs (``harness.judge``)."""
+        """The child's PASS reply with the judge's verdict on its outputs (``harness.judge``) and, where the
+        command asks (``digest_outputs``), the judge's digest of each (``outputs``: never the child's own)."""
+        reply.pop("outputs", None)
         if command["cmd"] in ("test", "prepare"):
             self._item = command["item"]
         if command["cmd"] == "prepare":
@@ -679,9 +681,11 @@ class Child:
             self._graph_flush_us = dict(zip(subs, flush)) if isinstance(flush, list) else {}
         calls = judge.expected_calls(command, self._item, self._pool, 1 + len(self.together), reply, key)
         kind = "test" if command["cmd"] == "test" else "timed"
+        # NOTE: a compare's checked pool only: every timed block's inputs differ by the block's own key
+        digests = command["cmd"] == "prepare" and bool(command.get("digest_outputs"))
         try:
             verdict = self._judge.request({"cmd": "check", "item": self._item, "calls": calls, "results": results,
-                                           "kind": kind}, max(1.0, deadline - time.monotonic()))
+                                           "kind": kind, "digests": digests}, max(1.0, deadline - time.monotonic()))
         except ChildFailure as exc:
             self._kill()
             raise ChildFailure(exc.status, f"harness error: the judge {exc.message}") from None
@@ -690,6 +694,11 @@ class Child:
         if verdict.get("status") != "PASS":
             return dict(reply, status=verdict.get("status", "FAIL"), message=verdict.get("message", ""),
                         sub=verdict.get("sub", reply.get("sub")))
+        digested = verdict.get("digests")
+        if digests and isinstance(digested, list) and len(digested) == len(calls):
+            # NOTE: per call the seed (so the input set: the same in every process of a compare) and kernel
+            reply = dict(reply, outputs=[{"seed": call["seed"], "sub": call["sub"], "digest": digest}
+                                         for call, digest in zip(calls, digested)])
         return reply
 
     def _send(self, obj: dict, deadline: float) -> None:

@@ -20,12 +20,14 @@ Three sides, one module:
   the command it sent, never from the child's reply;
 - the judge process (:class:`Judge`): maps the file (sealed by the parent against shrinking, so a
   child cannot cut a page from under the mapping and crash it: :func:`shared_file`), compares
-  fingerprints and outputs, and for ``test`` measures the accuracy yardstick.
+  fingerprints and outputs, for ``test`` measures the accuracy yardstick, and for compare's checked
+  pool digests each output (:meth:`Judge.digest`).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import mmap
 import os
 import sys
@@ -347,9 +349,10 @@ class Judge:
         self._map: SharedMap | None = None  # the shared file as it stood at the last check's first read
         self._mapped_now = False  # whether this check has looked at the file's size yet
 
-    def check(self, item: dict, calls: list[dict], results: list, kind: str) -> dict:
+    def check(self, item: dict, calls: list[dict], results: list, kind: str, digests: bool = False) -> dict:
         """``calls`` (the parent's :func:`expected_calls`) against ``results`` (the child's entries,
-        one per call). ``kind`` ``test`` adds the accuracy yardstick to each seed."""
+        one per call). ``kind`` ``test`` adds the accuracy yardstick to each seed; ``digests``: a PASS
+        also carries each call's :meth:`digest`, in order (compare's outputs of two versions)."""
         if not isinstance(results, list) or len(results) != len(calls):
             got = len(results) if isinstance(results, list) else type(results).__name__
             return {"status": "FAIL", "message": f"the child reported {got} results for {len(calls)} calls"}
@@ -360,6 +363,7 @@ class Judge:
         # NOTE: a seed the yardstick FAILs does not stop the check: the count of such seeds and the worst
         # says whether a kernel is marginal (one unlucky seed of 40) or off everywhere
         accuracy_failures: list[tuple[float, dict]] = []
+        digested: list[str] = []
         from reference import yardstick
         for call, entry in zip(calls, results):
             seed, key = call["seed"], call.get("key")
@@ -377,6 +381,8 @@ class Judge:
                 if errors:
                     problem += f" (cuBLAS fp16 on the same data: max error {errors[1]:.3g} of the tolerance)"
                 return {"status": "FAIL", "message": f"{call['label']}: {problem}", "sub": call["sub"]}
+            if digests:
+                digested.append(self.digest(entry))
             if errors:
                 ok, verdict = yardstick.judge(*errors)
                 if not ok:
@@ -404,7 +410,30 @@ class Judge:
             return {"status": "PASS", "message": f"{len(calls)} seeds pass; max error {worst[0]:.3g} of the tolerance "
                     f"(cuBLAS fp16: {worst[1]:.3g}){margin}", "max_error": worst[0], "yardstick_error": worst[1],
                     "beyond_ulp": beyond[0], "yardstick_beyond_ulp": beyond[1]}
-        return {"status": "PASS", "message": ""}
+        return {"status": "PASS", "message": "", **({"digests": digested} if digests else {})}
+
+    def digest(self, entry: dict) -> str:
+        """SHA-256 of a checked output as the judge read it: its parts' dtypes and shapes, then their
+        bytes in the shared file. Equal digests: the same bits (a collision is a 2^-128 chance).
+        NOTE: why not :func:`fingerprint` or ``torch.equal``, for compare's word on whether B's outputs
+        are A's bit for bit (``harness.runner.outputs_compared``). Two versions that both pass differ,
+        if at all, by roundings: +-1 in the last bits of some elements, which cancel in the fingerprint's
+        sums as often as a random walk comes back to zero (one element rounded up and another down, in
+        even words' low halves, read equal: tests/test_judge.py). ``torch.equal`` needs both outputs in
+        one place, but a compare with a file from outside the lab, or ``--isolated``, has two processes,
+        each judged by its own judge from its own file, and copies kept for the parent would be gemm's
+        whole gpumode pool a side (51 outputs of 128x7168 fp16, 94 MB). So the bytes are hashed where
+        they lie (the mapping, no copy), only for a compare's checked pool (its timed blocks' inputs
+        differ by each block's key), outside every timed region: hashlib's SHA-256 read 1.4 GB/s on the
+        lab's CPU machine (SHA-NI), ~66 ms for that pool."""
+        shared = self._shared()
+        parts = [(str(dtype), [int(size) for size in shape], int(offset), int(nbytes))
+                 for dtype, shape, offset, nbytes in entry["parts"]]
+        hashed = hashlib.sha256(repr([bool(entry.get("listed")), [part[:2] for part in parts]]).encode())
+        for _dtype, _shape, offset, nbytes in parts:
+            if nbytes:
+                hashed.update(shared.host[offset:offset + nbytes].numpy())
+        return hashed.hexdigest()
 
     def _verdict(self, data, prints: list[int], ref, entry) -> tuple[object, str | None]:
         """(the output rebuilt here or None, what is wrong or None)."""

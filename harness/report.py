@@ -57,17 +57,22 @@ def result_rows(outcome) -> list[dict]:
 
 
 def compare_rows(outcome) -> list[dict]:
-    """One row per shape of a compare outcome: both means, the speedup of B over A, its interval, verdict."""
+    """One row per shape of a compare outcome: both means, the speedup of B over A, its interval, verdict;
+    whether B's outputs were A's bit for bit (``outputs_equal``) on how many input sets (``outputs_sets``), on
+    how many not (``outputs_differ``): all three empty where they were not compared (``runner.outputs_compared``)."""
     rows = []
     a, b = (s.label for s in outcome.submissions)
     for r in outcome.results:
         st = r.stats or [{}, {}]
         ratio = r.ratio or {}
+        outputs = r.outputs or {}
         rows.append({"version_a": a, "version_b": b, "shape": r.shape.label, **leaderboard.shape_columns(r.shape.params),
                      "dist": r.dist, "status": r.status, "message": r.message,
                      "mean_a_us": (st[0] or {}).get("mean_us"), "mean_b_us": (st[1] or {}).get("mean_us"),
                      "speedup": ratio.get("speedup"), "lo": ratio.get("lo"), "hi": ratio.get("hi"),
-                     "verdict": ratio.get("verdict")})
+                     "verdict": ratio.get("verdict"),
+                     "outputs_equal": outputs["differ"] == 0 if outputs else None,
+                     "outputs_sets": outputs.get("input_sets"), "outputs_differ": outputs.get("differ")})
     return rows
 
 
@@ -107,6 +112,8 @@ def emit(doc: dict, fmt: str, path: str | None) -> None:
 
 
 def _cell(x):
+    if isinstance(x, bool):
+        return str(x).lower()  # NOTE: true/false, as JSON and leaderboard.csv (converged, git_dirty) write them
     if isinstance(x, float):
         return f"{x:.6g}"
     return "" if x is None else x

@@ -88,6 +88,7 @@ class ShapeResult:
     samples: list | None = None  # per submission: the kept blocks of per-call µs
     telemetry: list | None = None  # per kept round: one NVML sample per submission
     ratio: dict | None = None  # compare: speedup of B over A, 95% interval, verdict
+    outputs: dict | None = None  # compare: B's outputs against A's on the checked pool (outputs_compared); None: not compared
     extra: dict = field(default_factory=dict)  # seeds, throttle drops, L2 reset, flush cost
     device: dict | None = None  # the GPU this result was measured on (with --gpus, each its own)
 
@@ -202,6 +203,9 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
     # tool works, in a process of its own: never imported beside another version
     untrusted = [_untrusted(s, untrusted_all) for s in subs]
     together = len(subs) == 2 and mode != "test" and not plan.isolated and not any(untrusted)
+    # NOTE: the peer is cuBLAS, a yardstick of speed: its bits are its library's roundings, equal to a
+    # version's only by chance, so no claim is made of them either way
+    compare_outputs = mode == "compare" and not any(submissions.is_peer(s) for s in subs)
     if mode == "compare" and any(untrusted):
         # NOTE: like for like: the lab's side in the same confinement as the stranger's (the same
         # allowlisted environment and namespaces), so no difference between the two processes'
@@ -231,7 +235,7 @@ def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str
                 if progress:
                     progress({"event": "start", "item": item["id"] + (f" (GPU {gpu})" if gpu is not None else "")})
                 results[i] = _one_item(children, [s.label for s in subs], mode, together, shape, dist, item, seeds,
-                                       plan, timeout_s, progress)
+                                       plan, timeout_s, progress, compare_outputs)
                 results[i].device = next((c.device for c in children if c.device), None)
                 if results[i].status == "TIMEOUT":
                     timed_out[shape.key] = dist
@@ -583,17 +587,20 @@ def _refusal(subs: list[Submission], capability) -> tuple[str, str] | None:
 
 
 def _one_item(children, labels: list[str], mode: str, together: bool, shape, dist, item, seeds: int,
-              plan: TimingPlan, timeout_s, progress) -> ShapeResult:
+              plan: TimingPlan, timeout_s, progress, compare_outputs: bool = False) -> ShapeResult:
     """One (shape, dist) by the command: checked (test), timed (run), or two versions timed against
-    each other (compare: in one process, paired between two, or over process generations)."""
+    each other (compare: in one process, paired between two, or over process generations;
+    ``compare_outputs``: and their outputs compared)."""
     if mode == "test":
         return _test_item(children[0], shape, dist, item, seeds, timeout_s)
     if together:
-        return _measure_paired([(children[0], 0), (children[0], 1)], labels, shape, dist, item, plan, timeout_s, progress)
+        return _measure_paired([(children[0], 0), (children[0], 1)], labels, shape, dist, item, plan, timeout_s, progress,
+                               compare_outputs)
     if mode == "compare" and plan.isolated:
-        return _measure_isolated(children, shape, dist, item, plan, timeout_s, progress)
+        return _measure_isolated(children, shape, dist, item, plan, timeout_s, progress, compare_outputs)
     if mode == "compare":
-        return _measure_paired([(children[0], 0), (children[1], 0)], labels, shape, dist, item, plan, timeout_s, progress)
+        return _measure_paired([(children[0], 0), (children[1], 0)], labels, shape, dist, item, plan, timeout_s, progress,
+                               compare_outputs)
     return _measure_run(children[0], shape, dist, item, plan, timeout_s, progress)
 
 
@@ -617,9 +624,38 @@ def done_line(result: ShapeResult, labels: list[str]) -> str:
     if result.ratio:
         r = result.ratio
         parts.append(f"{r['speedup']:.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']}")
+    if result.outputs:
+        parts.append(f"outputs: {outputs_phrase(result.outputs, labels)}")
     if result.message and not result.ok:
         parts.append(result.message)
     return ", ".join(parts)
+
+
+def outputs_compared(a: list[dict], b: list[dict]) -> dict | None:
+    """Whether B's outputs were A's bit for bit, from the judge's digests of each side's checked calls
+    (``judge.Judge.digest``; the same seeds, so the same input sets, on both sides): an input set's
+    outputs are equal when every output either side gave for it has one digest (the repeat in fresh
+    buffers and every process generation's pool included). ``input_sets`` compared, how many
+    ``differ``, and the sides ("A", "B") whose own outputs changed from call to call on one input set
+    (``varies``: then a difference may be that side's alone); None where no input set has both sides'."""
+    by_seed: list[dict] = [{}, {}]
+    for seen, entries in zip(by_seed, (a, b)):
+        for entry in entries:
+            seen.setdefault(entry["seed"], set()).add(entry["digest"])
+    seeds = by_seed[0].keys() & by_seed[1].keys()
+    if not seeds:
+        return None
+    return {"input_sets": len(seeds), "differ": sum(len(by_seed[0][s] | by_seed[1][s]) > 1 for s in seeds),
+            "varies": [side for side, seen in zip("AB", by_seed) if any(len(seen[s]) > 1 for s in seeds)]}
+
+
+def outputs_phrase(outputs: dict, labels: list[str]) -> str:
+    """:func:`outputs_compared`'s finding in words, B's outputs against A's (``labels``: A's, B's)."""
+    if not outputs["differ"]:
+        return f"bit for bit {labels[0]}'s"
+    text = f"differ from {labels[0]}'s on {outputs['differ']} of {outputs['input_sets']} input sets"
+    varies = [labels["AB".index(side)] + "'s" for side in outputs["varies"]]
+    return text + (f" ({' and '.join(varies)} own outputs change from call to call on one input)" if varies else "")
 
 
 def visible_device(gpu: int) -> str:
@@ -678,10 +714,11 @@ def _start_together(children, order) -> tuple[int, str, str] | None:
     return None if first is None else (first, failures[first].status, failures[first].message)
 
 
-def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[int, str, str] | None:
+def _prepare(children, order, item, plan, timeout_s, progress, extra, outputs: list | None = None) -> tuple[int, str, str] | None:
     """``prepare`` on each child in ``order`` (the children start together where they are not
-    running); (index, status, message) on failure."""
-    command = _prepare_command(item, plan)
+    running); (index, status, message) on failure. ``outputs``: per child, a list the judge's digests
+    of its checked outputs join (:func:`outputs_compared`); None: none asked for."""
+    command = _prepare_command(item, plan, digest_outputs=outputs is not None)
     failure = _start_together(children, order)
     if failure:
         return failure
@@ -698,13 +735,18 @@ def _prepare(children, order, item, plan, timeout_s, progress, extra) -> tuple[i
                                                         "graph_flush_us": reply.get("flush_us")})
         if reply.get("read_floor"):
             extra["read_floor"] = reply["read_floor"]
+        if outputs is not None:
+            outputs[i].extend(reply.get("outputs") or [])
     return None
 
 
-def _prepare_command(item: dict, plan: TimingPlan) -> dict:
+def _prepare_command(item: dict, plan: TimingPlan, digest_outputs: bool = False) -> dict:
+    """``digest_outputs``: the judge digests every checked output too (``isolation.Child._judged``), for
+    compare's word on B's outputs against A's."""
     problem = item["problem"]
-    return {"cmd": "prepare", "item": item, "pool": plan.pool_size(problem), "method": plan.method, "warmup": plan.warmup,
-            "flush": plan.flush, "batch": plan.batch(problem)}
+    command = {"cmd": "prepare", "item": item, "pool": plan.pool_size(problem), "method": plan.method,
+               "warmup": plan.warmup, "flush": plan.flush, "batch": plan.batch(problem)}
+    return dict(command, digest_outputs=True) if digest_outputs else command
 
 
 def _kernel_extra(replies: list[dict]) -> dict | None:
@@ -728,7 +770,7 @@ def _issue_mean(replies: list[dict]) -> float | None:
 
 
 def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, plan: TimingPlan, timeout_s,
-                    progress) -> ShapeResult:
+                    progress, compare_outputs: bool = False) -> ShapeResult:
     """compare of two versions, each prepared once: rounds of one block each, A B then B A, every
     block on never-seen inputs (identical for both: the seeds are the round's); the speedup from the
     paired blocks (``stats.paired_ratio_interval``). Stops once the verdict is decided and the
@@ -738,8 +780,10 @@ def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, pl
     one process (the same child twice: one pool), or a file from outside the lab in a (sandboxed)
     process of its own, kept alive across the rounds and shapes. NOTE: a stranger's compare made a
     fresh pair of processes per sample generation (compare --isolated), 166 s for one gemv shape on
-    an H200, 104 s on a CPU; two processes prepared once cost their start once per command."""
+    an H200, 104 s on a CPU; two processes prepared once cost their start once per command.
+    ``compare_outputs``: B's outputs compared with A's on the checked pool (:func:`outputs_compared`)."""
     result = ShapeResult(shape, dist, "PASS")
+    given = [[], []] if compare_outputs else None  # per side: the judge's digests of its checked outputs
     min_rounds = 6  # three order-balanced units (stats.order_balanced): a t quantile of 4.3, not 12.7
     children = list(dict.fromkeys(child for child, _ in sides))
 
@@ -755,15 +799,18 @@ def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, pl
                 child.start()
             if progress:
                 progress({"event": "progress", "item": item["id"], "stage": "checking " + " and ".join(labels)})
-            reply = child.request(_prepare_command(item, plan), timeout_s)
+            reply = child.request(_prepare_command(item, plan, digest_outputs=compare_outputs), timeout_s)
         except isolation.ChildFailure as exc:
             return fail(exc.status, exc.message)
         if reply["status"] != "PASS":
             return fail(reply["status"], reply.get("message", ""), reply.get("sub"))
         read_floor = reply.get("read_floor")
+        if given is not None:
+            for side, (_, index) in zip(given, sides):
+                side.extend(entry for entry in reply.get("outputs") or [] if entry.get("sub") == index)
     else:
         prepared: dict = {}
-        failure = _prepare(children, [0, 1], item, plan, timeout_s, progress, prepared)
+        failure = _prepare(children, [0, 1], item, plan, timeout_s, progress, prepared, given)
         if failure:
             return _failed(result, labels, failure)
         read_floor = prepared.get("read_floor")
@@ -820,6 +867,7 @@ def _measure_paired(sides: list[tuple], labels: list[str], shape, dist, item, pl
     result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
                     "processes": len(children), "pairs": len(blocks[0]), "decided": converged,
                     "by_order": {k: stats.geomean(v) for k, v in by_order.items()}}
+    result.outputs = outputs_compared(*given) if given is not None else None
     return result
 
 
@@ -892,10 +940,11 @@ class _Rounds:
             progress({"event": "progress", "item": item["id"], "stage": f"timing: {calls} calls"})
 
 
-def _start_generation(children, generation: int, item, plan, timeout_s, progress, extra) -> tuple | None:
+def _start_generation(children, generation: int, item, plan, timeout_s, progress, extra,
+                      outputs: list | None = None) -> tuple | None:
     """Fresh processes for ``generation`` (the previous generation's stopped first), prepared in
-    alternating order: the first child first in even generations, the other first in odd ones.
-    (index, status, message) of the first failure, or None."""
+    alternating order: the first child first in even generations, the other first in odd ones
+    (``outputs``: as :func:`_prepare`'s). (index, status, message) of the first failure, or None."""
     order = list(range(len(children)))
     if generation % 2 == 1:
         order.reverse()
@@ -903,7 +952,7 @@ def _start_generation(children, generation: int, item, plan, timeout_s, progress
         _together([child.stop for child in children])
         if progress:
             progress({"event": "progress", "item": item["id"], "stage": f"process generation {generation + 1}"})
-    return _prepare(children, order, item, plan, timeout_s, progress, extra)
+    return _prepare(children, order, item, plan, timeout_s, progress, extra, outputs)
 
 
 def _failed(result: ShapeResult, labels: list[str], failure: tuple) -> ShapeResult:
@@ -986,14 +1035,17 @@ def _measure_run(child, shape, dist, item, plan: TimingPlan, timeout_s, progress
     return result
 
 
-def _measure_isolated(children, shape, dist, item, plan: TimingPlan, timeout_s, progress) -> ShapeResult:
+def _measure_isolated(children, shape, dist, item, plan: TimingPlan, timeout_s, progress,
+                      compare_outputs: bool = False) -> ShapeResult:
     """``compare --isolated``'s timing of one shape: generations of fresh process pairs (started
     together, prepared in alternating order), each timing for ``budget / processes`` seconds; after
     ``plan.processes`` generations, two more at a time while the verdict is AMBIGUOUS, up to
     ``plan.max_processes``. Two processes of identical code differ by 1-2% (measured), so the
     generations are the independent samples of the compare: their spread enters the interval
-    (bootstrap and Student-t over generations) instead of the verdict."""
+    (bootstrap and Student-t over generations) instead of the verdict. ``compare_outputs``: B's outputs
+    compared with A's on every generation's checked pool (:func:`outputs_compared`)."""
     result = ShapeResult(shape, dist, "PASS")
+    given = [[], []] if compare_outputs else None  # per side: the judge's digests of its checked outputs
     labels = [c.label for c in children]
     min_generations = max(1, plan.processes)
     max_generations = max(min_generations, plan.max_processes)
@@ -1003,7 +1055,7 @@ def _measure_isolated(children, shape, dist, item, plan: TimingPlan, timeout_s, 
     decision = None
     generation = 0
     while generation < max_generations:
-        failure = _start_generation(children, generation, item, plan, timeout_s, progress, extra)
+        failure = _start_generation(children, generation, item, plan, timeout_s, progress, extra, given)
         if failure:
             return _failed(result, labels, failure)
         start_s, kept = rounds.timed_s, 0
@@ -1039,6 +1091,7 @@ def _measure_isolated(children, shape, dist, item, plan: TimingPlan, timeout_s, 
                               "speedup": stats.ratio_interval(ga, gb)[0], "rounds": len(ga)})
     result.ratio = {"speedup": point, "lo": lo, "hi": hi, "verdict": stats.verdict(lo, hi, plan.margin),
                     "processes": len(by_generation), "by_generation": by_generation}
+    result.outputs = outputs_compared(*given) if given is not None else None
     return result
 
 

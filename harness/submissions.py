@@ -263,6 +263,12 @@ def load(problem: str, path: Path, label: str, data: bytes | None = None) -> Sub
     return Submission(problem, label, path, header, hashlib.sha256(data).hexdigest(), _hash_of_code(tree))
 
 
+def is_peer(sub: Submission) -> bool:
+    """Whether ``sub`` is the harness's cuBLAS peer (``peer``, ``peer-fp32``: harness/probes/peer.py)."""
+    from harness.probes import PEERS_DIR
+    return sub.path.resolve().parent == PEERS_DIR
+
+
 def in_lab(sub: Submission) -> bool:
     """Whether ``sub`` is the team's own code - a file of this lab's submissions/ tree or the
     harness's cuBLAS peer: only those share a process in ``compare``; anything else runs isolated."""

@@ -582,7 +582,7 @@ def _judge_loop(judge, commands, channel) -> int:
         if cmd is None or cmd["cmd"] == "exit":
             return 0
         try:
-            reply = judge.check(cmd["item"], cmd["calls"], cmd["results"], cmd["kind"])
+            reply = judge.check(cmd["item"], cmd["calls"], cmd["results"], cmd["kind"], bool(cmd.get("digests")))
         except Exception as exc:  # noqa: BLE001 - the child's description of its outputs can be anything
             reply = {"status": "FAIL", "message": f"harness error: the judge could not check the outputs: {_one_line(exc)}",
                      "detail": traceback.format_exc(limit=5)}

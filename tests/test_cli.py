@@ -3,6 +3,8 @@ the adversarial submissions' verdicts, recording, the table, and clean user erro
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import time
 from pathlib import Path
@@ -176,6 +178,30 @@ def test_compare_v0_v0_in_one_process():
     assert "over paired blocks in one process" in flat and "kernel:" in flat
     assert "none (CPU)" in flat and not any(v in r.output for v in ("FASTER", "SLOWER", "AMBIGUOUS"))
     assert "geomean speedup of v0 over v0" in r.output and "no verdict" in r.output
+    assert "\tnone (CPU)\tbit for bit v0's\n" in r.stdout  # B's outputs against A's, after the verdict
+
+
+def test_compare_says_when_b_s_outputs_are_not_a_s_bit_for_bit():
+    """One element's last bit flipped passes the check, and is not v0's bits: said per shape, in the
+    progress line and in the machine formats (a file from outside the lab: two processes, two judges)."""
+    last_bit = Path(__file__).resolve().parent / "data" / "gemm_last_bit.py"
+    r = invoke("compare", "gemm", "v0", last_bit, "--shape", SHAPE, "--budget", "0.3", "--pool", "2")
+    assert r.exit_code == 0, r.output
+    assert "\tnone (CPU)\tdiffer from v0's on 2 of 2 input sets\n" in r.stdout
+    assert "none (CPU), outputs: differ from v0's on 2 of 2 input sets" in r.stderr  # the shape's progress line
+    r = invoke("compare", "gemm", "v0", last_bit, "--shape", SHAPE, "--budget", "0.3", "--pool", "2", "--format", "csv")
+    (row,) = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert (row["outputs_equal"], row["outputs_sets"], row["outputs_differ"]) == ("false", "2", "2")
+
+
+def test_compare_with_the_peer_makes_no_claim_on_the_outputs():
+    """cuBLAS's roundings are no version's: neither equal nor different is said, in any format."""
+    r = invoke("compare", "gemm", "peer", "v0", "--shape", SHAPE, "--budget", "0.3", "--pool", "2", "--format", "json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["rows"]
+    assert row["status"] == "PASS" and row["outputs_equal"] is row["outputs_sets"] is row["outputs_differ"] is None
+    r = invoke("compare", "gemm", "peer", "v0", "--shape", SHAPE, "--budget", "0.3", "--pool", "2")
+    assert r.exit_code == 0 and "outputs" not in r.output and "bit for bit" not in r.output, r.output
 
 
 def test_compare_v0_v0_isolated():
@@ -185,7 +211,7 @@ def test_compare_v0_v0_isolated():
     flat = " ".join(r.output.split())
     assert "over blocks and process generations" in flat
     assert "(A prepared first)" in flat and "(B prepared first)" in flat
-    assert "none (CPU)" in flat
+    assert "none (CPU)" in flat and "\tbit for bit v0's\n" in r.stdout  # over both process generations
     assert "geomean speedup of v0 over v0" in r.output
 
 

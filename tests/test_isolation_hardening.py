@@ -352,3 +352,31 @@ def test_channel_adversary_verdicts(name):
     if name == "escapes_terminal":
         (error,) = [e for _, e in events if e["event"] == "import_error"]
         assert "\n" in error["detail"] and "forged" in error["detail"]  # the traceback keeps its lines
+
+
+# ------------------------------------------------------------- compare's outputs: the judge's digests
+class _DigestingJudge:
+    """Stands in for a child's judge process: PASS, with a digest per call where the check asks."""
+
+    def request(self, command, timeout_s):
+        digests = {"digests": [f"judged {i}" for i in range(len(command["calls"]))]} if command["digests"] else {}
+        return {"status": "PASS", "message": "", **digests}
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_the_outputs_digests_are_the_judges_never_the_childs(asked):
+    """A child that writes `outputs` into its own prepare reply (every side "equal") is not heard: the
+    parent hands on the judge's digest per checked call, with the call's seed and kernel, and only where
+    the command asked for them (compare, no peer)."""
+    child = isolation.Child(JOB, {"label": "fake", "path": "fake.py", "source_hash": "0"})
+    child._judge = _DigestingJudge()
+    command = {"cmd": "prepare", "item": {"params": {"seed": 7}, "dist": "competition"}, "pool": 2, "batch": 1,
+               **({"digest_outputs": True} if asked else {})}
+    forged = [{"seed": 7, "sub": 0, "digest": "equal"}]
+    reply = child._judged(command, {"status": "PASS", "pool": 2, "outputs": forged}, [{}] * 3, time.monotonic() + 5)
+    assert reply["status"] == "PASS"
+    if asked:  # the pool's two seeds, then the first again (the repeat in fresh buffers)
+        assert reply["outputs"] == [{"seed": 7, "sub": 0, "digest": "judged 0"}, {"seed": 8, "sub": 0, "digest": "judged 1"},
+                                    {"seed": 7, "sub": 0, "digest": "judged 2"}]
+    else:
+        assert "outputs" not in reply

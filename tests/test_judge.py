@@ -174,6 +174,44 @@ def test_group_outputs_travel_as_a_list(shared):
     assert reply["status"] == "PASS", reply
 
 
+def test_digests_are_equal_for_the_same_bits_and_differ_for_one_bit_a_zero_s_sign_or_a_shape(shared):
+    """compare's word on B's outputs against A's (harness.runner.outputs_compared) rests on these: the
+    same bits at another offset of the file digest alike; the last bit of one element (which the check's
+    tolerance passes), -0.0 against +0.0 (equal as numbers) and the same bytes in another shape do not;
+    a check that asks for no digests carries none."""
+    mod = problem_module("gemm")
+    sink = judge.ResultSink(torch, shared)
+    data = _data(mod, 7)
+    ref = mod.ref_kernel(data)
+    last_bit = ref.clone()
+    last_bit.view(torch.int16)[0, 0, 0] ^= 1
+    entries = [_entry(sink, mod, data, out) for out in (ref, ref.clone(), last_bit)]
+    calls = [{"seed": 7, "label": "seed 7", "sub": 0}] * 3
+    reply = judge.Judge(torch, mod, shared).check(ITEM, calls, entries, "timed", digests=True)
+    assert reply["status"] == "PASS", reply
+    first, again, flipped = reply["digests"]
+    assert first == again != flipped
+    assert "digests" not in judge.Judge(torch, mod, shared).check(ITEM, calls, entries, "timed")
+    # NOTE: one element rounded up and another down, both low halves of even 4-byte words: the
+    # fingerprint's sums cancel (why a digest: Judge.digest); the digest sees it
+    words = ref.clone()
+    halves = words.view(torch.int16).view(-1)
+    up = next(i for i in range(0, halves.numel(), 4) if not halves[i] & 1)
+    down = next(i for i in range(0, halves.numel(), 4) if halves[i] & 1)
+    halves[up] += 1
+    halves[down] -= 1
+    assert judge.fingerprint(torch, [words]) == judge.fingerprint(torch, [ref])
+    cancelled = judge.Judge(torch, mod, shared).check(ITEM, calls[:2], entries[:1] + [_entry(sink, mod, data, words)],
+                                                       "timed", digests=True)
+    assert cancelled["status"] == "PASS" and cancelled["digests"][0] == first != cancelled["digests"][1]
+    sink.reserve(3 * judge.ALIGN)
+    zero, negative_zero, reshaped = (sink.put(t) for t in (torch.zeros(8, dtype=torch.float16),
+                                                           -torch.zeros(8, dtype=torch.float16),
+                                                           torch.zeros(2, 4, dtype=torch.float16)))
+    digest = judge.Judge(torch, mod, shared).digest
+    assert len({digest(zero), digest(negative_zero), digest(reshaped)}) == 3
+
+
 def test_a_full_sink_says_so_instead_of_growing(shared):
     sink = judge.ResultSink(torch, shared)
     sink.reserve(1024)

@@ -380,8 +380,9 @@ def test_measured_tables_read_whole_at_80_columns(command):
     assert re.search(row, screen, re.MULTILINE), screen
     if command == "test":  # the detail, wrapped over lines, is all there
         assert flat.count("3 seeds pass; max error 0 of the tolerance (cuBLAS fp16: 0)") == 2, screen
-    if command == "compare":  # the diagnostics under the table, whole
+    if command == "compare":  # the diagnostics under the table, whole; the outputs' word in its column or under it
         assert re.search(r"128x256 by order: \d+\.\d{3}x A first, \d+\.\d{3}x B first", flat), screen
+        assert re.search(r"(none \(CPU\) +|^128x256 outputs: )bit for bit v0's *$", screen, re.MULTILINE), screen
 
 
 def test_measured_tables_piped_are_a_title_and_tab_separated_rows():
@@ -406,9 +407,10 @@ def test_measured_tables_piped_are_a_title_and_tab_separated_rows():
     lo, hi = (float(x) for x in row["95% CI"].strip("[]").split(", "))  # no thousands separators
     assert lo <= float(row["mean µs"]) <= hi
     title, header, rows, lines = table(MEASURED["compare"])
-    assert header == ["shape", "status", "v0 (A) µs", "v0 (B) µs", "speedup", "95% CI", "pairs", "verdict"]
+    assert header == ["shape", "status", "v0 (A) µs", "v0 (B) µs", "speedup", "95% CI", "pairs", "verdict", "outputs"]
     (row,) = rows  # v0 against itself: both sides' times, not one column written twice
     assert float(row["v0 (A) µs"]) > 0 and float(row["v0 (B) µs"]) > 0 and row["verdict"] == "none (CPU)"
+    assert row["outputs"] == "bit for bit v0's"
     assert any(line.startswith("128x256 by order: ") for line in lines)
 
 

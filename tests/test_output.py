@@ -82,6 +82,22 @@ def test_run_warm_as_csv_carries_the_warm_times(tmp_path):
     assert r.exit_code == 0 and "warm_mean_us" not in r.stdout  # no warm pass, no column
 
 
+def test_compare_rows_say_whether_b_s_outputs_were_a_s_and_booleans_read_as_in_leaderboard_csv():
+    """outputs_equal: true, false, or empty where nothing was compared (the peer's compare, a failed
+    shape); written true/false as leaderboard.csv writes converged, a JSON boolean in json."""
+    from harness import config
+    shape = config.parse_shape_option("gemm", SHAPE, 0)
+    outcome = runner.JobOutcome([submissions.resolve("gemm", "v0")] * 2, None)
+    outcome.results = [runner.ShapeResult(shape, "competition", "PASS", outputs={"input_sets": 8, "differ": 0, "varies": []}),
+                       runner.ShapeResult(shape, "competition", "PASS", outputs={"input_sets": 8, "differ": 3, "varies": []}),
+                       runner.ShapeResult(shape, "competition", "FAIL", "v0: mismatch")]
+    doc = report.document("compare", "gemm", report.compare_rows(outcome))
+    table = list(csv.DictReader(io.StringIO(report.encode(doc, "csv"))))
+    assert [(r["outputs_equal"], r["outputs_sets"], r["outputs_differ"]) for r in table] == [
+        ("true", "8", "0"), ("false", "8", "3"), ("", "", "")]
+    assert [r["outputs_equal"] for r in json.loads(report.encode(doc, "json"))["rows"]] == [True, False, None]
+
+
 @pytest.mark.parametrize("fail_on,max_regression,ratio,expected", [
     (None, None, (0.9, 0.88, 0.92), None),                    # no gate asked for
     ("slower", None, (0.9, 0.88, 0.92), "SLOWER"),

@@ -61,11 +61,13 @@ def test_each_finished_shape_reports_a_done_line():
 class FakeChild:
     """Stands in for isolation.Child: answers prepare, block and finish at once. ``times(generation,
     round)`` gives a block's per-call µs; ``throttled`` the rounds whose telemetry says throttled;
-    ``fail_round`` a round whose block FAILs. Every command lands in the shared ``log``."""
+    ``fail_round`` a round whose block FAILs; ``outputs(generation)`` the judge's digests of the checked
+    calls a prepare that asks for them gets (``isolation.Child._judged``). Every command lands in the
+    shared ``log``."""
 
-    def __init__(self, label, times, log, throttled=(), fail_round=None):
+    def __init__(self, label, times, log, throttled=(), fail_round=None, outputs=None):
         self.label, self.times, self.log = label, times, log
-        self.throttled, self.fail_round = set(throttled), fail_round
+        self.throttled, self.fail_round, self.outputs = set(throttled), fail_round, outputs
         self.generation, self.running = -1, False
 
     def alive(self):
@@ -90,6 +92,8 @@ class FakeChild:
         if cmd == "prepare":
             self.running = True
             self.generation += 1
+            if command.get("digest_outputs") and self.outputs:
+                return {"status": "PASS", "outputs": self.outputs(self.generation)}
             return {"status": "PASS"}
         if cmd == "block":
             if command["round"] == self.fail_round:
@@ -176,3 +180,63 @@ def test_children_started_together_are_launched_on_the_calling_thread():
     children = [FakeChild("A", lambda g, r: [1.0], log), FakeChild("B", lambda g, r: [1.0], log)]
     assert runner._start_together(children, [0, 1]) is None
     assert all(child.running and child.launched_on_main_thread for child in children)
+
+
+# ------------------------------------------------------------- compare: B's outputs against A's
+def _digests(sub, **by_seed):
+    """The judge's digests of a prepare's checked calls as ``isolation.Child._judged`` hands them on:
+    seeds 7 and 8 (the pool), then 7 again (the repeat in fresh buffers)."""
+    return [{"seed": seed, "sub": sub, "digest": by_seed.get(f"s{seed}", f"bits of {seed}")} for seed in (7, 8, 7)]
+
+
+def test_outputs_compared_counts_the_input_sets_whose_outputs_differ_and_a_side_that_varies():
+    same = runner.outputs_compared(_digests(0), _digests(0))
+    assert same == {"input_sets": 2, "differ": 0, "varies": []}
+    assert runner.outputs_phrase(same, ["v1", "v2"]) == "bit for bit v1's"
+    one = runner.outputs_compared(_digests(0), _digests(0, s8="other bits"))
+    assert one == {"input_sets": 2, "differ": 1, "varies": []}
+    assert runner.outputs_phrase(one, ["v1", "v2"]) == "differ from v1's on 1 of 2 input sets"
+    # B's repeat in fresh buffers is not its own first output: a difference may be B's alone
+    varies = runner.outputs_compared(_digests(0), _digests(0)[:2] + [{"seed": 7, "sub": 0, "digest": "x"}])
+    assert varies == {"input_sets": 2, "differ": 1, "varies": ["B"]}
+    assert runner.outputs_phrase(varies, ["v1", "v2"]).endswith(
+        "(v2's own outputs change from call to call on one input)")
+    assert runner.outputs_compared(_digests(0), []) is None  # nothing comparable: no claim
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_compare_in_one_process_compares_the_outputs_only_when_asked(asked):
+    log = []
+    child = FakeChild("v1", lambda gen, rnd: [10.0] * 4, log,
+                      outputs=lambda gen: _digests(0) + _digests(1, s8="other bits"))
+    shape, item = _item()
+    result = runner._measure_paired([(child, 0), (child, 1)], ["v1", "v2"], shape, "competition", item, _plan(), 5.0,
+                                    None, compare_outputs=asked)
+    assert result.status == "PASS", result.message
+    line = runner.done_line(result, ["v1", "v2"])
+    if asked:
+        assert result.outputs == {"input_sets": 2, "differ": 1, "varies": []}
+        assert line.endswith(" SAME, outputs: differ from v1's on 1 of 2 input sets"), line
+    else:  # the peer's compare: no digests asked of the judge, no word on the outputs
+        assert result.outputs is None and "outputs" not in line
+
+
+def test_compare_in_two_processes_compares_each_sides_digests():
+    a = FakeChild("v1", lambda gen, rnd: [10.0] * 4, [], outputs=lambda gen: _digests(0))
+    b = FakeChild("v2", lambda gen, rnd: [5.0] * 4, [], outputs=lambda gen: _digests(0))
+    shape, item = _item()
+    result = runner._measure_paired([(a, 0), (b, 0)], ["v1", "v2"], shape, "competition", item, _plan(), 5.0, None,
+                                    compare_outputs=True)
+    assert result.outputs == {"input_sets": 2, "differ": 0, "varies": []}
+    assert runner.done_line(result, ["v1", "v2"]).endswith("FASTER, outputs: bit for bit v1's")
+
+
+def test_isolated_compare_compares_every_generations_outputs():
+    """B's second process gives other bits on one input set: not B bit for bit A, and B's own outputs vary."""
+    a = FakeChild("v1", lambda gen, rnd: [10.0] * 4, [], outputs=lambda gen: _digests(0))
+    b = FakeChild("v2", lambda gen, rnd: [5.0] * 4, [], outputs=lambda gen: _digests(0, s7="other bits" if gen else "bits of 7"))
+    shape, item = _item()
+    result = runner._measure_isolated([a, b], shape, "competition", item, _plan(budget_s=1e-9), 5.0, None,
+                                      compare_outputs=True)
+    assert result.ratio["processes"] == 2
+    assert result.outputs == {"input_sets": 2, "differ": 1, "varies": ["B"]}

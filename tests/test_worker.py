@@ -191,3 +191,19 @@ def test_an_event_method_is_refused_in_a_process_that_opened_a_profiler(monkeypa
         assert prepared["status"] == "FAIL" and prepared["message"].startswith("harness error:")
     monkeypatch.setattr(w, "_timed_pass", lambda method: {"status": "PASS", "message": ""})
     assert w.block(1, "kernel", False)["status"] == "PASS"  # the profiler method itself goes on
+
+
+def test_the_judge_process_digests_the_outputs_only_when_the_check_asks():
+    """compare's checked pool asks for the outputs' digests (harness.judge.Judge.digest); every other
+    check, a timed block's included, costs no hashing."""
+    import io
+    import json
+
+    asked = []
+    judge = SimpleNamespace(check=lambda item, calls, results, kind, digests: asked.append(digests) or {"status": "PASS"})
+    sent = []
+    channel = SimpleNamespace(emit=lambda event, **fields: sent.append(event))
+    check = {"cmd": "check", "item": {}, "calls": [], "results": [], "kind": "timed"}
+    commands = io.StringIO("".join(json.dumps(c) + "\n" for c in (dict(check, digests=True), check, {"cmd": "exit"})))
+    assert worker._judge_loop(judge, commands, channel) == 0
+    assert asked == [True, False] and sent == ["ready", "reply", "reply"]

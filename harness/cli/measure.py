@@ -300,7 +300,8 @@ def compare_cmd(problem, version_a, version_b, shapes_spec, custom, dist, margin
     process (paired blocks); a file from outside submissions/ (or --untrusted) runs in a sandboxed
     process of its own, prepared once per shape (paired blocks between the two processes);
     --isolated gives each version fresh processes (generations of process pairs, more while
-    AMBIGUOUS)."""
+    AMBIGUOUS). Per shape also whether B's outputs were A's bit for bit on the checked inputs
+    (never said of the cuBLAS peer)."""
     if recorded:
         refuse(COMPARE_MEASURING, "with --recorded: it measures nothing, it compares recorded runs")
     plan = timing_plan(budget, None, min_time, None, pool, graph, False, margin, queued=queued, method=method,

@@ -22,7 +22,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from harness import plots, roofline, stats, submissions, timing
+from harness import plots, roofline, runner, stats, submissions, timing
 
 # NOTE: piped or captured (a log, CI, a remote call), rich assumes 80 columns and squeezes every
 # number column to "…"; there is no terminal to fit, so the tables get the width they need.
@@ -186,10 +186,11 @@ def plain(cell) -> str:
     return text
 
 
-def show(title: str, cols: list[Col], rows: list[dict], out: Console | None = None) -> None:
+def show(title: str, cols: list[Col], rows: list[dict], out: Console | None = None) -> list[Col]:
     """Prints a table in the form its reader needs. Piped (a file, grep, a spreadsheet): a ``# title``
     line, then tab-separated lines, a header and one per row, every column, no markup. On a
-    terminal: the widest form that fits (:func:`fitted`), so every number is whole at 80 columns."""
+    terminal: the widest form that fits (:func:`fitted`), so every number is whole at 80 columns.
+    The columns shown (a caller may say a dropped column's figures otherwise)."""
     out = out or console
     if not out.is_terminal:
         lines = [f"# {plain(title)}", "\t".join(c.name for c in cols)]
@@ -197,9 +198,10 @@ def show(title: str, cols: list[Col], rows: list[dict], out: Console | None = No
         # NOTE: written past rich, which would expand the tabs to spaces
         out.file.write("\n".join(lines) + "\n")
         out.file.flush()
-        return
+        return cols
     kept, merged, caps = fitted(cols, rows, out.width, title) or ([c for c in cols if not c.drop], True, {})
     out.print(_rich_table(title, kept, rows, merged, caps))
+    return kept
 
 
 # ---------------------------------------------------------------------------------- progress
@@ -487,10 +489,16 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
     time_a, time_b = time_columns(sub_a.label, sub_b.label)
     cols = [Col("shape", "left"), Col("status", "left"), Col(time_a), Col(time_b),
             Col("speedup"), Col("95% CI"), Col(count, drop=1), Col("verdict", "left")]
+    # B's outputs against A's, where they were compared (never the peer's: no claim either way); on a
+    # terminal too narrow for the column, a line under the table per shape instead
+    outputs = {shape_name(r.shape): runner.outputs_phrase(r.outputs, [sub_a.label, sub_b.label])
+               for r in outcome.results if r.outputs}
+    if outputs:
+        cols.append(Col("outputs", "left", drop=2))
     rows, notes = [], []  # notes: each shape's speedup by order and by process pair, a line each under the table
     for r in outcome.results:
         name = shape_name(r.shape)
-        row = {"shape": name, "status": fmt_status(r.status)}
+        row = {"shape": name, "status": fmt_status(r.status), "outputs": fmt_text(outputs.get(name, "-"))}
         if r.stats and r.ratio:
             row.update({time_a: fmt_us(r.stats[0]["mean_us"]), time_b: fmt_us(r.stats[1]["mean_us"]),
                         "speedup": f"{r.ratio['speedup']:.3f}x", "95% CI": fmt_ratio_interval(r.ratio["lo"], r.ratio["hi"]),
@@ -508,9 +516,12 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
                 notes.append(f"{name} by process pair: " + ", ".join(
                     f"{g['speedup']:.3f}x ({g['first_prepared']} prepared first)" for g in gens))
         rows.append({c.name: row.get(c.name, "-") for c in cols})
-    show(f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
-         f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})", cols, rows)
+    shown = show(f"{problem}: {sub_a.label} vs {sub_b.label} (speedup = time {sub_a.label} / time {sub_b.label}, "
+                 f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})", cols, rows)
     print_failures(outcome.results)
+    if not any(c.name == "outputs" for c in shown):
+        for name, phrase in outputs.items():
+            console.print(f"{name} outputs: {fmt_text(phrase)}", soft_wrap=True)
     for note in notes:
         console.print(f"[dim]{fmt_text(note)}[/dim]", soft_wrap=True)
     print_shape_names(r.shape for r in outcome.results)
