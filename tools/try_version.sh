@@ -66,7 +66,16 @@ if [ "$steps" != record ]; then
 # NOTE: the product's one-process kernel compare decides (docs/methodology.md, step 10); its shape lines
 # and geomean are read from the CSV it writes, not scraped from the table's box characters
 step "compare $parent $version" python3 -m harness compare "$problem" "$parent" "$version" -o "$OUT/compare.csv"
-python3 -c "import csv,sys; [print(f\"{r['shape']}: {r['status']} {float(r['speedup'] or 'nan'):.3f}x [{float(r['lo'] or 'nan'):.3f}, {float(r['hi'] or 'nan'):.3f}] {r['verdict']}\") for r in csv.DictReader(open(sys.argv[1]))]" "$OUT/compare.csv" | tee -a "$summary"
+python3 - "$OUT/compare.csv" <<'PY' | tee -a "$summary"
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    num = lambda key: float(r[key] or "nan")
+    # NOTE: compare's word on B's outputs against the parent's (empty where not compared: a failed side)
+    same = {"true": ", outputs bit for bit the parent's",
+            "false": f", outputs differ from the parent's on {r.get('outputs_differ')} of {r.get('outputs_sets')} input sets"}
+    print(f"{r['shape']}: {r['status']} {num('speedup'):.3f}x [{num('lo'):.3f}, {num('hi'):.3f}] {r['verdict']}"
+          f"{same.get(r.get('outputs_equal') or '', '')}")
+PY
 grep -E "^geomean" "$log" | tail -1 | tee -a "$summary"
 fi
 step "run $version --record (gpumode)" python3 -m harness run "$problem" "$version" --budget "${BUDGET:-3}" --record -o "$OUT/run.csv"
