@@ -491,14 +491,14 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
             Col("speedup"), Col("95% CI"), Col(count, drop=1), Col("verdict", "left")]
     # B's outputs against A's, where they were compared (never the peer's: no claim either way); on a
     # terminal too narrow for the column, a line under the table per shape instead
-    outputs = {shape_name(r.shape): runner.outputs_phrase(r.outputs, [sub_a.label, sub_b.label])
-               for r in outcome.results if r.outputs}
-    if outputs:
+    outputs = [runner.outputs_phrase(r.outputs, [sub_a.label, sub_b.label]) if r.outputs else None
+               for r in outcome.results]  # NOTE: per result, not by shape name: two shapes may share a short name
+    if any(outputs):
         cols.append(Col("outputs", "left", drop=2))
     rows, notes = [], []  # notes: each shape's speedup by order and by process pair, a line each under the table
-    for r in outcome.results:
+    for r, phrase in zip(outcome.results, outputs):
         name = shape_name(r.shape)
-        row = {"shape": name, "status": fmt_status(r.status), "outputs": fmt_text(outputs.get(name, "-"))}
+        row = {"shape": name, "status": fmt_status(r.status), "outputs": fmt_text(phrase or "-")}
         if r.stats and r.ratio:
             row.update({time_a: fmt_us(r.stats[0]["mean_us"]), time_b: fmt_us(r.stats[1]["mean_us"]),
                         "speedup": f"{r.ratio['speedup']:.3f}x", "95% CI": fmt_ratio_interval(r.ratio["lo"], r.ratio["hi"]),
@@ -520,8 +520,9 @@ def print_compare(problem: str, sub_a, sub_b, outcome, plan, margin: float, on_g
                  f"95% interval over {over}, SAME within ±{margin:.1%}; {method_title(plan)})", cols, rows)
     print_failures(outcome.results)
     if not any(c.name == "outputs" for c in shown):
-        for name, phrase in outputs.items():
-            console.print(f"{name} outputs: {fmt_text(phrase)}", soft_wrap=True)
+        for r, phrase in zip(outcome.results, outputs):
+            if phrase:
+                console.print(f"{shape_name(r.shape)} outputs: {fmt_text(phrase)}", soft_wrap=True)
     for note in notes:
         console.print(f"[dim]{fmt_text(note)}[/dim]", soft_wrap=True)
     print_shape_names(r.shape for r in outcome.results)
