@@ -16,7 +16,14 @@ Arch: sm_90a
 Analogue: group_gemm v70 (the same change, same session), gemm v73 (the split without the prefetch)
 Prediction: 128x7168x2048 1.02-1.04x (0.3-0.5 µs of its start), the split shapes SAME. Refuted if 128x7168x2048 is
 SAME: then the prefetches hold the TMA unit as the copies did, or A's first tile lands late for another reason.
-Measured: not yet run
+Measured: NVIDIA H200, session 68 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 94b42fe). Tests, edges, bad inputs, racecheck and synccheck pass. `compare gemm v97 v102`
+(kernel method, one process): 0.999x [0.994, 1.004] / 0.998x [0.988, 1.007] / 0.989x [0.981, 0.998], geomean 0.995x
+[0.992, 0.998] SAME, outputs bit for bit v97's; recorded kernel 57.03 / 21.36 / 12.71 µs, gpumode 57.55 / 22.25 /
+13.92. Marks on 128x7168x2048 (v97 -> v102, 20 calls, medians): B armed 1.22 -> 1.28 µs, the wait 1.25 -> 1.28, first
+stage decoded 2.40 -> 2.30 (-0.10), K loop done 9.44 both, end 10.34 both. Refuted as predicted-if: the first stage
+landed 0.1 µs sooner and the loop absorbed it; the short shape's end is paced by its loop, not by its start.
+Verdict: slower
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

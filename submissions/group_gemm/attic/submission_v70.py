@@ -15,7 +15,16 @@ Analogue: v69 (its parent: the early A), v66 (the best, the one to beat)
 Prediction: the A copies issued at the wait as in v69, C's loop back to v66's; against v66 C 1.01-1.03x, D
 1.01-1.03x, A and B SAME. Refuted if the A copies go out late again (the prefetches hold the TMA queue as the copies
 did) or C and D are SAME against v66.
-Measured: not yet run
+Measured: NVIDIA H200, session 68 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 94b42fe). Tests, edges, bad inputs, racecheck and synccheck pass. `compare group_gemm v66 v70`
+(kernel method, one process): A 1.001x, B 0.999x, C 0.973x [0.972, 0.974] SLOWER, D 0.945x [0.939, 0.952] SLOWER,
+geomean 0.979x [0.977, 0.981] SLOWER, outputs bit for bit v66's; `compare group_gemm v69 v70` in the same call: C
+0.960x, D 0.945x. Recorded kernel 118.35 / 68.34 / 28.80 / 15.75 µs, gpumode 121.01 / 71.25 / 30.58 / 17.62. Marks on
+D (v66 -> v70, 20 calls, medians): the wait returned 0.29 µs sooner and stages 0-1's A went out 0.70 sooner (3.04 ->
+2.75, 3.74 -> 3.04), but the rest of the first lap's A went out 0.67 later (5.28 -> 5.95) and stage 0's A landed
+0.26 later (4.10 -> 4.35): the L2 prefetches held the TMA unit as the copies had; the loop ended 0.42 later (13.02 ->
+13.44). Refuted: prefetches are TMA operations and queue as copies do.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

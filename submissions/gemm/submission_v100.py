@@ -17,12 +17,18 @@ Analogue: group_gemm v67 (the same change), v97 (14.6% fewer vector instructions
 Prediction: ~1.4% fewer vector loop instructions: SAME on every shape (at most 1.005x on the split shapes, 1.01x on
 128x7168x2048); outputs equal to v97's. Refuted if faster by more than 1% (the loops are more elastic than v97
 measured) or if any output differs from v97's.
-Verdict: slower
 Measured: NVIDIA H200, session 67 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
 2.11.0+cu130; commit 42e738a). Tests, edges, bad inputs, racecheck and synccheck pass; outputs equal v97's bit for bit
 on 52 inputs (every tests and benchmark shape on each distribution, one seed). `compare gemm v97 v100` (kernel
-method, one process): 1.015x [1.013, 1.018] / 1.003x / 0.993x, geomean 1.004x [1.001, 1.006] SAME, as predicted;
-recorded kernel 56.14 / 21.03 / 12.70 µs. The long shape's 1.5% is under the 2% margin: not kept.
+method, one process): 1.015x [1.013, 1.018] / 1.003x / 0.993x, geomean 1.004x [1.001, 1.006] SAME; recorded kernel
+56.14 / 21.03 / 12.70 µs. Session 68, the same compare twice more (H200s, one process each; commits 94b42fe and
+bdb3c25; the product's bit-for-bit word both times: outputs v97's on every checked input set): 1.020x [1.012,
+1.028] FASTER / 1.009x [1.001, 1.018] / 0.998x [0.992, 1.004], and 1.015x [1.012, 1.019] / 1.004x [0.997, 1.011] /
+0.995x [0.987, 1.003]. The prediction is refuted upward on the long shape (faster by more than 1% in all three
+processes, on three machines; the paired shape not slower by its interval in session 68's two): one multiply off the scales' chain
+bought ~1.7% of 128x7168x16384 where its count priced ~0.2%. Kept as the best (faster by its interval on one
+shape in three processes, none slower by its interval, outputs identical): under compare's 2% margin for one
+process, but the margin guards against one process's offset, and three agree.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -20,7 +20,17 @@ Prediction: the split shapes 1.01-1.03x against v100 if the chain paces the spli
 (+4.8% instructions, at v97's elasticity of ~0.25 about -1%). 128x7168x2048's paired loop (1.50x the tensor rate)
 the same way. Outputs v100's bit for bit. Refuted if every shape is SAME or slower: then v100's gain was not the
 chain's either.
-Measured: not yet run
+Measured: NVIDIA H200, session 68 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit bdb3c25). Tests,
+edges, bad inputs, racecheck and synccheck pass. `compare gemm v100 v103` (kernel method, one process): 0.945x [0.941,
+0.949] / 0.959x [0.955, 0.963] / 0.888x [0.882, 0.895], geomean 0.930x [0.928, 0.932] SLOWER, outputs bit for bit
+v100's; recorded kernel 59.27 / 21.97 / 14.20 µs. Marks (v100 -> v103, 20 calls, medians): the split loop on
+128x7168x16384 44.61 -> 47.81 µs (+7.2%), the paired loop on 128x7168x2048 6.94 -> 8.22 (+18%), every other phase
+within 0.1. Refuted, and by far more than the +4.8% instructions price: waiting for a stage earlier (the split loop
+one block, ~0.36 µs; a paired warpgroup two of its own, four of the CTA's, ~0.9 µs) stalls on stages not yet landed.
+The ring's lead over its copies is thin: the paired loop's 8 slots at ~0.22 µs a block refill ~1.5 µs ahead, about a
+copy's latency under load, so a block's stage lands only just before its decode (ncu's full-barrier waits on v74, 11%
+of the consumers' samples: NOTES, session 59).
+Verdict: slower
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
