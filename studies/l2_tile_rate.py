@@ -1,0 +1,172 @@
+"""How fast can the SMs pull the GEMM kernels' A tiles out of L2? The ring without the arithmetic.
+
+gemm's, group_gemm's and dual_gemm's GEMM kernels read A as fp16 tiles the prepass left in L2 (gemm: the whole 128-row
+tile of one K block, 16 KB, once a K block per CTA), beside B's ~4.5 KB a block from HBM, through a ring of 8 stages
+filled by one producer thread's bulk copies. Every CTA sweeps the same A tiles in K order at about the same time.
+gemm v103 (session 68) found the rings' stages landing only just in time (waiting for a stage one to four blocks
+earlier cost 7-18% of the loops), and gemm's 20 idle SMs, once filled (v35 stream-K, v40/v41 tails), ran every
+block slower (NOTES): both fit a ceiling on the rate at which the SMs together draw tiles out of L2. This measures
+it: one CTA an SM, a producer thread copying stage after stage (16 KB from an L2-resident A of --a-mb, optionally
+--b-bytes more from a large HBM region of the CTA's own), one consumer warp that waits for each stage and frees it at
+once (no decode, no wgmma). Per CTA count: the µs a stage (the slowest CTA's time over its stages) and the L2 bytes
+a second of all CTAs together, the A tiles either the same for every CTA at each K block (the kernels' pattern:
+`same`) or each CTA's own (`own`).
+
+Read against a kernel: a loop whose A tiles arrive at the `same` rate at its CTA count cannot run faster than that
+rate whatever its arithmetic; gemm's split loop draws a 16 KB tile each 0.36 µs a CTA (112 CTAs), its paired loop
+each ~0.22 µs.
+
+Usage: python3 studies/l2_tile_rate.py [--blocks 4000] [--compile-only]
+(a standalone CUDA program built with nvcc under .build/experiments/; no torch needed)
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # standalone.py beside this file
+import standalone  # noqa: E402
+
+SOURCE = r"""
+#include <cstdio>
+#include <cstdint>
+#include <cuda_runtime.h>
+
+constexpr int kStages = 8;
+constexpr int kMaxStageBytes = 24 * 1024;
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred p;\nWAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// One CTA: warp 0's lane 0 produces, warp 1 consumes. `own`: CTA c's A tile of block k is tile (k + 7c) of the A
+// region, else tile k (every CTA the same tile at the same block).
+__global__ void __launch_bounds__(64, 1)
+ring(const uint8_t* a, int a_tiles, int a_bytes, const uint8_t* b, long long b_region, int b_bytes, int blocks, int own,
+     unsigned long long* t_start, unsigned long long* t_end) {
+    extern __shared__ __align__(1024) uint8_t smem[];
+    __shared__ __align__(8) uint64_t bars[2 * kStages];
+    const uint32_t ring_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
+    const uint32_t empty = full + 8 * kStages;
+    const int stage_bytes = a_bytes + b_bytes;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; ++s) { mbar_init(full + 8 * s, 1); mbar_init(empty + 8 * s, 1); }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        t_start[blockIdx.x] = now_ns();
+        const uint8_t* my_b = b + static_cast<long long>(blockIdx.x) * b_region;
+        const long long b_steps = b_bytes > 0 ? b_region / b_bytes : 1;
+        for (int k = 0; k < blocks; ++k) {
+            const int s = k % kStages;
+            if (k >= kStages) mbar_wait(empty + 8 * s, ((k / kStages) - 1) & 1);
+            const uint32_t dst = ring_base + s * stage_bytes;
+            mbar_arrive_expect_tx(full + 8 * s, stage_bytes);
+            const int tile = (own ? k + 7 * static_cast<int>(blockIdx.x) : k) % a_tiles;
+            bulk_copy(dst, a + static_cast<long long>(tile) * a_bytes, a_bytes, full + 8 * s);
+            if (b_bytes > 0) bulk_copy(dst + a_bytes, my_b + (k % b_steps) * b_bytes, b_bytes, full + 8 * s);
+        }
+    } else if (threadIdx.x >= 32) {
+        for (int k = 0; k < blocks; ++k) {
+            const int s = k % kStages;
+            mbar_wait(full + 8 * s, (k / kStages) & 1);
+            __syncwarp();
+            if (threadIdx.x == 32) mbar_arrive(empty + 8 * s);
+        }
+        if (threadIdx.x == 32) t_end[blockIdx.x] = now_ns();
+    }
+}
+
+int main(int argc, char** argv) {
+    const int blocks = argc > 1 ? atoi(argv[1]) : 4000;
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, dev);
+    const int a_bytes = 16 * 1024;
+    const long long b_region = 4ll << 20;  // NOTE: 4 MB a CTA, 528 MB for 132: B's bytes come from HBM, not L2
+    uint8_t *a = nullptr, *b = nullptr;
+    unsigned long long *t0 = nullptr, *t1 = nullptr;
+    cudaMalloc(&a, 4 << 20);
+    cudaMalloc(&b, b_region * sms);
+    cudaMemset(a, 1, 4 << 20);
+    cudaMemset(b, 2, b_region * sms);
+    cudaMalloc(&t0, sms * sizeof(unsigned long long));
+    cudaMalloc(&t1, sms * sizeof(unsigned long long));
+    cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, kStages * kMaxStageBytes);
+    unsigned long long* h0 = new unsigned long long[sms];
+    unsigned long long* h1 = new unsigned long long[sms];
+    std::printf("%s, %d SMs, %d stages, %d blocks a CTA, A tile %d KB from L2, one CTA an SM\n", prop.name, sms,
+                kStages, blocks, a_bytes / 1024);
+    std::printf("%-5s %-6s %-8s %-6s %10s %10s %12s\n", "A MB", "tiles", "B bytes", "CTAs", "us/stage", "A TB/s",
+                "all TB/s");
+    const int ctas_list[] = {16, 33, 66, 100, 112, 128, 132};
+    const int a_mb_list[] = {1, 4};
+    const int b_list[] = {0, 4608};
+    for (int a_mb : a_mb_list)
+    for (int b_bytes : b_list)
+    for (int own = 0; own < 2; ++own)
+    for (int ctas : ctas_list) {
+        if (ctas > sms) continue;
+        const int a_tiles = (a_mb << 20) / a_bytes;
+        const int smem = kStages * (a_bytes + b_bytes);
+        for (int rep = 0; rep < 2; ++rep)  // NOTE: the first launch warms L2 with A and the code
+            ring<<<ctas, 64, smem>>>(a, a_tiles, a_bytes, b, b_region, b_bytes, blocks, own, t0, t1);
+        const cudaError_t err = cudaDeviceSynchronize();
+        if (err != cudaSuccess) { std::printf("error %s\n", cudaGetErrorString(err)); return 1; }
+        cudaMemcpy(h0, t0, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+        cudaMemcpy(h1, t1, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+        unsigned long long first = h0[0], last = h1[0], worst = 0;
+        for (int i = 0; i < ctas; ++i) {
+            first = h0[i] < first ? h0[i] : first;
+            last = h1[i] > last ? h1[i] : last;
+            worst = h1[i] - h0[i] > worst ? h1[i] - h0[i] : worst;
+        }
+        const double span_s = double(last - first) * 1e-9;
+        const double a_total = double(ctas) * blocks * a_bytes, all_total = double(ctas) * blocks * (a_bytes + b_bytes);
+        std::printf("%-5d %-6s %-8d %-6d %10.3f %10.2f %12.2f\n", a_mb, own ? "own" : "same", b_bytes, ctas,
+                    double(worst) * 1e-3 / blocks, a_total / span_s * 1e-12, all_total / span_s * 1e-12);
+    }
+    return 0;
+}
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--blocks", type=int, default=4000)
+    ap.add_argument("--compile-only", action="store_true")
+    args = ap.parse_args()
+    if args.blocks < 1:
+        ap.error("--blocks must be at least 1")
+    code = standalone.build_and_run("l2_tile_rate", SOURCE, compile_only=True)
+    if code != 0 or args.compile_only:
+        return code
+    import subprocess
+    return subprocess.run([str(standalone.OUT_DIR / "l2_tile_rate"), str(args.blocks)]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
