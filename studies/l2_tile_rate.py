@@ -31,8 +31,7 @@ SOURCE = r"""
 #include <cstdint>
 #include <cuda_runtime.h>
 
-constexpr int kStages = 8;
-constexpr int kMaxStageBytes = 24 * 1024;
+constexpr int kMaxSmem = 227 * 1024;
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -43,10 +42,23 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
+// kWait 0: the kernels' wait (try_wait, which may suspend the thread until the phase completes or a
+// system-dependent limit passes); 1: try_wait with a 20 ns suspend-time hint; 2: test_wait polled (never suspends).
+template <int kWait>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile("{\n.reg .pred p;\nWAIT_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+    if constexpr (kWait == 0) {
+        asm volatile("{\n.reg .pred p;\nWAIT_%=:\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                     "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+    } else if constexpr (kWait == 1) {
+        asm volatile("{\n.reg .pred p;\nWAIT_%=:\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
+                     "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity), "r"(20) : "memory");
+    } else {
+        asm volatile("{\n.reg .pred p;\nWAIT_%=:\n"
+                     "mbarrier.test_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                     "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+    }
 }
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
@@ -60,11 +72,12 @@ __device__ __forceinline__ unsigned long long now_ns() {
 
 // One CTA: warp 0's lane 0 produces, warp 1 consumes. `own`: CTA c's A tile of block k is tile (k + 7c) of the A
 // region, else tile k (every CTA the same tile at the same block).
+template <int kStages, int kWait>
 __global__ void __launch_bounds__(64, 1)
 ring(const uint8_t* a, int a_tiles, int a_bytes, const uint8_t* b, long long b_region, int b_bytes, int blocks, int own,
      unsigned long long* t_start, unsigned long long* t_end) {
     extern __shared__ __align__(1024) uint8_t smem[];
-    __shared__ __align__(8) uint64_t bars[2 * kStages];
+    __shared__ __align__(8) uint64_t bars[2 * 12];
     const uint32_t ring_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
     const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
     const uint32_t empty = full + 8 * kStages;
@@ -80,7 +93,7 @@ ring(const uint8_t* a, int a_tiles, int a_bytes, const uint8_t* b, long long b_r
         const long long b_steps = b_bytes > 0 ? b_region / b_bytes : 1;
         for (int k = 0; k < blocks; ++k) {
             const int s = k % kStages;
-            if (k >= kStages) mbar_wait(empty + 8 * s, ((k / kStages) - 1) & 1);
+            if (k >= kStages) mbar_wait<kWait>(empty + 8 * s, ((k / kStages) - 1) & 1);
             const uint32_t dst = ring_base + s * stage_bytes;
             mbar_arrive_expect_tx(full + 8 * s, stage_bytes);
             const int tile = (own ? k + 7 * static_cast<int>(blockIdx.x) : k) % a_tiles;
@@ -90,7 +103,7 @@ ring(const uint8_t* a, int a_tiles, int a_bytes, const uint8_t* b, long long b_r
     } else if (threadIdx.x >= 32) {
         for (int k = 0; k < blocks; ++k) {
             const int s = k % kStages;
-            mbar_wait(full + 8 * s, (k / kStages) & 1);
+            mbar_wait<kWait>(full + 8 * s, (k / kStages) & 1);
             __syncwarp();
             if (threadIdx.x == 32) mbar_arrive(empty + 8 * s);
         }
@@ -105,7 +118,6 @@ int main(int argc, char** argv) {
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, dev);
-    const int a_bytes = 16 * 1024;
     const long long b_region = 4ll << 20;  // NOTE: 4 MB a CTA, 528 MB for 132: B's bytes come from HBM, not L2
     uint8_t *a = nullptr, *b = nullptr;
     unsigned long long *t0 = nullptr, *t1 = nullptr;
@@ -115,25 +127,38 @@ int main(int argc, char** argv) {
     cudaMemset(b, 2, b_region * sms);
     cudaMalloc(&t0, sms * sizeof(unsigned long long));
     cudaMalloc(&t1, sms * sizeof(unsigned long long));
-    cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, kStages * kMaxStageBytes);
     unsigned long long* h0 = new unsigned long long[sms];
     unsigned long long* h1 = new unsigned long long[sms];
-    std::printf("%s, %d SMs, %d stages, %d blocks a CTA, A tile %d KB from L2, one CTA an SM\n", prop.name, sms,
-                kStages, blocks, a_bytes / 1024);
-    std::printf("%-5s %-6s %-8s %-6s %10s %10s %12s\n", "A MB", "tiles", "B bytes", "CTAs", "us/stage", "A TB/s",
-                "all TB/s");
-    const int ctas_list[] = {16, 33, 66, 100, 112, 128, 132};
-    const int a_mb_list[] = {1, 4};
-    const int b_list[] = {0, 4608};
-    for (int a_mb : a_mb_list)
+    std::printf("%s, %d SMs, %d blocks a CTA, A tiles from L2 (a 4 MB region), B from HBM (4 MB a CTA), one CTA an SM\n",
+                prop.name, sms, blocks);
+    std::printf("%-9s %-6s %-7s %-8s %-6s %-6s %10s %10s %12s\n", "wait", "stages", "A KB", "B bytes", "tiles", "CTAs",
+                "us/stage", "A TB/s", "all TB/s");
+    const int stages_list[] = {4, 8, 12};
+    const int a_kb_list[] = {8, 16, 32};
+    const int b_list[] = {0, 2560, 4608};
+    const int ctas_list[] = {1, 16, 112, 132};
+    const char* const wait_names[] = {"try_wait", "try_20ns", "test_wait"};
+    for (int wait = 0; wait < 3; ++wait)
+    for (int stages : stages_list)
+    for (int a_kb : a_kb_list)
     for (int b_bytes : b_list)
     for (int own = 0; own < 2; ++own)
     for (int ctas : ctas_list) {
-        if (ctas > sms) continue;
-        const int a_tiles = (a_mb << 20) / a_bytes;
-        const int smem = kStages * (a_bytes + b_bytes);
-        for (int rep = 0; rep < 2; ++rep)  // NOTE: the first launch warms L2 with A and the code
-            ring<<<ctas, 64, smem>>>(a, a_tiles, a_bytes, b, b_region, b_bytes, blocks, own, t0, t1);
+        const int a_bytes = a_kb * 1024;
+        const int smem = stages * (a_bytes + b_bytes);
+        if (ctas > sms || smem > kMaxSmem) continue;
+        if (own) continue;  // NOTE: session 68's first run: own and same alike (4 MB of A at 100+ CTAs: own slower)
+        if (a_kb != 16 && (ctas != 132 || b_bytes != 0)) continue;
+        const int a_tiles = (4 << 20) / a_bytes;
+#define OPT_IN(S, W) cudaFuncSetAttribute(ring<S, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem)
+        OPT_IN(4, 0); OPT_IN(4, 1); OPT_IN(4, 2); OPT_IN(8, 0); OPT_IN(8, 1); OPT_IN(8, 2);
+        OPT_IN(12, 0); OPT_IN(12, 1); OPT_IN(12, 2);
+        for (int rep = 0; rep < 2; ++rep) {  // NOTE: the first launch warms L2 with A and the code
+#define LAUNCH(S, W) ring<S, W><<<ctas, 64, smem>>>(a, a_tiles, a_bytes, b, b_region, b_bytes, blocks, own, t0, t1)
+            if (stages == 4) { if (wait == 0) LAUNCH(4, 0); if (wait == 1) LAUNCH(4, 1); if (wait == 2) LAUNCH(4, 2); }
+            if (stages == 8) { if (wait == 0) LAUNCH(8, 0); if (wait == 1) LAUNCH(8, 1); if (wait == 2) LAUNCH(8, 2); }
+            if (stages == 12) { if (wait == 0) LAUNCH(12, 0); if (wait == 1) LAUNCH(12, 1); if (wait == 2) LAUNCH(12, 2); }
+        }
         const cudaError_t err = cudaDeviceSynchronize();
         if (err != cudaSuccess) { std::printf("error %s\n", cudaGetErrorString(err)); return 1; }
         cudaMemcpy(h0, t0, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
@@ -146,7 +171,8 @@ int main(int argc, char** argv) {
         }
         const double span_s = double(last - first) * 1e-9;
         const double a_total = double(ctas) * blocks * a_bytes, all_total = double(ctas) * blocks * (a_bytes + b_bytes);
-        std::printf("%-5d %-6s %-8d %-6d %10.3f %10.2f %12.2f\n", a_mb, own ? "own" : "same", b_bytes, ctas,
+        std::printf("%-9s %-6d %-7d %-8d %-6s %-6d %10.3f %10.2f %12.2f\n", wait_names[wait], stages, a_kb, b_bytes,
+                    own ? "own" : "same", ctas,
                     double(worst) * 1e-3 / blocks, a_total / span_s * 1e-12, all_total / span_s * 1e-12);
     }
     return 0;
