@@ -13,8 +13,23 @@ a second of all CTAs together, the A tiles either the same for every CTA at each
 `same`) or each CTA's own (`own`).
 
 Read against a kernel: a loop whose A tiles arrive at the `same` rate at its CTA count cannot run faster than that
-rate whatever its arithmetic; gemm's split loop draws a 16 KB tile each 0.36 µs a CTA (112 CTAs), its paired loop
-each ~0.22 µs.
+rate whatever its arithmetic; gemm's split loop draws a 16 KB tile each 0.36 µs a CTA (112 CTAs, ~5 TB/s in all),
+its paired loop each ~0.22 µs (~8 TB/s). The wait kinds: the kernels' try_wait, try_wait with a 20 ns suspend hint
+(the first runs: the same as try_wait), and test_wait polled.
+
+Found (H200, session 68, three runs of earlier forms of this sweep; `--blocks` 3000-4000):
+- Within a run every configuration of one wait kind ran at one pace a stage, whatever the bytes (8-32 KB of A, 0-4.6
+  KB of B from HBM), the stages (4-12) or the CTAs (1-132): 0.157 µs with try_wait in two runs (0.279 in one, with
+  some configurations at 0.157), 0.198 with test_wait polled. That is this ring's own loop (~275 cycles a stage at
+  ~1.75 GHz; ring_rate.py: ~140 rolled), not its copies. gemm v104 (two producer threads) then showed the kernels'
+  producer is not their loops' pace either: the paired loop 6.94 -> 7.04 µs.
+- Past that pace, the L2's bytes: every CTA drawing the same tiles (`same`), 132 CTAs took 16 KB stages at 13.8 TB/s
+  and 32 KB stages at 27.6 TB/s in all without slowing (>= 209 GB/s an SM). Each CTA its own tiles of a 4 MB region
+  (`own`) slowed from 100 CTAs on: 0.176 / 0.183 / 0.211 / 0.218 µs a stage at 100 / 112 / 128 / 132 CTAs, 9.3-10.0
+  TB/s in all.
+- So gemm's A tiles (every CTA the same K block's tile at about the same time, 5-8 TB/s) are under the same-tile
+  rate: A's L2 traffic is neither the loops' pace (as the ablations' no_a_copy said) nor what slowed every block when
+  the 20 idle SMs were filled (v35, v40, v41: +18% of it stays under 13.8 TB/s).
 
 Usage: python3 studies/l2_tile_rate.py [--blocks 4000] [--compile-only]
 (a standalone CUDA program built with nvcc under .build/experiments/; no torch needed)
@@ -133,22 +148,24 @@ int main(int argc, char** argv) {
                 prop.name, sms, blocks);
     std::printf("%-9s %-6s %-7s %-8s %-6s %-6s %10s %10s %12s\n", "wait", "stages", "A KB", "B bytes", "tiles", "CTAs",
                 "us/stage", "A TB/s", "all TB/s");
-    const int stages_list[] = {4, 8, 12};
-    const int a_kb_list[] = {8, 16, 32};
-    const int b_list[] = {0, 2560, 4608};
-    const int ctas_list[] = {1, 16, 112, 132};
+    // The configurations session 68 ran: {wait, stages, A KB, B bytes, own, CTAs}.
+    struct Config { int wait, stages, a_kb, b_bytes, own, ctas; };
+    Config configs[256];
+    int n = 0;
+    const int ctas_list[] = {1, 16, 66, 112, 132};
+    for (int wait : {0, 2})
+        for (int stages : {4, 8, 12})
+            for (int b_bytes : {0, 2560, 4608})
+                for (int ctas : ctas_list) configs[n++] = {wait, stages, 16, b_bytes, 0, ctas};
+    for (int a_kb : {8, 32}) configs[n++] = {0, 8, a_kb, 0, 0, 132};   // the tile's size
+    for (int ctas : {66, 100, 112, 128, 132}) configs[n++] = {0, 8, 16, 0, 1, ctas};  // each CTA its own tiles
     const char* const wait_names[] = {"try_wait", "try_20ns", "test_wait"};
-    for (int wait = 0; wait < 3; ++wait)
-    for (int stages : stages_list)
-    for (int a_kb : a_kb_list)
-    for (int b_bytes : b_list)
-    for (int own = 0; own < 2; ++own)
-    for (int ctas : ctas_list) {
+    for (int i = 0; i < n; ++i) {
+        const int wait = configs[i].wait, stages = configs[i].stages, a_kb = configs[i].a_kb;
+        const int b_bytes = configs[i].b_bytes, own = configs[i].own, ctas = configs[i].ctas;
         const int a_bytes = a_kb * 1024;
         const int smem = stages * (a_bytes + b_bytes);
         if (ctas > sms || smem > kMaxSmem) continue;
-        if (own) continue;  // NOTE: session 68's first run: own and same alike (4 MB of A at 100+ CTAs: own slower)
-        if (a_kb != 16 && (ctas != 132 || b_bytes != 0)) continue;
         const int a_tiles = (4 << 20) / a_bytes;
 #define OPT_IN(S, W) cudaFuncSetAttribute(ring<S, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem)
         OPT_IN(4, 0); OPT_IN(4, 1); OPT_IN(4, 2); OPT_IN(8, 0); OPT_IN(8, 1); OPT_IN(8, 2);

@@ -18,7 +18,15 @@ Analogue: none
 Prediction: 128x7168x2048 (paired, ~0.22 µs a block) 1.03-1.08x if its ring is the producer's pace; the split shapes
 (~0.36 µs a block, above the producer's range) SAME. Outputs v100's bit for bit. Refuted if 128x7168x2048 is SAME:
 then the producer thread is not what the paired loop waits for.
-Measured: not yet run
+Measured: NVIDIA H200, session 68 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit 42c811e). Tests,
+edges, bad inputs, racecheck and synccheck pass. `compare gemm v100 v104` (kernel method, one process): 0.917x [0.909,
+0.925] / 0.958x [0.949, 0.968] / 0.979x [0.970, 0.987], geomean 0.951x [0.948, 0.954] SLOWER, outputs bit for bit
+v100's; recorded kernel 60.95 / 22.12 / 12.90 µs, gpumode 61.63 / 23.36 / 14.38. Marks on 128x7168x2048 (v100 -> v104,
+20 calls, medians): B armed 0.16 µs sooner (the first lap's B copies issued by two threads), the prepass wait 0.10
+sooner, but the first stage decoded 0.16 later and the paired loop ran 6.94 -> 7.04 µs: refuted, the producer thread
+is not what the paired loop waits for (the study's fixed pace a stage is its own loop's; NOTES, session 68). The split
+shapes lost more (their kernel now spills 20/36 bytes).
+Verdict: slower
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
