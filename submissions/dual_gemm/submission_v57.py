@@ -15,21 +15,8 @@ Analogue: gemm v100 (the same change: 1.015-1.020x on its long split shape, SAME
 Prediction: SAME by compare's margin on every shape, 1.000-1.015x; 512x3072x7168 and 512x4096x7168 (the 88- and
 112-block loops) the likeliest to show it. Outputs v52's bit for bit. Refuted if any output differs (then a sum
 reached fp32's subnormals) or a shape is slower by its interval.
-Measured: not yet run
-
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: NVIDIA H200, 2026-11-30, commit f28d5d0 (a one-GPU machine, session 60's sixth call). Tests (tests, edges,
-both distributions), bad inputs, racecheck, synccheck and the five custom shapes of v50 (`--dist all --seeds 2`,
-20 of 20) pass. `compare dual_gemm v44 v52` (kernel method, one process, mean µs v44 -> v52): 256x4096x7168 45.40 ->
-45.35 1.001x [0.996, 1.007], 512x4096x7168 78.59 -> 78.58 1.000x [0.998, 1.002], 256x3072x4096 29.19 -> 29.33 0.995x
-[0.990, 1.001], 512x3072x7168 65.09 -> 64.43 1.010x [1.005, 1.016]: faster by its interval on 512x3072x7168
-(predicted 1.012-1.020x: at the low end, 0.66 µs), SAME elsewhere, none slower by its interval. Recorded: kernel
-45.37 / 78.55 / 29.21 / 64.00 µs, gpumode 47.13 / 79.23 / 30.65 / 65.85 (this machine read v44 0.5-0.9 µs above
-session 53's on 512x3072x7168). Marks (512x3072x7168, 20 calls, medians µs after the call's first stamp): the
-folded tiles' loops ran longer than v44's (wait -> K loop median over all tiles 55.46 against 53.82; their
-folds cost ~1.6 µs of loop, as v51's), but they end before the tiles served last, which run v44's loop and read
-only 4.2 MB after it: the call's last CTA ends at 64.22 (v44 in session 60's marks 64.64), end median 63.17
-(63.42). Kept as the best (one shape faster by its interval, none slower by its interval, v44's rule).
+Measured: not yet run
 """
 
 import torch
