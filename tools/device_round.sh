@@ -25,9 +25,17 @@ read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheade
 t0=$(date +%s)
 [ -n "${DEADLINE:-}" ] && export DEADLINE_AT=$(( t0 + DEADLINE ))
 if [ -n "${EXTRA:-}" ] && [ ! -r "$EXTRA" ]; then echo "EXTRA: cannot read $EXTRA" >&2; exit 2; fi
+declare -A building=()
 for spec in "$@"; do  # NOTE: builds are CPU-bound (nvcc), so they overlap; GPU steps below do not
-  IFS=: read -r p v _ <<< "$spec"
-  python3 -m harness build "$p" "$v" > "$work/build-$p-$v.log" 2>&1 &
+  IFS=: read -r p v parent _ <<< "$spec"
+  # NOTE: the parent too (compare needs it; a `peer` is no build): session 68's dual_gemm compare built its parent
+  # (~40 s on the device) inside its own step, after the sanitizers, and the round's deadline stopped it there.
+  for x in "$v" "$parent"; do
+    case "$x" in v[0-9]*) ;; *) continue ;; esac
+    [ -n "${building[$p:$x]:-}" ] && continue
+    building[$p:$x]=1
+    python3 -m harness build "$p" "$x" > "$work/build-$p-$x.log" 2>&1 &
+  done
 done
 wait
 echo "[$(( $(date +%s) - t0 )) s] builds done; ${#gpus[@]} GPU(s): ${gpus[*]}"
