@@ -2,7 +2,7 @@
 # One device call for several new versions: build them in parallel, then per version run
 # tools/try_version.sh's steps, one version per GPU at a time (on a machine of G GPUs, G versions run
 # side by side, each alone on its GPU: its timings never share one); everything each version wrote goes
-# into $OUT/round.tgz (the device returns at most 8 files) and the build cache into $OUT/ext.tgz.
+# into $OUT/round.tgz (the device returns at most 8 files; the build cache into $OUT/ext.tgz with KEEP_BUILDS=1).
 # Usage (device machine, repo root): STEPS=check|time|record|all bash tools/device_round.sh P:V:PARENT[:STEPS] ...
 # STEPS=check builds and tests only; time compares with the parent and records; record only
 # records; all does check and time. A spec's own STEPS overrides the variable for that version.
@@ -39,7 +39,9 @@ for spec in "$@"; do  # NOTE: builds are CPU-bound (nvcc), so they overlap; GPU 
 done
 wait
 echo "[$(( $(date +%s) - t0 )) s] builds done; ${#gpus[@]} GPU(s): ${gpus[*]}"
-tar czf "$OUT/ext.tgz" -C .build torch_extensions
+# NOTE: the build cache as ext.tgz only when asked (KEEP_BUILDS=1): the whole cache is over the 16 MiB a returned file
+# may have, so every round of sessions 66-68 compressed it on the device's clock and got it back as "left out".
+[ "${KEEP_BUILDS:-0}" = 1 ] && tar czf "$OUT/ext.tgz" -C .build torch_extensions
 one() {  # one SPEC GPU: the version's steps alone on that GPU
   local p v parent steps
   IFS=: read -r p v parent steps <<< "$1"
