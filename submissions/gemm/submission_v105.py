@@ -4,9 +4,9 @@ Version: v105
 Parent: v100
 Change: produce() issues, after each stage's three copies, an L2 prefetch of the B values block kStages (8) blocks
 later (cp.async.bulk.prefetch.tensor.2d.L2, the copy's own box) and, every eighth block, one bulk L2 prefetch of the
-next eight blocks' scales (4 KB, contiguous in the blocked layout). The unsplit (paired) launches prefetch their
-second lap right after the first lap's A copies (never before them: group_gemm v69/v70), the split launches from
-their first stage on. Consumers unchanged; C should be v100's bit for bit.
+next eight blocks' scales (4 KB, contiguous in the blocked layout). The second lap is prefetched once the first
+lap's copies are issued (on the paired launch after its first lap's A copies; never ahead of the lap's copies:
+group_gemm v69/v70), each later block's B then a lap ahead. Consumers unchanged; C should be v100's bit for bit.
 Why: v103 (session 68) found the rings' stages landing only just in time (a stage waited for one to four blocks
 earlier cost 7-18% of the loops), v104 that the producer thread is not the pace, and studies/l2_tile_rate.py that
 A's L2 traffic is not either. What is left in a stage's landing is B's: its copy reads HBM (v74's ablation:
@@ -548,9 +548,14 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
         bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
         tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);
-        // v105: block kb + kStages's B into L2, after this stage's copies; the unsplit launches prefetched their
-        // second lap above, so they start at 2 kStages.
-        if (kb + kStages >= (kSplit ? 0 : 2 * kStages) && kb + kStages < num_k) prefetch_b(kb + kStages);
+        // v105: after the first lap's copies the second lap's B into L2 (the unsplit launches did it above, after
+        // their first lap's A copies, and start this loop at kStages), then each block's B a lap ahead: the first
+        // lap's copies never queue behind prefetches in the TMA unit (group_gemm v70).
+        if (kb == kStages - 1) {
+            for (int next = kStages; next < num_k && next < 2 * kStages; ++next) prefetch_b(next);
+        } else if (kb >= kStages && kb + kStages < num_k) {
+            prefetch_b(kb + kStages);
+        }
     }
 }
 

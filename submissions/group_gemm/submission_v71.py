@@ -5,8 +5,9 @@ Parent: v66
 Change: produce() issues, after each stage's three copies, an L2 prefetch of B's values kStages blocks later
 (cp.async.bulk.prefetch.tensor.2d.L2, the copy's own box; 9 blocks in the deep ring of C and D, 6 in the tall ring
 of A and B) and, every kStages-th block, one bulk L2 prefetch of the next kStages blocks' scales (contiguous in the
-blocked layout). The deep-ring launches (the prepass's programmatic dependents) prefetch their second lap after the
-first lap's last A copy (never ahead of A's copies: v69, v70); the tall ones from their first stage on. Consumers
+blocked layout). The second lap is prefetched once the first lap's copies are issued (the deep-ring launches, the
+prepass's programmatic dependents, after the lap's last A copy; never ahead of the lap's copies: v69, v70), each
+later block's B then a lap ahead. Consumers
 unchanged; C should be v66's bit for bit.
 Why: gemm v103 (session 68) found its rings' stages landing only just in time, gemm v104 that the producer thread
 is not the pace, studies/l2_tile_rate.py that A's L2 traffic is not either; B's copies read HBM, issued a lap (~2-4
@@ -632,9 +633,14 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb) * B_SCALE_BYTES,
                   B_SCALE_BYTES, full + 8 * s);
         tensor_copy_2d(st.b_values, &d.b_map, kb * (BLOCK_K / 2), n0, full + 8 * s);
-        // v71: block kb + kStages's B into L2, after this stage's copies; a dependent launch prefetched its second
-        // lap above, so it starts at 2 kStages.
-        if (kb + kStages >= (kDependent ? 2 * kStages : 0) && kb + kStages < num_k) prefetch_b(kb + kStages);
+        // v71: after the first lap's copies the second lap's B into L2 (a dependent launch did it above, after its
+        // first lap's A copies, and starts this loop at kStages), then each block's B a lap ahead: the first lap's
+        // copies never queue behind prefetches in the TMA unit (v70).
+        if (kb == kStages - 1) {
+            for (int next = kStages; next < num_k && next < 2 * kStages; ++next) prefetch_b(next);
+        } else if (kb >= kStages && kb + kStages < num_k) {
+            prefetch_b(kb + kStages);
+        }
     }
 }
 
