@@ -12,6 +12,10 @@ once (no decode, no wgmma). Per CTA count: the µs a stage (the slowest CTA's ti
 a second of all CTAs together, the A tiles either the same for every CTA at each K block (the kernels' pattern:
 `same`) or each CTA's own (`own`).
 
+A second table (`burst`, added after the findings below, not yet run) issues eight copies on one barrier and waits
+once: the copy path's own time a copy, to say whether the ring's fixed pace a stage is its handshake or the TMA's
+per-operation cost.
+
 Read against a kernel: a loop whose A tiles arrive at the `same` rate at its CTA count cannot run faster than that
 rate whatever its arithmetic; gemm's split loop draws a 16 KB tile each 0.36 µs a CTA (112 CTAs, ~5 TB/s in all),
 its paired loop each ~0.22 µs (~8 TB/s). The wait kinds: the kernels' try_wait, try_wait with a 20 ns suspend hint
@@ -126,6 +130,37 @@ ring(const uint8_t* a, int a_tiles, int a_bytes, const uint8_t* b, long long b_r
     }
 }
 
+// The copies without the ring: thread 0 issues kBatch copies (each into its own stage buffer) counted on one
+// barrier, waits for all of them, and repeats `rounds` times: one handshake a batch, so the time a copy is the
+// copy path's own (bytes, per-operation cost), against ring()'s handshake a stage.
+template <int kBatch>
+__global__ void __launch_bounds__(32, 1)
+burst(const uint8_t* a, int a_tiles, int a_bytes, const uint8_t* b, long long b_region, int b_bytes, int rounds,
+      unsigned long long* t_start, unsigned long long* t_end) {
+    extern __shared__ __align__(1024) uint8_t smem[];
+    __shared__ __align__(8) uint64_t bar_storage;
+    const uint32_t ring_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar_storage));
+    if (threadIdx.x != 0) return;
+    mbar_init(bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    const int stage_bytes = a_bytes + b_bytes;
+    const uint8_t* my_b = b + static_cast<long long>(blockIdx.x) * b_region;
+    const long long b_steps = b_bytes > 0 ? b_region / b_bytes : 1;
+    t_start[blockIdx.x] = now_ns();
+    for (int r = 0; r < rounds; ++r) {
+        mbar_arrive_expect_tx(bar, kBatch * stage_bytes);
+        for (int i = 0; i < kBatch; ++i) {
+            const int k = r * kBatch + i;
+            const uint32_t dst = ring_base + i * stage_bytes;
+            bulk_copy(dst, a + static_cast<long long>(k % a_tiles) * a_bytes, a_bytes, bar);
+            if (b_bytes > 0) bulk_copy(dst + a_bytes, my_b + (k % b_steps) * b_bytes, b_bytes, bar);
+        }
+        mbar_wait<0>(bar, r & 1);
+    }
+    t_end[blockIdx.x] = now_ns();
+}
+
 int main(int argc, char** argv) {
     const int blocks = argc > 1 ? atoi(argv[1]) : 4000;
     int dev = 0, sms = 0;
@@ -191,6 +226,31 @@ int main(int argc, char** argv) {
         std::printf("%-9s %-6d %-7d %-8d %-6s %-6d %10.3f %10.2f %12.2f\n", wait_names[wait], stages, a_kb, b_bytes,
                     own ? "own" : "same", ctas,
                     double(worst) * 1e-3 / blocks, a_total / span_s * 1e-12, all_total / span_s * 1e-12);
+    }
+    // The copy path alone (burst): 8 copies a handshake, the A tiles the same for every CTA.
+    std::printf("\n%-9s %-6s %-7s %-8s %-6s %10s %10s %12s\n", "burst", "batch", "A KB", "B bytes", "CTAs", "us/copy",
+                "A TB/s", "all TB/s");
+    cudaFuncSetAttribute(burst<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
+    for (int a_kb : {8, 16}) for (int b_bytes : {0, 4608}) for (int ctas : {1, 112, 132}) {
+        const int a_bytes = a_kb * 1024, smem = 8 * (a_bytes + b_bytes);
+        if (ctas > sms || smem > kMaxSmem) continue;
+        const int rounds = blocks / 8 > 0 ? blocks / 8 : 1;
+        for (int rep = 0; rep < 2; ++rep)
+            burst<8><<<ctas, 32, smem>>>(a, (4 << 20) / a_bytes, a_bytes, b, b_region, b_bytes, rounds, t0, t1);
+        const cudaError_t err = cudaDeviceSynchronize();
+        if (err != cudaSuccess) { std::printf("error %s\n", cudaGetErrorString(err)); return 1; }
+        cudaMemcpy(h0, t0, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+        cudaMemcpy(h1, t1, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+        unsigned long long first = h0[0], last = h1[0], worst = 0;
+        for (int i = 0; i < ctas; ++i) {
+            first = h0[i] < first ? h0[i] : first;
+            last = h1[i] > last ? h1[i] : last;
+            worst = h1[i] - h0[i] > worst ? h1[i] - h0[i] : worst;
+        }
+        const double span_s = double(last - first) * 1e-9, copies = double(rounds) * 8;
+        std::printf("%-9s %-6d %-7d %-8d %-6d %10.3f %10.2f %12.2f\n", "burst", 8, a_kb, b_bytes, ctas,
+                    double(worst) * 1e-3 / copies, ctas * copies * a_bytes / span_s * 1e-12,
+                    ctas * copies * (a_bytes + b_bytes) / span_s * 1e-12);
     }
     return 0;
 }
