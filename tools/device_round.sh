@@ -8,7 +8,7 @@
 # records; all does check and time. A spec's own STEPS overrides the variable for that version.
 # Env: GPUS (ids to use, default every GPU nvidia-smi lists); DEADLINE (seconds after the round starts,
 # e.g. 540 in a 600 s device call: no step runs past it, and what was skipped is said); EXTRA (a file of
-# harness command lines, run in order after every version's steps on the first GPU: marks, custom shapes,
+# harness command lines, run in order on the first GPU the versions leave free: marks, custom shapes,
 # records; one command a line, arguments split on whitespace (no quoting), blank and # lines skipped;
 # each line's output in extra-N.txt; rows an extra line records go to extra/leaderboard.csv, its sidecars
 # beside it, so they come back in round.tgz: merge them with `nvfp4 leaderboard merge`).
@@ -52,16 +52,9 @@ one() {  # one SPEC GPU: the version's steps alone on that GPU
   # at its limit still returns every finished version.
   flock "$work/.lock" tar czf "$OUT/round.tgz" -C "$work" --exclude=gpus.fifo --exclude=.lock .
 }
-# NOTE: a FIFO of free GPU ids: a version takes one, gives it back when done, so G run at a time.
-fifo="$work/gpus.fifo"; mkfifo "$fifo"; exec 3<> "$fifo"; rm -f "$fifo"
-for g in "${gpus[@]}"; do echo "$g" >&3; done
-for spec in "$@"; do
-  read -r g <&3
-  ( one "$spec" "$g"; echo "$g" >&3 ) &
-done
-wait
-n=0
-if [ -n "${EXTRA:-}" ]; then
+extras() {  # extras GPU: EXTRA's lines in order, alone on that GPU
+  local n=0 line left
+  local -a args
   # NOTE: without this, an extra line's --record wrote to the device's copy of leaderboard.csv, which
   # never comes back (session 57 lost four kernel-method records that way).
   mkdir -p "$work/extra"; export NVFP4_LEADERBOARD="$work/extra/leaderboard.csv"
@@ -70,12 +63,27 @@ if [ -n "${EXTRA:-}" ]; then
     n=$(( n + 1 )); read -r -a args <<< "$line"
     left=$(( ${DEADLINE_AT:-9999999999} - $(date +%s) - 5 ))
     if [ "$left" -lt 20 ]; then echo "extra $n ($line): skipped (the round's deadline)" >> "$work/extra.txt"; continue; fi
-    CUDA_VISIBLE_DEVICES="${gpus[0]}" timeout -k 10 "$(( left < 900 ? left : 900 ))" python3 -m harness "${args[@]}" \
+    CUDA_VISIBLE_DEVICES="$1" timeout -k 10 "$(( left < 900 ? left : 900 ))" python3 -m harness "${args[@]}" \
       > "$work/extra-$n.txt" 2>&1
-    echo "extra $n ($line): rc $? at $(( $(date +%s) - t0 )) s" >> "$work/extra.txt"
+    echo "extra $n ($line): rc $? at $(( $(date +%s) - t0 )) s, GPU $1" >> "$work/extra.txt"
     flock "$work/.lock" tar czf "$OUT/round.tgz" -C "$work" --exclude=gpus.fifo --exclude=.lock .
   done < "$EXTRA"
+}
+# NOTE: a FIFO of free GPU ids: a version takes one, gives it back when done, so G run at a time; the EXTRA lines
+# are one more job behind the versions, on the first GPU a version leaves free (at once where there are fewer
+# versions than GPUs: session 68's first call ran ~220 s of extras on GPU 0 after its versions while GPU 1 idled).
+# Every job has its GPU alone; they share the host's cores, as versions side by side always have.
+fifo="$work/gpus.fifo"; mkfifo "$fifo"; exec 3<> "$fifo"; rm -f "$fifo"
+for g in "${gpus[@]}"; do echo "$g" >&3; done
+for spec in "$@"; do
+  read -r g <&3
+  ( one "$spec" "$g"; echo "$g" >&3 ) &
+done
+if [ -n "${EXTRA:-}" ]; then
+  read -r g <&3
+  ( extras "$g"; echo "$g" >&3 ) &
 fi
+wait
 for spec in "$@"; do IFS=: read -r p v _ <<< "$spec"; cat "$work/$p-$v.done" 2>/dev/null; done | tee "$work/summary.txt"
 [ -f "$work/extra.txt" ] && tee -a "$work/summary.txt" < "$work/extra.txt"
 cp "$work/summary.txt" "$OUT/summary.txt"; flock "$work/.lock" tar czf "$OUT/round.tgz" -C "$work" --exclude=gpus.fifo --exclude=.lock .
