@@ -15,8 +15,11 @@ decode. From L2 it lands like A's tile.
 Arch: sm_90a
 Analogue: v102 and group_gemm v70 (L2 prefetches at the start: SAME, and slower where they delayed A's copies)
 Prediction: the loops 2-5% shorter where a stage's B now lands late: 128x7168x2048 (paired, 32 blocks at ~0.22 µs)
-1.02-1.04x, the split shapes 1.01-1.03x. Outputs v100's bit for bit. Refuted if every shape is SAME: then B's
-landing is not what the loop meets late either, and the just-in-time stages are the consumers' own chain.
+1.02-1.04x, the split shapes 1.01-1.03x. Outputs v100's bit for bit. Refuted if every shape is SAME: then B's landing
+is not what the loop meets late either, and the just-in-time stages are the consumers' own chain. If slower: the TMA
+unit's operations, not B's latency, bound the ring (the study's fixed pace a stage whatever its bytes, and v104's
+first lap issued 0.16 µs sooner by two threads, both fit ~60-100 cycles an operation), and the prefetches add ~1.1
+operations a block to the copies' 3 (studies/l2_tile_rate.py's burst table, next to run, separates the two).
 Measured: not yet run
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts

@@ -14,8 +14,11 @@ is not the pace, studies/l2_tile_rate.py that A's L2 traffic is not either; B's 
 µs on C) before their decode. gemm v105 (same session, built) is the same change on gemm.
 Arch: sm_90a
 Analogue: gemm v105 (the same change), v70 (L2 prefetches at the start, ahead of A's copies: 0.979x)
-Prediction: the loops 2-5% shorter where B lands late: C (decode-bound 112-row tiles) and A and B (two waves of
-tall tiles) 1.01-1.04x, D 1.00-1.02x. Outputs v66's bit for bit. Refuted if every shape is SAME.
+Prediction: the loops 2-5% shorter where B lands late: C (decode-bound 112-row tiles) and A and B (two waves of tall
+tiles) 1.01-1.04x, D 1.00-1.02x. Outputs v66's bit for bit. Refuted if every shape is SAME. If slower: the TMA unit's
+operations, not B's latency, bound the ring (the study's fixed pace a stage whatever its bytes, and v104's first lap
+issued 0.16 µs sooner by two threads, both fit ~60-100 cycles an operation), and the prefetches add ~1.1 operations a
+block to the copies' 3 (studies/l2_tile_rate.py's burst table, next to run, separates the two).
 Measured: not yet run
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
