@@ -23,8 +23,8 @@ limit() {  # the seconds a step may take: STEP_TIMEOUT, cut to what is left befo
   local left=$(( ${DEADLINE_AT:-9999999999} - $(date +%s) - 5 )) cap=${STEP_TIMEOUT:-900}
   echo $(( left < cap ? left : cap ))
 }
-step() {  # step NAME CMD...: run, log, and stop on failure
-  local name=$1; shift
+attempt() {  # attempt NAME TAIL FATAL CMD...: run under the round's limits, log, say the outcome (FATAL 1: stop on failure)
+  local name=$1 tail_lines=$2 fatal=$3; shift 3
   echo "### $name" >> "$log"
   # NOTE: a device call has a hard limit (600 s): a step that cannot finish before the round's deadline is
   # skipped and said, so the call returns with everything that did finish instead of being cut mid-step.
@@ -32,23 +32,18 @@ step() {  # step NAME CMD...: run, log, and stop on failure
   # NOTE: a barrier mistake in a new kernel hangs rather than fails; the timeout turns it into a failure.
   timeout -k 10 "$t" "$@" >> "$log" 2>&1; local rc=$?
   if [ "$rc" -eq 0 ]; then say "$name: ok"; return; fi
-  if cut_by_deadline "$rc" "$t"; then say "$name: stopped at the round's deadline (after its $t s)"; finish 3; fi
-  say "$name: FAILED (see $log)"; tail -20 "$log" | tee -a "$summary"; finish 1
-}
-cut_by_deadline() {  # cut_by_deadline RC SECONDS: true when timeout stopped a step whose limit the deadline had cut
   # NOTE: session 68 read a dual_gemm compare stopped by the deadline mid-build as "FAILED": its log ended
-  # without an error, and only the clock said why.
-  { [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; } && [ "$2" -lt "${STEP_TIMEOUT:-900}" ]
+  # without an error, and only the clock said why. A timeout (124, or 137 after -k) under a limit the
+  # deadline had cut below STEP_TIMEOUT is the deadline's.
+  if { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$t" -lt "${STEP_TIMEOUT:-900}" ]; then
+    say "$name: stopped at the round's deadline (after its $t s)"; finish 3
+  fi
+  say "$name: FAILED (see $log)"; tail -"$tail_lines" "$log" | tee -a "$summary"
+  if [ "$fatal" = 1 ]; then finish 1; fi
 }
-soft() {  # soft NAME CMD...: like step, but a failure is said and the steps go on (a finding, not a broken build)
-  local name=$1; shift
-  echo "### $name" >> "$log"
-  local t; t=$(limit); if [ "$t" -lt 20 ]; then say "$name: skipped (the round's deadline)"; finish 3; fi
-  timeout -k 10 "$t" "$@" >> "$log" 2>&1; local rc=$?
-  if [ "$rc" -eq 0 ]; then say "$name: ok"; return; fi
-  if cut_by_deadline "$rc" "$t"; then say "$name: stopped at the round's deadline (after its $t s)"; finish 3; fi
-  say "$name: FAILED (see $log)"; tail -16 "$log" | tee -a "$summary"
-}
+step() { local name=$1; shift; attempt "$name" 20 1 "$@"; }  # step NAME CMD...: run, log, and stop on failure
+# soft NAME CMD...: like step, but a failure is said and the steps go on (a finding, not a broken build)
+soft() { local name=$1; shift; attempt "$name" 16 0 "$@"; }
 finish() {
   if [ -d "$OUT/leaderboard_runs" ]; then
     tar czf "$OUT/leaderboard_runs.tgz" -C "$OUT" leaderboard_runs && rm -rf "$OUT/leaderboard_runs"
