@@ -266,12 +266,10 @@ def load(problem: str, path: Path, label: str, data: bytes | None = None) -> Sub
 def is_peer(sub: Submission) -> bool:
     """Whether ``sub`` is the harness's cuBLAS peer (``peer``, ``peer-fp32``: harness/probes/peer.py)."""
     from harness.probes import PEERS_DIR
-    return sub.path.resolve().parent == PEERS_DIR
+    return sub.path.resolve().is_relative_to(PEERS_DIR)
 
 
 def in_lab(sub: Submission) -> bool:
     """Whether ``sub`` is the team's own code - a file of this lab's submissions/ tree or the
     harness's cuBLAS peer: only those share a process in ``compare``; anything else runs isolated."""
-    from harness.probes import PEERS_DIR
-    path = sub.path.resolve()
-    return any(path.is_relative_to(folder.resolve()) for folder in (paths.submissions_dir(), PEERS_DIR))
+    return sub.path.resolve().is_relative_to(paths.submissions_dir().resolve()) or is_peer(sub)
