@@ -161,6 +161,21 @@ burst(const uint8_t* a, int a_tiles, int a_bytes, const uint8_t* b, long long b_
     t_end[blockIdx.x] = now_ns();
 }
 
+// The CTAs' stamps: the span from the first start to the last end (s) and the slowest CTA's own time (ns).
+struct Span { double span_s, worst_ns; };
+static Span span_of(int ctas, const unsigned long long* t0, const unsigned long long* t1, unsigned long long* h0,
+                    unsigned long long* h1) {
+    cudaMemcpy(h0, t0, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+    cudaMemcpy(h1, t1, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+    unsigned long long first = h0[0], last = h1[0], worst = 0;
+    for (int i = 0; i < ctas; ++i) {
+        first = h0[i] < first ? h0[i] : first;
+        last = h1[i] > last ? h1[i] : last;
+        worst = h1[i] - h0[i] > worst ? h1[i] - h0[i] : worst;
+    }
+    return {double(last - first) * 1e-9, double(worst)};
+}
+
 int main(int argc, char** argv) {
     const int blocks = argc > 1 ? atoi(argv[1]) : 4000;
     int dev = 0, sms = 0;
@@ -213,19 +228,12 @@ int main(int argc, char** argv) {
         }
         const cudaError_t err = cudaDeviceSynchronize();
         if (err != cudaSuccess) { std::printf("error %s\n", cudaGetErrorString(err)); return 1; }
-        cudaMemcpy(h0, t0, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
-        cudaMemcpy(h1, t1, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
-        unsigned long long first = h0[0], last = h1[0], worst = 0;
-        for (int i = 0; i < ctas; ++i) {
-            first = h0[i] < first ? h0[i] : first;
-            last = h1[i] > last ? h1[i] : last;
-            worst = h1[i] - h0[i] > worst ? h1[i] - h0[i] : worst;
-        }
-        const double span_s = double(last - first) * 1e-9;
+        const Span sp = span_of(ctas, t0, t1, h0, h1);
+        const double span_s = sp.span_s, worst = sp.worst_ns;
         const double a_total = double(ctas) * blocks * a_bytes, all_total = double(ctas) * blocks * (a_bytes + b_bytes);
         std::printf("%-9s %-6d %-7d %-8d %-6s %-6d %10.3f %10.2f %12.2f\n", wait_names[wait], stages, a_kb, b_bytes,
                     own ? "own" : "same", ctas,
-                    double(worst) * 1e-3 / blocks, a_total / span_s * 1e-12, all_total / span_s * 1e-12);
+                    worst * 1e-3 / blocks, a_total / span_s * 1e-12, all_total / span_s * 1e-12);
     }
     // The copy path alone (burst): 8 copies a handshake, the A tiles the same for every CTA.
     std::printf("\n%-9s %-6s %-7s %-8s %-6s %10s %10s %12s\n", "burst", "batch", "A KB", "B bytes", "CTAs", "us/copy",
@@ -239,17 +247,10 @@ int main(int argc, char** argv) {
             burst<8><<<ctas, 32, smem>>>(a, (4 << 20) / a_bytes, a_bytes, b, b_region, b_bytes, rounds, t0, t1);
         const cudaError_t err = cudaDeviceSynchronize();
         if (err != cudaSuccess) { std::printf("error %s\n", cudaGetErrorString(err)); return 1; }
-        cudaMemcpy(h0, t0, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
-        cudaMemcpy(h1, t1, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
-        unsigned long long first = h0[0], last = h1[0], worst = 0;
-        for (int i = 0; i < ctas; ++i) {
-            first = h0[i] < first ? h0[i] : first;
-            last = h1[i] > last ? h1[i] : last;
-            worst = h1[i] - h0[i] > worst ? h1[i] - h0[i] : worst;
-        }
-        const double span_s = double(last - first) * 1e-9, copies = double(rounds) * 8;
+        const Span sp = span_of(ctas, t0, t1, h0, h1);
+        const double span_s = sp.span_s, worst = sp.worst_ns, copies = double(rounds) * 8;
         std::printf("%-9s %-6d %-7d %-8d %-6d %10.3f %10.2f %12.2f\n", "burst", 8, a_kb, b_bytes, ctas,
-                    double(worst) * 1e-3 / copies, ctas * copies * a_bytes / span_s * 1e-12,
+                    worst * 1e-3 / copies, ctas * copies * a_bytes / span_s * 1e-12,
                     ctas * copies * (a_bytes + b_bytes) / span_s * 1e-12);
     }
     return 0;
