@@ -16,7 +16,9 @@ Prediction: SAME by compare's margin on every shape, 1.000-1.015x; 512x3072x7168
 112-block loops) the likeliest to show it. Outputs v52's bit for bit. Refuted if any output differs (then a sum
 reached fp32's subnormals) or a shape is slower by its interval.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run
+Measured: not yet timed. NVIDIA H200, session 68 (a one-GPU machine; commit ca28a1b): tests and edges shapes on both
+distributions, bad inputs, racecheck and synccheck pass; its compare against v52 was stopped by the call's deadline
+while building v52 (tools/device_round.sh now builds parents up front).
 """
 
 import torch
