@@ -1,25 +1,23 @@
-"""NVFP4 GEMM v105: B's values and scales prefetched into L2 a lap (eight K blocks) before their copies.
+"""NVFP4 GEMM v106: B's tensor map asks the L2 for 256-byte promotion (its rows' next K blocks fetched with each).
 
-Version: v105
+Version: v106
 Parent: v100
-Change: produce() issues, after each stage's three copies, an L2 prefetch of the B values block kStages (8) blocks
-later (cp.async.bulk.prefetch.tensor.2d.L2, the copy's own box) and, every eighth block, one bulk L2 prefetch of the
-next eight blocks' scales (4 KB, contiguous in the blocked layout). The second lap is prefetched once the first
-lap's copies are issued (on the paired launch after its first lap's A copies; never ahead of the lap's copies:
-group_gemm v69/v70), each later block's B then a lap ahead. Consumers unchanged; C should be v100's bit for bit.
-Why: v103 (session 68) found the rings' stages landing only just in time (a stage waited for one to four blocks
-earlier cost 7-18% of the loops), v104 that the producer thread is not the pace, and studies/l2_tile_rate.py that
-A's L2 traffic is not either. What is left in a stage's landing is B's: its copy reads HBM (v74's ablation:
-no_b_copy 1.1 µs of the paired kernel, no_a_copy 0.5), issued eight blocks (~1.8 µs paired, ~2.9 split) before its
-decode. From L2 it lands like A's tile.
+Change: B's tensor map is encoded with CU_TENSOR_MAP_L2_PROMOTION_L2_256B instead of NONE; nothing else. A K block's
+box reads 32 bytes of each of its rows, rows K/2 bytes apart, so each copy missed one 32-byte sector a row in L2 and
+the next seven blocks' copies each missed the next; with the promotion, the L2 fetches the row's 256 bytes (eight K
+blocks, one ring lap of B) on the first miss and the next seven blocks' boxes hit it. The TMA's operations and
+requests are v100's (v105 added operations). C is v100's bit for bit.
+Why: v105 (this session) prefetched B into L2 a lap ahead by an extra TMA operation a block and lost 0.944x, the
+paired loop +9.6%; v102 and group_gemm v70 found the same cost of prefetch operations. That leaves open whether B
+from L2 instead of HBM would shorten the stages' landing at all: this asks it without adding an operation.
+(v9, on the H100's first ring design, measured 256-byte promotion within 1.5% and did not keep it.)
 Arch: sm_90a
-Analogue: v102 and group_gemm v70 (L2 prefetches at the start: SAME, and slower where they delayed A's copies)
-Prediction: the loops 2-5% shorter where a stage's B now lands late: 128x7168x2048 (paired, 32 blocks at ~0.22 µs)
-1.02-1.04x, the split shapes 1.01-1.03x. Outputs v100's bit for bit. Refuted if every shape is SAME: then B's landing
-is not what the loop meets late either, and the just-in-time stages are the consumers' own chain. If slower: the TMA
-unit's operations, not B's latency, bound the ring (the study's fixed pace a stage whatever its bytes, and v104's
-first lap issued 0.16 µs sooner by two threads, both fit ~60-100 cycles an operation), and the prefetches add ~1.1
-operations a block to the copies' 3 (studies/l2_tile_rate.py's burst table, next to run, separates the two).
+Analogue: v105 (B a lap ahead in L2 by prefetch operations: 0.944x), v9 (promotion on the H100: within 1.5%)
+Prediction: SAME to 1.02x: 128x7168x2048's paired loop (32 blocks at ~0.22 µs, the one whose stages v103 found
+landing just in time) the likeliest to gain, by up to B's share of a stage's landing (v74's ablation: no_b_copy 1.1
+µs of the paired kernel). Outputs v100's bit for bit. Refuted if faster by more than 2% (B's HBM latency was the
+ring's pace after all, and v105 lost to its operations only), or slower (the promoted fetches, 8x the bytes of each
+first miss, delay the other rows' misses).
 Measured: not yet run
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
@@ -64,7 +62,6 @@ from zero, the chunk sums added in fp32 round-to-nearest in K order, split parti
 split 0 + split 1 + ...), x 2^14 at the end (v100). A paired tile's chunks are four K blocks of one parity (2 apart),
 each warpgroup's chunk sums added in K order, the two sums added once: the same bounds as a split of S = 2. Rows past M are zero (the prepass writes them) and not stored. Any M >= 1, N multiple
 of 128, K multiple of 64, any L.
-
 """
 
 import torch
@@ -74,7 +71,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v105"
+EXTENSION_NAME = "nvfp4_gemm_v106"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -381,15 +378,6 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const CUtensorMap* 
                  " [%0], [%1, {%2, %3}], [%4];\n"
                  ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar) : "memory");
 }
-// v105: L2 prefetches (no shared memory, no barrier): B's values of one K block (the copy's box) and a run of its
-// scale blocks, a lap before their copies.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void tensor_prefetch_l2_2d(const CUtensorMap* map, int x, int y) {
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
-                 ::"l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y) : "memory");
-}
 
 // Byte offset of (tile t, K block kb, row r, 16-byte chunk c) in a group's tiled fp16 A.
 __device__ __forceinline__ int64_t a16_offset(const GroupDesc& d, int t, int kb, int r, int c) {
@@ -505,16 +493,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
     constexpr uint32_t b_value_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE;
     const uint8_t* const b_scale_tiles = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * (d.k / BLOCK_K) * B_SCALE_BYTES;
     int kb_start = 0;  // the first K block the loop below fills (after the first lap when not split)
-    // v105: block kb's B values (the copy's own box) into L2, and at every kStages-th block the scales of the next
-    // kStages blocks (contiguous in the blocked layout: one 4 KB prefetch where eight copies read 512 bytes each).
-    auto prefetch_b = [&](int kb) {
-        const int kg = kb_first + kb;
-        tensor_prefetch_l2_2d(&d.b_map, kg * (BLOCK_K / 2), n0);
-        if (kb % kStages == 0) {
-            const int run = num_k - kb < kStages ? num_k - kb : kStages;
-            bulk_prefetch_l2(b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, run * B_SCALE_BYTES);
-        }
-    };
     if constexpr (!kSplit) {
         // NOTE: v48's: the first lap's slots are free at the start (fresh barriers), and B (values and
         // scales, the inputs as the caller handed them) does not depend on the prepass: its copies go out
@@ -537,9 +515,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         NVFP4_MARK(2);
         for (int kb = 0; kb < first_lap; ++kb)
             bulk_copy(stage_of(ring, kb).a, d.a16 + a16_offset(d, t, kb_first + kb, 0, 0), a_bytes, full + 8 * kb);
-        // v105: the second lap's B into L2 now, behind the first lap's A copies (never ahead of them: group_gemm v69
-        // and v70 found the first A copies waiting behind B operations in the TMA unit).
-        for (int kb = first_lap; kb < num_k && kb < 2 * kStages; ++kb) prefetch_b(kb);
         kb_start = first_lap;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
@@ -551,14 +526,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
         bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
         tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);
-        // v105: after the first lap's copies the second lap's B into L2 (the unsplit launches did it above, after
-        // their first lap's A copies, and start this loop at kStages), then each block's B a lap ahead: the first
-        // lap's copies never queue behind prefetches in the TMA unit (group_gemm v70).
-        if (kb == kStages - 1) {
-            for (int next = kStages; next < num_k && next < 2 * kStages; ++next) prefetch_b(next);
-        } else if (kb >= kStages && kb + kStages < num_k) {
-            prefetch_b(kb + kStages);
-        }
     }
 }
 
@@ -1191,7 +1158,7 @@ static int encode_b_maps(Problem& problem) {
         const cuuint32_t element_strides[2] = {1, 1};
         const CUresult r = encode(&d.b_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(d.b), dims, strides,
                                   box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                                  CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS) return -4;
     }
     return 0;

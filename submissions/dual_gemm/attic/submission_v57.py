@@ -16,9 +16,15 @@ Prediction: SAME by compare's margin on every shape, 1.000-1.015x; 512x3072x7168
 112-block loops) the likeliest to show it. Outputs v52's bit for bit. Refuted if any output differs (then a sum
 reached fp32's subnormals) or a shape is slower by its interval.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet timed. NVIDIA H200, session 68 (a one-GPU machine; commit ca28a1b): tests and edges shapes on both
-distributions, bad inputs, racecheck and synccheck pass; its compare against v52 was stopped by the call's deadline
-while building v52 (tools/device_round.sh now builds parents up front).
+Measured: NVIDIA H200, session 69 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 64c9e13). Tests (tests, edges, both distributions), bad inputs, racecheck and synccheck pass.
+`compare dual_gemm v52 v57` (kernel method, one process): 1.005x [1.000, 1.010] / 0.998x [0.988, 1.008] / 0.997x
+[0.993, 1.001] / 1.000x [0.993, 1.008], geomean 1.000x [0.999, 1.001] SAME, outputs bit for bit v52's on every
+checked set; recorded kernel 45.62 / 77.78 / 29.17 / 63.47 µs, gpumode 46.95 / 77.80 / 31.18 / 65.20. As predicted
+(SAME, outputs v52's): one HMUL2 a K block off loops that run at the tensor rate is not seen; gemm v100's gain on its
+split loop, which runs 1.26x the tensor rate on the decode's issue, does not carry to these 256-row tiles. Not kept
+(SAME on every shape; 512x3072x7168's 63.47 recorded against v52's 64.00 is within this compare's interval).
+Verdict: slower
 """
 
 import torch

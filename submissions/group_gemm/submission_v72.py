@@ -1,24 +1,17 @@
-"""NVFP4 group_gemm v71: B's values and scales prefetched into L2 a lap before their copies.
+"""NVFP4 group_gemm v72: B's tensor map asks the L2 for 256-byte promotion (its rows' next K blocks fetched with each).
 
-Version: v71
+Version: v72
 Parent: v66
-Change: produce() issues, after each stage's three copies, an L2 prefetch of B's values kStages blocks later
-(cp.async.bulk.prefetch.tensor.2d.L2, the copy's own box; 9 blocks in the deep ring of C and D, 6 in the tall ring
-of A and B) and, every kStages-th block, one bulk L2 prefetch of the next kStages blocks' scales (contiguous in the
-blocked layout). The second lap is prefetched once the first lap's copies are issued (the deep-ring launches, the
-prepass's programmatic dependents, after the lap's last A copy; never ahead of the lap's copies: v69, v70), each
-later block's B then a lap ahead. Consumers
-unchanged; C should be v66's bit for bit.
-Why: gemm v103 (session 68) found its rings' stages landing only just in time, gemm v104 that the producer thread
-is not the pace, studies/l2_tile_rate.py that A's L2 traffic is not either; B's copies read HBM, issued a lap (~2-4
-µs on C) before their decode. gemm v105 (same session, built) is the same change on gemm.
+Change: every group's B tensor map is encoded with CU_TENSOR_MAP_L2_PROMOTION_L2_256B instead of NONE (gemm v106's
+change); C's map and everything else unchanged. A K block's box reads 32 bytes of each of its 128 rows; with the
+promotion the L2 fetches each row's 256 bytes (eight K blocks) on the first miss. C is v66's bit for bit.
+Why: v70 (session 68) put B in L2 by prefetch operations and lost 0.979x (C 0.973x, D 0.945x) to the operations'
+place in the TMA unit's queue; this puts B's later blocks in L2 without an operation, the test gemm v106 makes.
 Arch: sm_90a
-Analogue: gemm v105 (the same change), v70 (L2 prefetches at the start, ahead of A's copies: 0.979x)
-Prediction: the loops 2-5% shorter where B lands late: C (decode-bound 112-row tiles) and A and B (two waves of tall
-tiles) 1.01-1.04x, D 1.00-1.02x. Outputs v66's bit for bit. Refuted if every shape is SAME. If slower: the TMA unit's
-operations, not B's latency, bound the ring (the study's fixed pace a stage whatever its bytes, and v104's first lap
-issued 0.16 µs sooner by two threads, both fit ~60-100 cycles an operation), and the prefetches add ~1.1 operations a
-block to the copies' 3 (studies/l2_tile_rate.py's burst table, next to run, separates the two).
+Analogue: gemm v106 (the same change), v70 (B into L2 by prefetch operations: 0.979x)
+Prediction: SAME to 1.02x, C the likeliest to gain (its loops are the decode's, 64 blocks a tile) and A/B least
+(two waves, HBM shared by 132 SMs). Outputs v66's bit for bit. Refuted if any shape is faster by more than 2% or
+slower by its interval.
 Measured: not yet run
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
@@ -28,7 +21,6 @@ Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma a
 chain per output over the whole K, a k16 step one scale block (v42's property, kept); within a step the 16 products'
 order changes (v66's K order), so outputs may differ from v63's in the last bit where a step's sum is truncated.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
-
 """
 
 import torch
@@ -38,7 +30,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v71"
+EXTENSION_NAME = "nvfp4_group_gemm_v72"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -400,15 +392,6 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const CUtensorMap* 
                  " [%0], [%1, {%2, %3}], [%4];\n"
                  ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar) : "memory");
 }
-// v71: L2 prefetches (no shared memory, no barrier): B's values of one K block (the copy's own box) and a run of its
-// scale blocks, a lap before their copies.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void tensor_prefetch_l2_2d(const CUtensorMap* map, int x, int y) {
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
-                 ::"l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y) : "memory");
-}
 
 // C's tile from shared memory to global memory through the tensor map (rows past the map's M are
 // not written); committed as a bulk group of the issuing thread.
@@ -553,16 +536,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
     const int num_k = d.k / BLOCK_K;
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
     int kb_start = 0;  // the first K block the loop below fills (after the first lap in a dependent launch)
-    // v71: block kb's B values (the copy's own box) into L2, and at every kStages-th block the scales of the next
-    // kStages blocks (contiguous in the blocked layout: one prefetch where kStages copies read 512 bytes each).
-    const uint8_t* const b_scales_of_tile = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * num_k * B_SCALE_BYTES;
-    auto prefetch_b = [&](int kb) {
-        tensor_prefetch_l2_2d(&d.b_map, kb * (BLOCK_K / 2), n0);
-        if (kb % kStages == 0) {
-            const int run = num_k - kb < kStages ? num_k - kb : kStages;
-            bulk_prefetch_l2(b_scales_of_tile + static_cast<int64_t>(kb) * B_SCALE_BYTES, run * B_SCALE_BYTES);
-        }
-    };
     if constexpr (kDependent) {
         // NOTE: the first lap's slots are free at the start (fresh barriers: no empty wait). Each stage's full
         // barrier counts A's bytes, so no stage completes, and no consumer reads a slot's A tile, before that
@@ -622,8 +595,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         mbar_wait(full + 8 * (first_lap - 1), 0);
         NVFP4_MARK(10);
 #endif
-        // v71: the second lap's B into L2 now, behind every A copy of the first lap (never ahead of them: v69, v70).
-        for (int kb = first_lap; kb < num_k && kb < 2 * kStages; ++kb) prefetch_b(kb);
         kb_start = first_lap;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
@@ -636,14 +607,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb) * B_SCALE_BYTES,
                   B_SCALE_BYTES, full + 8 * s);
         tensor_copy_2d(st.b_values, &d.b_map, kb * (BLOCK_K / 2), n0, full + 8 * s);
-        // v71: after the first lap's copies the second lap's B into L2 (a dependent launch did it above, after its
-        // first lap's A copies, and starts this loop at kStages), then each block's B a lap ahead: the first lap's
-        // copies never queue behind prefetches in the TMA unit (v70).
-        if (kb == kStages - 1) {
-            for (int next = kStages; next < num_k && next < 2 * kStages; ++next) prefetch_b(next);
-        } else if (kb >= kStages && kb + kStages < num_k) {
-            prefetch_b(kb + kStages);
-        }
     }
 }
 
@@ -982,7 +945,7 @@ static int encode_b_maps(Problem& problem) {
         const cuuint32_t element_strides[2] = {1, 1};
         const CUresult r = encode(&d.b_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(d.b), dims, strides,
                                   box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                                  CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS) return -4;
         // v38: C as M rows x N fp16; a box is one M tile's rows x one warpgroup's 64 columns
         const cuuint64_t c_dims[2] = {static_cast<cuuint64_t>(d.n), static_cast<cuuint64_t>(d.m)};
