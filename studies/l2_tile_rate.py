@@ -12,9 +12,8 @@ once (no decode, no wgmma). Per CTA count: the µs a stage (the slowest CTA's ti
 a second of all CTAs together, the A tiles either the same for every CTA at each K block (the kernels' pattern:
 `same`) or each CTA's own (`own`).
 
-A second table (`burst`, added after the findings below, not yet run) issues eight copies on one barrier and waits
-once: the copy path's own time a copy, to say whether the ring's fixed pace a stage is its handshake or the TMA's
-per-operation cost.
+A second table (`burst`, session 69) issues eight copies on one barrier and waits once: the copy path's own time a
+copy, to say whether the ring's fixed pace a stage is its handshake or the copies'.
 
 Read against a kernel: a loop whose A tiles arrive at the `same` rate at its CTA count cannot run faster than that
 rate whatever its arithmetic; gemm's split loop draws a 16 KB tile each 0.36 µs a CTA (112 CTAs, ~5 TB/s in all),
@@ -34,6 +33,16 @@ Found (H200, session 68, three runs of earlier forms of this sweep; `--blocks` 3
 - So gemm's A tiles (every CTA the same K block's tile at about the same time, 5-8 TB/s) are under the same-tile
   rate: A's L2 traffic is neither the loops' pace (as the ablations' no_a_copy said) nor what slowed every block when
   the 20 idle SMs were filled (v35, v40, v41: +18% of it stays under 13.8 TB/s).
+
+Found (H200, session 69, `--blocks 3000`; its first run printed zeros: the kernels' 1 KB of static shared memory had
+made every launch over 48 KB fail, and launch errors were not checked; both fixed):
+- The ring again: 0.155-0.158 µs a stage with 16 KB of A alone at 4, 8 or 12 stages and 1-132 CTAs, 0.278-0.282 with a
+  second copy of 2.5 or 4.6 KB of B from HBM; test_wait 0.187-0.198 and 0.310-0.323.
+- The burst: 0.141 / 0.146 µs a copy of 8 / 16 KB at one CTA (0.144-0.150 at 112-132), 0.253-0.299 with a B copy beside
+  each. So the handshake is not the ring's pace: a copy is, ~0.14 µs whatever its bytes, in this program. The kernels
+  are faster than that (gemm's paired loop completes its A, B and scale copies every 0.22 µs, and v74's no_a_copy
+  took only 0.5 µs off the whole kernel), and gemm v107 (0.9 fewer copies a block) moved no loop: what makes this
+  program's copies cost a fixed ~0.14 µs each is not found, and its figures price no kernel's copies.
 
 Usage: python3 studies/l2_tile_rate.py [--blocks 4000] [--compile-only]
 (a standalone CUDA program built with nvcc under .build/experiments/; no torch needed)

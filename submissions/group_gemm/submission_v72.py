@@ -12,7 +12,21 @@ Analogue: gemm v106 (the same change), v70 (B into L2 by prefetch operations: 0.
 Prediction: SAME to 1.02x, C the likeliest to gain (its loops are the decode's, 64 blocks a tile) and A/B least
 (two waves, HBM shared by 132 SMs). Outputs v66's bit for bit. Refuted if any shape is faster by more than 2% or
 slower by its interval.
-Measured: not yet run
+Measured: NVIDIA H200, session 69 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 040b057). Tests, edges, bad inputs, racecheck and synccheck pass; outputs bit for bit v66's in
+every compare below. `compare group_gemm v66 v72` (kernel method) in three processes on two machines (commits
+040b057, 993b1e4, 0d3a338): A 1.014x [1.006, 1.022] FASTER, 1.016x [1.009, 1.022] FASTER, 1.019x [1.019, 1.019]
+(SAME by the 2% margin, above 1 by its interval); B 1.004x / 1.002x / 1.004x, C 0.993x / 0.999x / 1.000x, D 0.993x
+[0.985, 1.002] / 0.992x [0.984, 1.000] / 0.994x [0.987, 1.001] (SAME, none slower by its interval); geomean 1.001x /
+1.002x / 1.004x [1.001, 1.007]. Recorded kernel 117.03 / 68.12 / 28.13 / 14.96 µs, gpumode 118.95 / 69.32 / 29.44 /
+17.15 (D's gpumode 1.146x its kernel time in this one `run`; v73's run in the next call read D 16.77 against 14.90:
+D's gpumode moves by ~0.5 µs from run to run, session 53's account). Fair peer in one process (`compare group_gemm
+peer v72`): 2.750x / 4.844x / 1.636x [1.504, 1.750] / 2.430x (peer 320.9 / 329.7 / 46.32 / 36.37 µs, its host-bound
+launches slower than session 66's 286.8 / 204.7 / 43.03 / 35.18). The prediction holds on A, B and C (A at its upper
+edge: 1.4-1.9%); D reads ~0.7% slower in all three processes, inside every interval. A is the one shape whose CTAs
+stream long B rows in two waves (256 CTAs, 112 K blocks each, ~117 MB of B from HBM a call); that its DRAM reads gain
+from 256-byte pieces where the one-wave shapes' do not is a reading, not measured (marks on A would say). Kept as the best: faster by its
+interval on A in three processes (v100's rule), none slower by its interval, outputs identical.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

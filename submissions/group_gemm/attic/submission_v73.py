@@ -14,7 +14,15 @@ Arch: sm_90a
 Analogue: gemm v107 (the same change), v70 (operations added: 0.979x), v72 (SAME)
 Prediction: 1.01-1.04x on C and D (their loops' stages land just in time), A and B 1.00-1.02x. Outputs v66's bit for
 bit. Refuted if slower (the lap's copy on slot 0 delays its stage more than the count saves).
-Measured: not yet run
+Measured: NVIDIA H200, session 69 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 993b1e4). Tests, edges, bad inputs, racecheck and synccheck pass. `compare group_gemm v66
+v73` (kernel method, one process): A 0.997x [0.992, 1.003], B 0.981x [0.973, 0.989] SLOWER, C 0.982x [0.974, 0.990]
+SLOWER, D 1.000x [0.994, 1.006], geomean 0.990x [0.987, 0.993] SAME, outputs bit for bit v66's; recorded kernel 119.28
+/ 69.49 / 28.71 / 14.90 µs, gpumode 168.85 (one block of the host's slow mode: the kernel figure is the like-for-like
+one) / 70.85 / 29.89 / 16.77. Refuted (slower on B and C by their intervals): slot 0 now waits for its lap's 3-4.5 KB
+of scales as well as its own copies, and on B and C (6 and 9-block laps over 32 and 64 blocks) that wait costs more
+than ~0.9 fewer operations a block save; gemm v107's SAME (its slot-0 copy 4 KB too) says the count saves nothing.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

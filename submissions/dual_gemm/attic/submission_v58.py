@@ -14,7 +14,14 @@ Analogue: group_gemm v72 (A 1.014-1.016x, others SAME), gemm v106 (SAME)
 Prediction: SAME to 1.015x, the 512-row shapes (the longest B streams a CTA) likeliest to gain. Outputs v52's bit
 for bit. Refuted if any shape is slower by its interval or faster by more than 2%.
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
-Measured: not yet run"""
+Measured: NVIDIA H200, session 69 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 0d3a338). Tests (tests, edges, both distributions), bad inputs, racecheck and synccheck pass.
+`compare dual_gemm v52 v58` (kernel method, one process): 0.986x [0.980, 0.992] SLOWER / 0.998x [0.991, 1.005] /
+0.994x [0.987, 1.001] / 0.998x [0.991, 1.005], geomean 0.994x [0.992, 0.995] SAME, outputs bit for bit v52's;
+recorded kernel 45.85 / 78.13 / 29.48 / 64.14 µs, gpumode 47.65 / 78.15 / 31.01 / 65.67. Refuted (256x4096x7168
+slower by its interval): these loops run at the tensor rate with their B arriving in time, and promoted fetches only
+add DRAM traffic ahead of need; group_gemm v72's gain on its shape A does not carry here.
+Verdict: slower"""
 
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,24 +1,34 @@
-"""NVFP4 GEMM v106: B's tensor map asks the L2 for 256-byte promotion (its rows' next K blocks fetched with each).
+"""NVFP4 GEMM v107: B's scales a ring lap at a time, one copy of 4 KB, instead of a 512-byte copy every K block.
 
-Version: v106
+Version: v107
 Parent: v100
-Change: B's tensor map is encoded with CU_TENSOR_MAP_L2_PROMOTION_L2_256B instead of NONE; nothing else. A K block's
-box reads 32 bytes of each of its rows, rows K/2 bytes apart, so each copy missed one 32-byte sector a row in L2 and
-the next seven blocks' copies each missed the next; with the promotion, the L2 fetches the row's 256 bytes (eight K
-blocks, one ring lap of B) on the first miss and the next seven blocks' boxes hit it. The TMA's operations and
-requests are v100's (v105 added operations). C is v100's bit for bit.
-Why: v105 (this session) prefetched B into L2 a lap ahead by an extra TMA operation a block and lost 0.944x, the
-paired loop +9.6%; v102 and group_gemm v70 found the same cost of prefetch operations. That leaves open whether B
-from L2 instead of HBM would shorten the stages' landing at all: this asks it without adding an operation.
-(v9, on the H100's first ring design, measured 256-byte promotion within 1.5% and did not keep it.)
+Change: a stage holds A's tile and B's values only (20 KB, was 21 with its padding); B's scales of a lap's eight K
+blocks (4 KB, contiguous in GPU MODE's blocked layout) come in one bulk copy counted on the lap's slot 0 barrier,
+into a scale region behind the ring (two laps in flight). A paired launch copies each lap's scales twice, once on
+slot 0's barrier for warpgroup 0 and once on slot 1's for warpgroup 1, which never waits slot 0. Copies a K block:
+3 -> 2.125 (split and unpaired), 2.25 (paired). The decode reads a slot's scales from its lap's half of the region;
+nothing else changes, so C is v100's bit for bit.
+Why: v105 (this session) added ~1.1 TMA operations a block (L2 prefetches, no bytes a consumer waits for) and lost
+4.7-6.5% on every shape, the paired loop +9.6%; v106 (B's later blocks from L2 by 256-byte promotion, no operation
+added) was SAME, so B's latency is not what the stages wait for, and the copies' operations are. This takes ~0.9
+operations a block away.
 Arch: sm_90a
-Analogue: v105 (B a lap ahead in L2 by prefetch operations: 0.944x), v9 (promotion on the H100: within 1.5%)
-Prediction: SAME to 1.02x: 128x7168x2048's paired loop (32 blocks at ~0.22 µs, the one whose stages v103 found
-landing just in time) the likeliest to gain, by up to B's share of a stage's landing (v74's ablation: no_b_copy 1.1
-µs of the paired kernel). Outputs v100's bit for bit. Refuted if faster by more than 2% (B's HBM latency was the
-ring's pace after all, and v105 lost to its operations only), or slower (the promoted fetches, 8x the bytes of each
-first miss, delay the other rows' misses).
-Measured: not yet run
+Analogue: v105 (the same count the other way: 0.944x), v106 (SAME), v53 (two K blocks a stage, 0.919x, on the
+pre-paired design, where the A tile doubled too)
+Prediction: if an operation costs what v105's cost, 1.02-1.05x on every shape, the paired 128x7168x2048 most;
+SAME if v105's loss came from the prefetches' L2 traffic rather than their count. Outputs v100's bit for bit.
+Refuted if slower (the lap's 4 KB copy on slot 0 delays that stage's landing by more than the count saves).
+Measured: NVIDIA H200, session 69 (a two-GPU machine, each version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit 993b1e4). Tests, edges, bad inputs, racecheck and synccheck pass. `compare gemm v100 v107`
+(kernel method, one process): 0.999x [0.993, 1.006] / 0.992x [0.985, 1.000] / 0.992x [0.985, 1.000], geomean 0.995x
+[0.992, 0.997] SAME, outputs bit for bit v100's; recorded kernel 56.56 / 21.46 / 12.83 µs, gpumode 56.95 / 22.21 /
+14.17. Marks on 128x7168x2048 (v100 -> v107, 20 calls, L2 flushed, medians): start -> B armed +0.05 µs (the first
+lap's two scale copies), the paired loop 7.01 -> 7.04 µs. The prediction's SAME branch: ~0.9 fewer copy operations a
+block moved no loop, so the copies' count is not what the stages wait on either, and v105's loss was its prefetches'
+own (each a box of 64-128 rows, as many L2 requests as the copy it ran ahead of), not the operations as such. With
+v103 (an earlier stage wait stalls), v104 (the producer), v106 (B's latency) and this, the ring's supply is ruled out
+as the loops' pace one part at a time: they are the consumers' (NOTES, "Where it stands").
+Verdict: slower
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -71,7 +81,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v106"
+EXTENSION_NAME = "nvfp4_gemm_v107"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -169,22 +179,29 @@ constexpr int A_TILE_BYTES = BLOCK_M_MAX * BLOCK_K * 2;
 constexpr int B_ROW_STRIDE = 32;        // packed bytes per row of B per K block, dense (see decode_b's reads)
 constexpr int B_VALUE_BYTES = BLOCK_N * B_ROW_STRIDE;
 // NOTE: one 128-row x 64-K tile of GPU MODE's blocked ("permuted") scale layout: 512 contiguous bytes,
-// row r's 4 scales at (r % 32) x 16 + (r / 32) x 4 (blocked_scale_offset); one bulk copy per stage.
+// row r's 4 scales at (r % 32) x 16 + (r / 32) x 4 (blocked_scale_offset); a tile's K blocks follow each other.
 constexpr int B_SCALE_BYTES = BLOCK_N * BLOCK_K / 16;
-// NOTE: rounded up to 1024 bytes (21 KB) so every slot's A tile stays aligned for the 128-byte swizzle.
-constexpr int STAGE_BYTES = (A_TILE_BYTES + B_VALUE_BYTES + B_SCALE_BYTES + 1023) / 1024 * 1024;
+// NOTE: v107: a stage holds A's tile and B's values only (20 KB, a multiple of 1024, so every slot's A tile stays
+// aligned for the 128-byte swizzle); B's scales of a whole ring lap (kStages blocks, 4 KB contiguous) come in one
+// copy into the scale region behind the ring: [lap parity][copy c][slot] x 512 bytes, copy 1 for a paired
+// launch's warpgroup 1 (each warpgroup waits only its own slots' barriers, so each gets its own copy).
+constexpr int STAGE_BYTES = A_TILE_BYTES + B_VALUE_BYTES;
+static_assert(STAGE_BYTES % 1024 == 0, "every slot's A tile 1024-byte aligned");
+constexpr int LAP_SCALE_BYTES = kStages * B_SCALE_BYTES;
+constexpr int SCALE_REGION_BYTES = 2 * 2 * LAP_SCALE_BYTES;  // two laps in flight x two copies
+constexpr int RING_BYTES = kStages * STAGE_BYTES + SCALE_REGION_BYTES;  // what the epilogues reuse once drained
 constexpr int BARRIER_BYTES = (2 * kStages + 1) * 8;  // a full and an empty mbarrier per stage, and `gather`
-constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 1024;  // + slack to align the ring to 1024 bytes
+constexpr int SMEM_BYTES = RING_BYTES + BARRIER_BYTES + 1024;  // + slack to align the ring to 1024 bytes
 // NOTE: split-K stages a CTA's fp32 partial at the drained ring's start and gathers its peers' parts
 // of its share after it: at most (S - 1) x ceil(P / S) <= P positions, so one more partial's room.
 constexpr int PARTIAL_BYTES = BLOCK_N * BLOCK_M_MAX * 4;  // 64 KB: [position j][consumer thread] float4
 constexpr int POSITION_BYTES = kConsumerThreads * 16;     // one position j of every consumer thread
-static_assert(2 * PARTIAL_BYTES <= kStages * STAGE_BYTES, "a partial and the gathered parts must fit the drained ring");
+static_assert(2 * PARTIAL_BYTES <= RING_BYTES, "a partial and the gathered parts must fit the drained ring");
 // NOTE: C is staged behind both (rows of 128 halves 272 bytes apart: 16 bytes of padding move each
 // row four banks on, so a warp's writes to four rows at once do not collide).
 constexpr int C_ROW_BYTES = BLOCK_N * 2 + 16;
 constexpr int C_STAGE_OFFSET = 2 * PARTIAL_BYTES;
-static_assert(C_STAGE_OFFSET + BLOCK_M_MAX * C_ROW_BYTES <= kStages * STAGE_BYTES, "the C tile must fit the drained ring");
+static_assert(C_STAGE_OFFSET + BLOCK_M_MAX * C_ROW_BYTES <= RING_BYTES, "the C tile must fit the drained ring");
 constexpr int kDecodeThreads = 256;     // prepass: one (row, K block, half) per thread, four 16-byte chunks out
 constexpr int kFullArrivals = 1;         // the producer's arrive.expect_tx: every copy of a stage counts bytes on it
 constexpr int kEmptyArrivals = kConsumerThreads;
@@ -470,18 +487,18 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
         *reinterpret_cast<uint4*>(d.a16 + a16_offset(d, t, kb, r, 2 * s + j)) = make_uint4(out[s][0], out[s][1], out[s][2], out[s][3]);
 }
 
-// Stage addresses of ring slot s: the A tile (1024-aligned), then B's values and scales.
-struct Stage { uint32_t a, b_values, b_scales; };
+// Stage addresses of ring slot s: the A tile (1024-aligned), then B's values.
+struct Stage { uint32_t a, b_values; };
 __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
     const uint32_t base = ring + s * STAGE_BYTES;
-    return {base, base + A_TILE_BYTES, base + A_TILE_BYTES + B_VALUE_BYTES};
+    return {base, base + A_TILE_BYTES};
 }
 
 // Producer thread 0: fill stage kb % kStages for each of this CTA's num_k K blocks (local kb is
 // the matrix's K block kb_first + kb), once the consumers freed it.
-// NOTE: three copies per stage, all counted in bytes on the full barrier: A's fp16 tile, B's 128 x
-// 4 scales (512 contiguous bytes of the blocked layout) and B's 128 rows x 32 bytes of values (one
-// tensor copy; v8: 256 cp.async of 16 bytes over 64 threads).
+// NOTE: two copies per stage, counted in bytes on its full barrier: A's fp16 tile and B's 128 rows x 32 bytes of
+// values (one tensor copy; v8: 256 cp.async of 16 bytes over 64 threads); v107: a lap's first slot (and a paired
+// launch's second) also takes the lap's B scales in one copy (lap_scales).
 // NOTE: v52: an unsplit launch (kSplit false) is the prepass's programmatic dependent, so its first lap is
 // v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
 template <bool kSplit, bool kPaired>
@@ -492,6 +509,22 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
     constexpr uint32_t b_value_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE;
     const uint8_t* const b_scale_tiles = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * (d.k / BLOCK_K) * B_SCALE_BYTES;
+    // v107: the bytes of the lap's scales that K block kb's barrier counts (0 unless kb's slot is a copy's first,
+    // slot 0, or slot 1 on a paired launch, whose warpgroup 1 never waits slot 0), and that copy, issued.
+    // NOTE: safe to overwrite: the region's half for this lap was last read in the lap before the previous one,
+    // and this slot's previous use (the previous lap) was freed after its warpgroup's next decode.
+    const uint32_t scale_region = ring + kStages * STAGE_BYTES;
+    auto lap_scale_bytes = [&](int kb) -> uint32_t {
+        const int s = kb % kStages;
+        if (s != 0 && !(kPaired && s == 1)) return 0u;
+        const int lap_blocks = num_k - (kb - s) < kStages ? num_k - (kb - s) : kStages;
+        return static_cast<uint32_t>(lap_blocks) * B_SCALE_BYTES;
+    };
+    auto copy_lap_scales = [&](int kb, uint32_t bytes) {
+        const int s = kb % kStages;
+        const uint32_t dst = scale_region + ((kb / kStages) & 1) * 2 * LAP_SCALE_BYTES + s * LAP_SCALE_BYTES;
+        bulk_copy(dst, b_scale_tiles + static_cast<int64_t>(kb_first + kb - s) * B_SCALE_BYTES, bytes, full + 8 * s);
+    };
     int kb_start = 0;  // the first K block the loop below fills (after the first lap when not split)
     if constexpr (!kSplit) {
         // NOTE: v48's: the first lap's slots are free at the start (fresh barriers), and B (values and
@@ -502,8 +535,9 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         const int first_lap = num_k < kStages ? num_k : kStages;
         for (int kb = 0; kb < first_lap; ++kb) {
             const Stage st = stage_of(ring, kb);
-            mbar_arrive_expect_tx(full + 8 * kb, a_bytes + B_SCALE_BYTES + b_value_bytes);
-            bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kb_first + kb) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * kb);
+            const uint32_t scale_bytes = lap_scale_bytes(kb);
+            mbar_arrive_expect_tx(full + 8 * kb, a_bytes + scale_bytes + b_value_bytes);
+            if (scale_bytes > 0) copy_lap_scales(kb, scale_bytes);
             tensor_copy_2d(st.b_values, &d.b_map, (kb_first + kb) * (BLOCK_K / 2), n0, full + 8 * kb);
         }
         NVFP4_MARK(1);
@@ -522,9 +556,10 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
         mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
         const Stage st = stage_of(ring, s);
-        mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + b_value_bytes);
+        const uint32_t scale_bytes = lap_scale_bytes(kb);
+        mbar_arrive_expect_tx(full + 8 * s, a_bytes + scale_bytes + b_value_bytes);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
-        bulk_copy(st.b_scales, b_scale_tiles + static_cast<int64_t>(kg) * B_SCALE_BYTES, B_SCALE_BYTES, full + 8 * s);
+        if (scale_bytes > 0) copy_lap_scales(kb, scale_bytes);
         tensor_copy_2d(st.b_values, &d.b_map, kg * (BLOCK_K / 2), n0, full + 8 * s);
     }
 }
@@ -710,10 +745,12 @@ __device__ __forceinline__ void consume(const Problem& problem, const GroupDesc&
     uint32_t desc0 = desc_low(ring);  // slot 0's A tile; slot s is STAGE_BYTES / 16 x s further
     asm volatile("" : "+r"(desc0));
     const uint8_t* b_values0 = ring_generic + A_TILE_BYTES;
-    const uint8_t* b_scales0 = ring_generic + A_TILE_BYTES + B_VALUE_BYTES;
+    // NOTE: v107: a slot's scales in the scale region (copy 0), in the half of the slot's lap parity.
+    const uint8_t* b_scales0 = ring_generic + kStages * STAGE_BYTES;
     auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4]) {
         mbar_wait(full + 8 * slot, parity);
-        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, row, tig, f);
+        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + parity * (2 * LAP_SCALE_BYTES) + slot * B_SCALE_BYTES, row,
+                 row, tig, f);
     };
     decode_slot(0, 0, frag[0]);
     if (cthread == 0) NVFP4_MARK(3);
@@ -834,10 +871,12 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
     uint32_t desc0 = desc_low(ring);
     asm volatile("" : "+r"(desc0));
     const uint8_t* b_values0 = ring_generic + A_TILE_BYTES;
-    const uint8_t* b_scales0 = ring_generic + A_TILE_BYTES + B_VALUE_BYTES;
+    // NOTE: v107: this warpgroup's own copy of a lap's scales (copy wg), in the half of the slot's lap parity.
+    const uint8_t* b_scales0 = ring_generic + kStages * STAGE_BYTES + wg * LAP_SCALE_BYTES;
     auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4]) {
         mbar_wait(full + 8 * slot, parity);
-        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, scale_row, tig, f);
+        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + parity * (2 * LAP_SCALE_BYTES) + slot * B_SCALE_BYTES, row,
+                 scale_row, tig, f);
     };
     if (mine > 0) decode_slot(wg, 0, frag[0]);
     if (cthread == 0) NVFP4_MARK(3);
@@ -939,7 +978,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
     const uint32_t ring = (smem_base + 1023u) & ~1023u;
     const uint8_t* ring_generic = smem_raw + (ring - smem_base);  // the same bytes, for plain loads
-    const uint32_t full = ring + kStages * STAGE_BYTES, empty = full + 8 * kStages, gather = empty + 8 * kStages;
+    const uint32_t full = ring + RING_BYTES, empty = full + 8 * kStages, gather = empty + 8 * kStages;
 
     // NOTE: a tile's S CTAs are adjacent in blockIdx (its partials and flags are [tile][split]).
     const int splits = kSplit ? problem.splits : 1;
@@ -1158,7 +1197,7 @@ static int encode_b_maps(Problem& problem) {
         const cuuint32_t element_strides[2] = {1, 1};
         const CUresult r = encode(&d.b_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(d.b), dims, strides,
                                   box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                  CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS) return -4;
     }
     return 0;
