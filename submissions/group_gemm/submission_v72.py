@@ -23,9 +23,11 @@ every compare below. `compare group_gemm v66 v72` (kernel method) in three proce
 D's gpumode moves by ~0.5 µs from run to run, session 53's account). Fair peer in one process (`compare group_gemm
 peer v72`): 2.750x / 4.844x / 1.636x [1.504, 1.750] / 2.430x (peer 320.9 / 329.7 / 46.32 / 36.37 µs, its host-bound
 launches slower than session 66's 286.8 / 204.7 / 43.03 / 35.18). The prediction holds on A, B and C (A at its upper
-edge: 1.4-1.9%); D reads ~0.7% slower in all three processes, inside every interval. A is the one shape whose CTAs
-stream long B rows in two waves (256 CTAs, 112 K blocks each, ~117 MB of B from HBM a call); that its DRAM reads gain
-from 256-byte pieces where the one-wave shapes' do not is a reading, not measured (marks on A would say). Kept as the best: faster by its
+edge: 1.4-1.9%); D reads ~0.7% slower in all three processes, inside every interval. Marks on A (v66 -> v72, one
+process, 20 calls, L2 flushed, medians by launch order's 32-CTA groups): the 248-row tiles' loop 68.99 -> 68.99 µs
+(tensor-bound), the 128- and 160-row tiles' 46.2-46.4 -> 44.7-45.1 (-3%), the second wave's 64-96-row tiles' 34.1-38.7
+-> 32.8-37.9; the call's last CTA 123.0 -> 121.3. The promotion shortens the loops that are not tensor-bound, where
+A's CTAs stream 112 K blocks of B each; C's and D's loops (64 and 24 blocks) and gemm's (v106) do not gain. Kept as the best: faster by its
 interval on A in three processes (v100's rule), none slower by its interval, outputs identical.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
