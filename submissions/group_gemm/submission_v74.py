@@ -21,7 +21,16 @@ overheads; this moves no work at run time)
 Prediction: B 1.03-1.06x (68.1 -> ~64.5-66 µs kernel), A, C and D SAME (their orders unchanged). Outputs v72's bit for
 bit. Refuted if B is SAME (the tiles' times depend on what runs beside them, which the model does not see) or
 slower.
-Measured: not yet run
+Measured: NVIDIA H200, session 69 (a two-GPU machine, the version alone on its GPU, its marks on the other; driver
+580.159.04, torch 2.11.0+cu130; commit a92c269). Tests, edges, bad inputs, racecheck and synccheck pass. `compare
+group_gemm v72 v74` (kernel method, one process): A 1.000x [0.997, 1.003], B 1.042x [1.034, 1.049] FASTER, C 0.996x
+[0.989, 1.003], D 1.000x [0.994, 1.005], geomean 1.009x [1.007, 1.012], outputs bit for bit v72's; recorded kernel
+117.89 / 65.99 / 28.32 / 15.04 µs, gpumode 118.12 / 65.85 / 29.40 / 16.68. Marks on B (v72 -> v74, 20 calls each in
+turn, L2 flushed, medians): the call's last CTA 73.49 -> 69.12 µs (-4.37); the 64-CTA ranges end at 30.2 / 27.7 /
+45.7 / 47.6 / 59.3 / 61.4 / 70.1 (v72) and 28.0 / 25.6 / 41.3 / 43.1 / 53.7 / 64.9 / 66.2 (v74): the last range
+(the 40-row group's tiles, ~12 µs each) now starts as the earlier ranges' SMs free one by one instead of together.
+As predicted (B 1.03-1.06x, the others SAME: their orders unchanged). Kept as the best: faster by more than
+compare's 2% margin on B, none slower by its interval, outputs identical.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
