@@ -2,7 +2,7 @@
 
 Version: v74
 Parent: v72
-Change: the host only. A plan's group order (hence its tiles' launch order) comes from launch_order: from largest
+Change: a plan's group order (hence its tiles' launch order) comes from launch_order, on the host only: from largest
 first (v72's), it moves one group or swaps two while the modelled end of the launch falls (each tile's cycles from
 its rows and K by a table measured on v72, handed to the SM that frees first, one CTA an SM: the hardware's
 dispatch), and keeps the result only where it beats largest first by 1%; only for one launch of every group with 2-16
