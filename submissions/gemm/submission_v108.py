@@ -18,10 +18,11 @@ gained 1% on its 512x3072x7168.
 Arch: sm_90a
 Analogue: dual_gemm v52 (a helper's partial folded: 1.010x on one shape); v55 (staggered splits, SAME: both still
 exchanged)
-Prediction: 128x7168x16384 1.01-1.03x (split 0's loop +4 blocks, 1.47 µs, against ~2.5 µs of exchange gone: the
-copy of a flagged 64 KB, its add and the whole tile's store ~1.2 µs); the other shapes SAME (S = 4 and the paired
-launch unchanged). Refuted if SAME: the copy and the whole tile's store by one CTA cost what the halves' exchange
-did; if slower, split 1's flag comes after split 0's loop ends (the lead too short).
+Prediction: 128x7168x16384 SAME to 1.015x, the others SAME (S = 4 and the paired launch unchanged). Split 0 runs
+4 blocks (1.47 µs) longer and then copies, adds and stores (~1.5-2 µs) where v100 spent 3.71 µs after the loop: a
+gain of up to ~0.7 µs only if split 1's partial is stored and flagged within those 4 blocks; v57 measured 2.34 µs
+from a loop's end to a 16 KB partial stored and flagged, which would make split 0 wait and this SAME or slower.
+Marks on the long shape (split 0's wait for the flag) say which. Refuted if faster by more than 2%.
 Measured: not yet run
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
