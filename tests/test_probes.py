@@ -349,6 +349,67 @@ def test_marks_compare_takes_the_two_versions_calls_in_turn_on_one_input(monkeyp
     assert result["versions"] == ["a", "b"] and [s["calls"] for s in entry["summaries"]] == [4, 4]
 
 
+def test_marks_fill_sets_the_last_end_against_the_same_work_spread_evenly_over_the_sms():
+    # two SMs, three CTAs: 0 runs 0-10 us, 1 runs 0-4, then 2 runs 4-8 on the SM 1 left: 18 SM-us of work,
+    # which spread over both SMs from the first start would end at 9 us; the launch ends at 10 (busy 90%)
+    calls = [_call({0: (1000, 0), 1: (11_000, 0)}, {0: (1000, 0), 1: (5000, 0)}, {0: (5000, 0), 1: (9000, 0)})]
+    f = marks.fill_account(calls, ["start", "end"], ("start", "end"), sms=2)
+    assert f["ctas"] == 3 and f["last_end_us"] == pytest.approx(10.0) and f["even_end_us"] == pytest.approx(9.0)
+    assert f["busy"] == pytest.approx(0.9)
+    line = marks.format_fill(f, ("start", "end"))
+    assert "10.00 µs" in line and "9.00" in line and "1.111x" in line and "90%" in line
+    # a CTA without both marks is not counted; a call in which none has both gives no account
+    assert marks.fill_account([_call({0: (1000, 0)})], ["start", "end"], ("start", "end"), sms=2) is None
+    assert "no CTA stamped both" in marks.format_fill(None, ("start", "end"), "A (v1)")
+
+
+def test_marks_fill_names_are_checked_before_anything_is_timed():
+    assert marks.parse_fill("GEMM start:end") == ("GEMM start", "end")
+    for bad in ("end", ":end", "start:", " : "):
+        with pytest.raises(UserError, match="--fill"):
+            marks.parse_fill(bad)
+    marks.check_fill_names(("start", "mark 7"), ["start", "end"], "v1")  # declared, or an id past them
+    with pytest.raises(UserError, match="'loop' is not one of v1's marks"):
+        marks.check_fill_names(("loop", "end"), ["start", "end"], "v1")
+    with pytest.raises(UserError):
+        marks.check_fill_names(("start", "mark 16"), ["start", "end"], "v1")
+    header = _invoke("marks", "--header", "--fill", "start:end")
+    assert header.exit_code == 2 and "--fill" in header.stderr
+    malformed = _invoke("marks", "gemm", str(FIXTURE), "--fill", "start")
+    assert malformed.exit_code == 2 and "--fill" in malformed.stderr
+    unknown = _invoke("marks", "gemm", str(FIXTURE), "--fill", "start:no such mark")  # refused before any build
+    assert unknown.exit_code == 2 and "'no such mark' is not one of" in unknown.stderr
+
+
+def test_marks_compare_gives_each_version_its_fill_and_refuses_a_mark_it_lacks(monkeypatch, tmp_path):
+    from harness.probes import common
+
+    class FakeMarked:
+        def __init__(self, sub, say, build="marks"):
+            self.sub, self.declared = sub, ["start", "end"]
+            self.built = type("Built", (), {"kernel": staticmethod(lambda data: data)})
+
+        def call(self, torch_, data):
+            end = 9000 if self.sub.label == "a" else 5000  # B's second CTA ends 4 us sooner
+            return _call({0: (1000, 0), 1: (5000, 0)}, {0: (1000, 0), 1: (end, 0)})
+
+    monkeypatch.setattr(marks, "_Marked", FakeMarked)
+    monkeypatch.setattr(marks, "_sm_count", lambda torch_: 2)
+    for name, fake in (("bound_torch", lambda: None), ("require_gpu", lambda *a: None),
+                       ("refuse_unrunnable", lambda *a: None), ("inputs", lambda *a, **k: ["data"]),
+                       ("check", lambda *a: {"ok": True}), ("device_name", lambda t: "GPU")):
+        monkeypatch.setattr(common, name, fake)
+    pair = [type("Sub", (), {"problem": "gemm", "label": label, "path": tmp_path / f"{label}.py"}) for label in ("a", "b")]
+    result = marks.compare(pair, [_shape("gemm")], calls=2, fill=("start", "end"))
+    a, b = result["shapes"][0]["fills"]
+    assert a["last_end_us"] == pytest.approx(8.0) and a["even_end_us"] == pytest.approx(6.0)  # 4 + 8 SM-us on 2 SMs
+    assert b["last_end_us"] == pytest.approx(4.0) and b["busy"] == pytest.approx(1.0)
+    lines = marks.format_comparison(result)
+    assert any(line.startswith("fill A (a): ") for line in lines) and any(line.startswith("fill B (b): ") for line in lines)
+    with pytest.raises(UserError, match="'loop' is not one of a's marks"):
+        marks.compare(pair, [_shape("gemm")], calls=2, fill=("loop", "end"))
+
+
 def test_cta_ranges_parse_and_a_malformed_one_is_an_error():
     assert marks.parse_cta_ranges("0-31, 32-63,64") == [range(0, 32), range(32, 64), range(64, 65)]
     for bad in ("5-2", "a-3", "1-", ""):

@@ -121,9 +121,12 @@ def host_cmd(problem, version, other, shapes_spec, custom, calls, pool, rounds, 
 @_shape_options
 @click.option("--calls", type=COUNT, default=20, show_default=True, help="Calls per shape (per version with OTHER).")
 @click.option("--ctas", default=None, metavar="A-B,...", help="Also summarise each range of CTAs (linear block index).")
+@click.option("--fill", default=None, metavar="START:END",
+              help="Also the launch's fill: each CTA's work from mark START to mark END, the last END against the "
+                   "same work spread evenly over the GPU's SMs (one CTA an SM at a time).")
 @click.option("--json", "as_json", is_flag=True, help="The summaries as JSON.")
 @clean_errors
-def marks_cmd(problem, version, other, header, shapes_spec, custom, calls, ctas, as_json):
+def marks_cmd(problem, version, other, header, shapes_spec, custom, calls, ctas, fill, as_json):
     """Where the time goes inside a kernel: per-CTA stamps at the version's NVFP4_MARK(id) points.
 
     The version carries the marks header (--header prints it) and calls NVFP4_MARK(id) from one
@@ -137,27 +140,39 @@ def marks_cmd(problem, version, other, header, shapes_spec, custom, calls, ctas,
     processes on one GPU share it for part of their runs; two machines' clocks differ); --ctas ranges
     are the same block indices in both launches."""
     if header:
-        refuse(("problem", "version", "other", "shapes_spec", "custom", "calls", "ctas", "as_json"),
+        refuse(("problem", "version", "other", "shapes_spec", "custom", "calls", "ctas", "fill", "as_json"),
                "with --header: it prints the marks header and exits")
         click.echo(marks_mod.MARKS_CUDA.strip("\n"))
         return
     if not problem or not version:
         raise click.UsageError("give PROBLEM and VERSION (or --header)")
     ranges = marks_mod.parse_cta_ranges(ctas) if ctas else []
+    fill_marks = marks_mod.parse_fill(fill) if fill is not None else None
     if other is not None:
         pair = (submissions.resolve(problem, version), submissions.resolve(problem, other))
         if pair[0].path == pair[1].path:
             raise UserError(f"{version} and {other} are the same file: name two versions")
+        for s in pair:
+            _check_fill_early(fill_marks, s)
         _require_gpu("nvfp4 probe marks")
         result = marks_mod.compare(pair, _shapes(problem, shapes_spec, custom, False), calls=calls, cta_ranges=ranges,
-                                   on_progress=_progress)
+                                   fill=fill_marks, on_progress=_progress)
         _emit(result, marks_mod.format_comparison(result), as_json)
         return
     sub = submissions.resolve(problem, version)
+    _check_fill_early(fill_marks, sub)
     _require_gpu("nvfp4 probe marks")
     result = marks_mod.measure(sub, _shapes(problem, shapes_spec, custom, False), calls=calls, cta_ranges=ranges,
-                               on_progress=_progress)
+                               fill=fill_marks, on_progress=_progress)
     _emit(result, marks_mod.format_report(result), as_json)
+
+
+def _check_fill_early(fill: tuple[str, str] | None, sub: submissions.Submission) -> None:
+    """--fill's marks against the file's MARK_NAMES, read without building (a typo costs no build); measure and
+    compare check again against the built copy's."""
+    declared = variants.module_constant(sub.path, "MARK_NAMES") if fill else None
+    if isinstance(declared, (list, tuple)):
+        marks_mod.check_fill_names(fill, declared, sub.label)
 
 
 def _chosen_variants(sub: submissions.Submission, given: tuple[str, ...]) -> list[Variant]:

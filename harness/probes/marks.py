@@ -24,6 +24,12 @@ many CTAs; per phase (one mark to the next stamped
 one within a CTA, in id order, so marks a launch skips merge their neighbours' phases): median and
 max µs and median cycles.
 
+The fill (``--fill START:END``, :func:`fill_account`): each CTA's work taken as its START to END stamps, the
+launch's last END against where the same work would end spread evenly over the GPU's SMs from the first START,
+one CTA an SM at a time (this lab's kernels: one resident CTA an SM): the idle SM time a launch's tiles leave,
+the "fill" term of a physical account. Session 69's marks by CTA range found group_gemm's shapes A and B 13%
+above their evenly spread time, and group_gemm v74's launch order took 4.4 µs of it off B.
+
 Two versions (``nvfp4 probe marks P V W``, :func:`compare`): both built so, their calls taken in turn in one
 process on the same inputs, and each mark and phase set side by side by name (B - A). A timeline set beside
 another is taken beside it: two processes on one GPU share it for part of their runs (session 60's v44 and v50
@@ -207,6 +213,65 @@ def format_summary(summary: dict, legend: bool = True) -> list[str]:
     return out
 
 
+def parse_fill(text: str) -> tuple[str, str]:
+    """``--fill START:END`` -> (START, END), two mark names (MARK_NAMES' or ``mark N``)."""
+    start, colon, end = text.rpartition(":")
+    if not colon or not start.strip() or not end.strip():
+        raise UserError(f"--fill: {text!r} is not START:END, two mark names (e.g. 'GEMM start:end')")
+    return start.strip(), end.strip()
+
+
+def check_fill_names(fill: tuple[str, str] | None, declared, label: str) -> None:
+    """Refuses, before any call is timed, a --fill mark that is neither one of the version's MARK_NAMES nor
+    ``mark N`` (0 <= N < 16: the name of an id past them)."""
+    if fill is None:
+        return
+    names = list(declared or [])
+    for name in fill:
+        number = name[len("mark "):] if name.startswith("mark ") else ""
+        if name not in names and not (number.isdigit() and int(number) < 16):
+            known = ", ".join(repr(n) for n in names) or "none declared"
+            raise UserError(f"--fill: {name!r} is not one of {label}'s marks ({known}; or 'mark N')")
+
+
+def fill_account(calls: list[Stamps], names: list[str], fill: tuple[str, str], sms: int) -> dict | None:
+    """Per call, the CTAs that stamped both marks of ``fill`` (START, END): the last END (µs after the call's
+    first stamp), the CTAs' summed END - START (SM-µs), where that work would end spread evenly over ``sms``
+    SMs from the first START (first START + sum / sms), and the SMs' busy share of first START to last END
+    (sum / (sms x that span)); medians over calls. None when no call has a CTA with both."""
+    if fill[0] not in names or fill[1] not in names:
+        return None
+    i, j = names.index(fill[0]), names.index(fill[1])
+    last, even, busy, ctas = [], [], [], []
+    for call in calls:
+        stamped = [t for row in call.ns for t in row if t]
+        spans = [(row[i], row[j]) for row in call.ns if len(row) > max(i, j) and row[i] and row[j] and row[j] >= row[i]]
+        if not spans:
+            continue
+        t0 = min(stamped)
+        first, end = min(a for a, _ in spans), max(b for _, b in spans)
+        work = sum(b - a for a, b in spans)
+        last.append((end - t0) / 1e3)
+        even.append((first + work / sms - t0) / 1e3)
+        busy.append(work / (sms * (end - first)) if end > first else 1.0)
+        ctas.append(len(spans))
+    if not last:
+        return None
+    return {"start": fill[0], "end": fill[1], "sms": sms, "ctas": statistics.median(ctas),
+            "last_end_us": statistics.median(last), "even_end_us": statistics.median(even),
+            "busy": statistics.median(busy)}
+
+
+def format_fill(f: dict | None, fill: tuple[str, str], label: str = "") -> str:
+    """The one line a fill account prints (``label``: whose, beside another version's)."""
+    who = f"{label}: " if label else ""
+    if f is None:
+        return f"fill {who}no CTA stamped both {fill[0]!r} and {fill[1]!r}"
+    return (f"fill {who}{f['ctas']:g} CTAs' {f['start']} -> {f['end']}: the last {f['end']} at {f['last_end_us']:.2f} µs; "
+            f"spread evenly over {f['sms']} SMs from the first {f['start']} it would end at {f['even_end_us']:.2f} "
+            f"({f['last_end_us'] / f['even_end_us']:.3f}x; SMs busy {f['busy']:.0%} of that span; medians over calls)")
+
+
 def parse_cta_ranges(text: str) -> list[range]:
     """``0-31,32-63,64`` -> [range(0, 32), range(32, 64), range(64, 65)]."""
     out = []
@@ -246,16 +311,23 @@ class _Marked:
         return self.buffer.read()
 
 
-def measure(sub, shapes, *, calls: int = 20, cta_ranges: list[range] | None = None, on_progress=None) -> dict:
+def _sm_count(torch) -> int:
+    return int(torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count)
+
+
+def measure(sub, shapes, *, calls: int = 20, cta_ranges: list[range] | None = None, fill: tuple[str, str] | None = None,
+            on_progress=None) -> dict:
     """Build ``sub`` with ``-DNVFP4_MARKS`` (a build of its own), then per shape: one checked call,
     and ``calls`` calls each from a cleared buffer with L2 flushed; the summaries per shape (and per
-    range of CTAs)."""
+    range of CTAs; with ``fill``, its account: :func:`fill_account`)."""
     from harness.probes import common
     torch = common.bound_torch()
     common.require_gpu(torch, "nvfp4 probe marks")
     common.refuse_unrunnable(sub, torch)
     say = on_progress or (lambda text: None)
     marked = _Marked(sub, say)
+    check_fill_names(fill, marked.declared, sub.label)
+    sms = _sm_count(torch) if fill else 0
     results = []
     for shape in shapes:
         say(f"marking {shape.label}")
@@ -264,14 +336,17 @@ def measure(sub, shapes, *, calls: int = 20, cta_ranges: list[range] | None = No
         stamps = [marked.call(torch, data) for _ in range(calls)]
         names = mark_names(marked.declared, stamps)
         entry = {"shape": shape.label, "check": checked, "summary": summarise(stamps, names), "ranges": []}
+        if fill:
+            entry["fill"] = fill_account(stamps, names, fill, sms)
         for ctas in cta_ranges or []:
             entry["ranges"].append({"ctas": f"{ctas.start}-{ctas.stop - 1}", "summary": summarise(stamps, names, ctas)})
         results.append(entry)
     return {"problem": sub.problem, "version": sub.label, "device": common.device_name(torch), "calls": calls,
-            "shapes": results}
+            "fill": list(fill) if fill else None, "shapes": results}
 
 
-def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = None, on_progress=None) -> dict:
+def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = None, fill: tuple[str, str] | None = None,
+            on_progress=None) -> dict:
     """Two versions' marks in one process, on the same inputs: both built with ``-DNVFP4_MARKS``, then per
     shape one checked call each and ``calls`` calls each, the two in turn (A then B, then B then A, so
     neither always runs right after the other's flush), every call from a cleared buffer with L2 flushed;
@@ -287,6 +362,9 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
     # edited) would load as one extension in this process, and reading the names first refused files the build
     # accepts (a CUDA_SRC built from an imported name: the probes' fixture, session 61).
     marked = [_Marked(pair[0], say), _Marked(pair[1], say, "marks_other")]
+    for m in marked:
+        check_fill_names(fill, m.declared, m.sub.label)
+    sms = _sm_count(torch) if fill else 0
     results = []
     for shape in shapes:
         say(f"marking {shape.label}")
@@ -300,12 +378,14 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
         summaries = [summarise(s, n) for s, n in zip(stamps, names)]
         entry = {"shape": shape.label, "checks": checks, "summaries": summaries,
                  **side_by_side(summaries[0], summaries[1]), "ranges": []}
+        if fill:
+            entry["fills"] = [fill_account(s, n, fill, sms) for s, n in zip(stamps, names)]
         for ctas in cta_ranges or []:
             parts = [summarise(s, n, ctas) for s, n in zip(stamps, names)]
             entry["ranges"].append({"ctas": f"{ctas.start}-{ctas.stop - 1}", **side_by_side(parts[0], parts[1])})
         results.append(entry)
     return {"problem": pair[0].problem, "versions": [m.label for m in pair], "device": common.device_name(torch),
-            "calls": calls, "shapes": results}
+            "calls": calls, "fill": list(fill) if fill else None, "shapes": results}
 
 
 def side_by_side(a: dict, b: dict) -> dict:
@@ -364,6 +444,8 @@ def format_comparison(r: dict) -> list[str]:
             if not check["ok"]:
                 lines.append(f"{label}: WRONG OUTPUT ({check['message']}): the timeline of a broken kernel")
         lines += _side_by_side_lines(entry)
+        if "fills" in entry:
+            lines += [format_fill(f, tuple(r["fill"]), label) for f, label in zip(entry["fills"], (f"A ({va})", f"B ({vb})"))]
         for part in entry.get("ranges", []):
             lines.append(f"CTAs {part['ctas']}:")
             lines += ["  " + line for line in _side_by_side_lines(part, legend=False)]
@@ -382,6 +464,8 @@ def format_report(r: dict) -> list[str]:
         if not entry["check"]["ok"]:
             lines.append(f"WRONG OUTPUT ({entry['check']['message']}): the timeline of a broken kernel")
         lines += format_summary(entry["summary"])
+        if "fill" in entry:
+            lines.append(format_fill(entry["fill"], tuple(r["fill"])))
         for part in entry["ranges"]:
             lines.append(f"CTAs {part['ctas']}:")
             lines += ["  " + line for line in format_summary(part["summary"], legend=False)]
