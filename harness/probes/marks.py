@@ -26,8 +26,9 @@ max µs and median cycles.
 
 The fill (``--fill START:END``, :func:`fill_account`): each CTA's work taken as its START to END stamps, the
 launch's last END against where the same work would end spread evenly over the GPU's SMs from the first START,
-one CTA an SM at a time (this lab's kernels: one resident CTA an SM): the idle SM time a launch's tiles leave,
-the "fill" term of a physical account. Session 69's marks by CTA range found group_gemm's shapes A and B 13%
+one CTA an SM at a time (the GEMM kernels here hold one resident CTA an SM; where several CTAs share an SM, their
+summed spans overstate its time and the figure reads worse than the launch is): the idle SM time a launch's tiles
+leave, the "fill" term of a physical account. Session 69's marks by CTA range found group_gemm's shapes A and B 13%
 above their evenly spread time, and group_gemm v74's launch order took 4.4 µs of it off B.
 
 Two versions (``nvfp4 probe marks P V W``, :func:`compare`): both built so, their calls taken in turn in one
