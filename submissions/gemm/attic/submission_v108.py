@@ -23,7 +23,16 @@ Prediction: 128x7168x16384 SAME to 1.015x, the others SAME (S = 4 and the paired
 gain of up to ~0.7 µs only if split 1's partial is stored and flagged within those 4 blocks; v57 measured 2.34 µs
 from a loop's end to a 16 KB partial stored and flagged, which would make split 0 wait and this SAME or slower.
 Marks on the long shape (split 0's wait for the flag) say which. Refuted if faster by more than 2%.
-Measured: not yet run
+Measured: NVIDIA H200, session 70 (a two-GPU machine, the version alone on its GPU; driver 580.159.04, torch
+2.11.0+cu130; commit f9ce41d). Tests, edges, bad inputs, racecheck and synccheck pass. `compare gemm v100 v108`
+(kernel method, one process): 0.999x [0.996, 1.002] / 1.003x [0.996, 1.009] / 0.997x [0.995, 0.999], geomean 0.999x
+[0.998, 1.001] SAME, outputs bit for bit v100's on all 8 sets of each shape; recorded kernel 55.77 / 21.09 / 12.69 µs,
+gpumode 56.70 / 21.99 / 13.80. Marks on 128x7168x16384 (v100 -> v108, 20 calls, L2 flushed, medians; the last CTA's
+in brackets): K loop done 46.59 -> 46.74 (47.42 -> 48.37: split 0's 4 more blocks), loop -> end 3.68 -> 2.14 µs, end
+50.34 -> 48.91 (51.10 -> 50.56). The fold took 1.5 µs off the median CTA's exchange, as predicted for split 1's store
+landing inside the lead, but the call ends with its slowest CTA, which gained 0.5 µs in the marks' build and nothing
+the compare resolves: split 0's longer loop gave back what its shorter exchange saved.
+Verdict: slower
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
