@@ -9,7 +9,8 @@
 # Env: GPUS (ids to use, default every GPU nvidia-smi lists); DEADLINE (seconds after the round starts,
 # e.g. 540 in a 600 s device call: no step runs past it, and what was skipped is said); EXTRA (a file of
 # harness command lines, run in order on the first GPU the versions leave free: marks, custom shapes,
-# records; one command a line, arguments split on whitespace (no quoting), blank and # lines skipped;
+# records; one command a line, arguments split as a shell splits them (quotes keep 'GEMM start:end' one argument;
+# nothing is expanded or run), blank and # lines skipped;
 # each line's output in extra-N.txt; rows an extra line records go to extra/leaderboard.csv, its sidecars
 # beside it, so they come back in round.tgz: merge them with `nvfp4 leaderboard merge`).
 # The archives are rewritten after every version, so a call stopped at its limit keeps the rest.
@@ -60,7 +61,13 @@ extras() {  # extras GPU: EXTRA's lines in order, alone on that GPU
   mkdir -p "$work/extra"; export NVFP4_LEADERBOARD="$work/extra/leaderboard.csv"
   while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in ''|'#'*) continue ;; esac
-    n=$(( n + 1 )); read -r -a args <<< "$line"
+    n=$(( n + 1 ))
+    # NOTE: shlex, not `read -a`: a mark name has a space (--fill 'GEMM start:end'), and a line that does not
+    # split (an unclosed quote) is reported and skipped rather than run in pieces.
+    if ! mapfile -t args < <(python3 -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1])))' "$line" 2>/dev/null) \
+        || [ "${#args[@]}" -eq 0 ]; then
+      echo "extra $n ($line): skipped (its arguments do not split: an unclosed quote?)" >> "$work/extra.txt"; continue
+    fi
     left=$(( ${DEADLINE_AT:-9999999999} - $(date +%s) - 5 ))
     if [ "$left" -lt 20 ]; then echo "extra $n ($line): skipped (the round's deadline)" >> "$work/extra.txt"; continue; fi
     CUDA_VISIBLE_DEVICES="$1" timeout -k 10 "$(( left < 900 ? left : 900 ))" python3 -m harness "${args[@]}" \
