@@ -14,7 +14,17 @@ Analogue: v75 (the same change at every height above 32)
 Prediction: `compare group_gemm v74 v76`: A 1.018x as v75 (its 248- and 176-row tiles are the same as v75's; 80 and
 72 stay 96); B SAME to 1.01x (the model with the searched order: 63.1 -> 63.1 µs; its 196-, 168- and 164-row tiles
 gain ~10% each, but the order search already hides them); C and D SAME.
-Measured: not yet run
+Measured: NVIDIA H200, session 70 (a two-GPU machine, v75 on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit 3bb059c). Tests, edges, bad inputs, racecheck and synccheck pass. `compare group_gemm v74
+v76` (kernel method, one process): A 1.021x [1.012, 1.030] FASTER (117.52 -> 115.12 µs), B 1.014x [1.006, 1.022]
+FASTER (65.83 -> 64.91), C 0.999x [0.990, 1.007], D 1.001x [0.992, 1.010], geomean 1.009x [1.006, 1.011], outputs bit
+for bit v74's; recorded kernel 115.28 / 65.43 / 28.28 / 14.97 µs, gpumode 118.77 / 66.87 / 29.80 / 17.09. Marks
+(`probe marks group_gemm v74 v76 --fill 'GEMM start:end'`, 20 calls each in turn, L2 flushed, medians): A's last CTA
+122.69 -> 119.78 µs (-2.91; spread evenly its work would end at 104.96 -> 102.78: the fill stays 1.165x), B's 70.59 ->
+68.93 (-1.66; evenly 66.30 -> 64.51, 1.068x). As predicted on A (1.018x); B gained more than the model's SAME (its
+196-, 168- and 164-row tiles ~10% shorter each, the order search moving less than the model said). v75 beside it
+(every height by 8) lost B 0.911x: its short heights cost the launch, not the tall ones (attic, v75's docstring).
+Kept as the best: faster by its interval on A and B, none slower.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -20,7 +20,19 @@ gives A 110.8 -> 108.8 (1.018x: the 248-row tiles' 3% fewer tensor cycles, the s
 their SMs) and B 63.1 -> 61.4 (1.028x, mostly the 40-, 72- and 76-row tiles, where the table is interpolated);
 C and D SAME (their launches run the deep ring, unchanged). Refuted if A is SAME (the 248-row tiles' loop not
 paced by their padded rows) or if either is slower (v37's cost of instantiations, now in the tall kernel).
-Measured: not yet run
+Measured: NVIDIA H200, session 70 (a two-GPU machine, v76 on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit 3bb059c). Tests, edges, bad inputs, racecheck and synccheck pass. `compare group_gemm v74
+v75` (kernel method, one process): A 1.016x [1.008, 1.024] FASTER (117.83 -> 115.99 µs), B 0.911x [0.909, 0.913]
+SLOWER (65.66 -> 72.09), C 1.001x, D 0.997x (SAME), geomean 0.980x [0.978, 0.982], outputs bit for bit v74's;
+recorded kernel 116.21 / 71.97 / 28.26 / 14.95 µs. A as predicted; B refuted: v76 (the heights by 8 above 160 rows
+only) gained 1.014x on B in the same call, so the loss is the short heights' (B's 40-, 72-, 76- and 148-row tiles as
+40, 72, 80 and 152). Marks on B (`probe marks group_gemm v76 v75 --ctas` by 64-CTA ranges, one process): the last
+CTA 71.74 -> 74.72 µs, the fill 1.072x -> 1.106x of the same work spread evenly; the launch order differs (the
+search priced the short tiles from v74's cost table interpolated between 32, 64 and 96 rows), and CTAs 256-319 ran
+their loops 10.11 -> 13.31 µs, 0-63 16.26 -> 17.98: the short heights' loops are not cheaper by the rows they drop
+(which tiles each range held is not read here), so the order built on that price was worse. Below 160 rows the
+padded rows cost next to nothing; above 160, v76 keeps the change.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
