@@ -2,8 +2,8 @@
 
 Version: v76
 Parent: v74
-Change: the tall kernel's tiles above 160 rows get wgmma N rounded up to 8, not 32 (tall_rows: up to 160 rows a
-multiple of 32 as v74, then 168 ... 256 by 8; 17 consumer loops in the tall kernel where v74 had 8); v75's code
+Change: the tall kernel's tiles above 160 rows get wgmma N rounded up to 8, not 32. tall_rows: up to 160 rows a
+multiple of 32 as v74, then 168 ... 256 by 8, 17 consumer loops in the tall kernel where v74 had 8; v75's code
 (chunk_is_tall, the stmatrix x2 of an odd N / 8) with v75's rule cut at 160 rows.
 Why: the discriminating twin of v75, run beside it: above 160 rows the padded rows are tensor cycles (v74's cost
 table), up to 160 they are ~2.5 cycles a row of issue by interpolation only. If v75 loses where this gains, the
