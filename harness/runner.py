@@ -147,6 +147,20 @@ def select_shapes(problem: str, spec: str | None, custom: tuple[str, ...], has_g
 
 
 def _shape_set(problem: str, spec: str | None, has_gpu: bool, cfg: dict | None) -> tuple[list[Shape], str]:
+    """``--shapes``: a set, SET:I, an index, or several of them comma-separated (``benchmarks:0,benchmarks:1``, the
+    grammar ``sanitize`` has always taken), in order, each shape once."""
+    if spec is None or "," not in spec:
+        return _one_shape_set(problem, spec, has_gpu, cfg)
+    shapes: list[Shape] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            raise UserError(f"--shapes {spec!r}: an empty entry between commas")
+        chosen, _ = _one_shape_set(problem, part, has_gpu, cfg)
+        shapes += [s for s in chosen if s.key not in {t.key for t in shapes}]
+    return shapes, ""
+
+
+def _one_shape_set(problem: str, spec: str | None, has_gpu: bool, cfg: dict | None) -> tuple[list[Shape], str]:
     cfg = cfg or config.load()
     pc = cfg[problem]
     default_set = "benchmarks" if has_gpu else "tests"
@@ -156,7 +170,7 @@ def _shape_set(problem: str, spec: str | None, has_gpu: bool, cfg: dict | None) 
     if set_name.isdigit() and not index:
         set_name, index = default_set, set_name
     if set_name not in config.SHAPE_SETS:
-        raise UserError(f"--shapes {spec!r}: expected benchmarks, tests, edges, an index, or SET:N")
+        raise UserError(f"--shapes {spec!r}: expected benchmarks, tests, edges, an index, or SET:N (several comma-separated)")
     shapes = getattr(pc, set_name)
     if not shapes:
         raise UserError(f"--shapes {spec!r}: {problem} has no {set_name} shapes in shapes.yaml")

@@ -247,3 +247,15 @@ def test_repo_edges_cover_the_issue_contracts(cfg):
     assert any(p["m"] % 128 for p in gemv) and any(p["k"] > 16384 for p in gemv)
     group = [s.params for s in cfg["group_gemm"].edges]
     assert any(p["g"] > 32 for p in group) and any(min(p["m"]) == 1 for p in group)
+
+
+def test_shapes_take_several_entries_comma_separated():
+    """``--shapes benchmarks:1,benchmarks:0`` picks both, in order, each once (sanitize's grammar, now every
+    command's: session 70's `probe marks --shapes benchmarks:0,benchmarks:1` was refused as a bad index)."""
+    tests = config.load()["gemm"].tests
+    chosen, _ = runner.select_shapes("gemm", "tests:1, tests:0,tests:1", (), False)
+    assert [s.key for s in chosen] == [tests[1].key, tests[0].key]
+    with pytest.raises(UserError, match=r"--shapes 'tests:1,,tests:0': an empty entry"):
+        runner.select_shapes("gemm", "tests:1,,tests:0", (), False)
+    with pytest.raises(UserError, match=r"--shapes 'tests:99': gemm has 10 tests shapes"):
+        runner.select_shapes("gemm", "tests:0,tests:99", (), False)
