@@ -17,7 +17,18 @@ custom shapes m = [56, 176, 220, 120, 136, 112, 212, 216] 1.013x, m = [224, 200,
 1.038x, m = [40, 72, 52, 52, 148, 188, 40, 256] 1.060x, m = [96, 200, 16, 204, 24, 72, 52, 88] 1.093x (n = 7168,
 k = 2048, g = 8 each); A, C and D SAME (their orders are largest first in both). The search is trusted where the
 measured gains track these; where v77 is faster, its 1% threshold is below the model's error.
-Measured: not yet run
+Measured: NVIDIA H200, session 70 (a two-GPU machine, the custom shapes' compare on the other GPU at the same time;
+driver 580.159.04, torch 2.11.0+cu130; commit 211aa70). Timing steps only (its kernels and outputs are v76's; every
+compare below read the outputs bit for bit v76's). `compare group_gemm v76 v77` (kernel method, one process): A
+1.009x [1.000, 1.017] SAME, B 0.957x [0.950, 0.965] SLOWER, C 1.001x, D 0.999x (SAME); recorded kernel 115.44 /
+68.60 / 28.20 / 14.95 µs. On the four random B-like shapes (`compare group_gemm v76 v77 --shape ...`, one process),
+v77 over v76 (the search's measured gain, against the replica's prediction): m = [56, 176, 220, 120, 136, 112, 212,
+216] 0.990x [0.983, 0.998] SAME (predicted 1.3%); m = [224, 200, 192, 180, 232, 208, 244, 132] 0.945x (5.8% against
+3.8); m = [40, 72, 52, 52, 148, 188, 40, 256] 0.964x (3.7% against 6.0); m = [96, 200, 16, 204, 24, 72, 52, 88]
+0.952x (5.0% against 9.3); B 4.5% against 1.4. The search gains on every shape tried, by 1-6%, within a factor of ~2
+of its model's figure in either direction, and loses on none: with v76's table it is trusted. v75's loss was its
+own table's (the short heights' interpolated costs, which its order leaned on), not the search's rule.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
