@@ -23,7 +23,15 @@ Prediction: D 14.97 -> ~14.3-14.5 µs (1.03-1.05x: the wait ~0.6-0.8 µs sooner,
 decode at ~3.2 instead of A's landing at 3.8), C 28.28 -> ~27.6 (1.02-1.03x), A and B SAME (their launches are v76's).
 Refuted if D and C are SAME: then A's first tile's landing after the flush (~1.1 µs from its issue in gemm's
 sessions 63-64) is the start's pace wherever it is issued, and flags only move the wait.
-Measured: not yet run
+Measured: NVIDIA H200, session 70 (a two-GPU machine, its marks on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit 0f749f8). Tests (both distributions, tests and edges), bad inputs, racecheck and synccheck
+pass. `compare group_gemm v76 v78` (kernel method, one process): A 0.998x, B 1.000x (SAME), C 0.697x [0.694, 0.701]
+SLOWER, D 0.705x [0.700, 0.711] SLOWER, outputs bit for bit v76's; recorded kernel 115.80 / 65.68 / 40.82 / 21.33 µs.
+Marks (v76 -> v78, 20 calls each in turn): D's wait returned 3.10 -> 9.15 µs (prepass stores issued 1.54 -> 1.50:
+the prepass unchanged), C's 3.90 -> 15.15. Refuted, by the wait itself: each flag was read by an acquire load, and
+an acquire orders every later load after it, so the producer's 24 (D) and ~56 (C) flags were read one round trip
+after another, ~0.25 µs each, every poll. v79 reads them all at once (relaxed) and acquires once.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
