@@ -19,7 +19,22 @@ launches placed earlier: SAME)
 Prediction: D 14.97 -> ~14.3-14.6 µs (1.02-1.05x: the wait ~0.5-0.8 µs sooner), C 28.28 -> ~27.6-28.0 (1.01-1.03x),
 A and B SAME. Refuted if D and C are SAME or slower: then the start is paced by A's first landing after the flush
 (gemm sessions 63-64), or the spin's L2 reads cost the prepass what they save.
-Measured: not yet run
+Measured: NVIDIA H200, session 70 (a two-GPU machine, its marks on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit 9420588). Tests (both distributions, tests and edges), bad inputs, racecheck and synccheck
+pass. `compare group_gemm v76 v79` (kernel method, one process): A 1.004x, B 1.003x (SAME), C 0.896x [0.888, 0.904]
+SLOWER, D 0.833x [0.830, 0.836] SLOWER, outputs bit for bit v76's; recorded kernel 115.79 / 65.46 / 31.71 / 17.91 µs.
+Marks (v76 -> v79, 20 calls each in turn, medians): D's GEMM start 1.73 -> 2.82 µs, its wait returned 3.04 -> 6.14,
+stage 0 landed 4.19 -> 6.75 (the prepass's stores issued 1.47 -> 1.50); C's GEMM start 2.34 -> 3.33, wait 3.87 ->
+8.14. Refuted twice over. (1) The GEMM's CTAs start ~1.1 µs later: a GEMM CTA takes a whole SM's registers (384 x
+168), so it is placed only once the prepass block on that SM has exited, and every prepass block now waits for its
+stores to complete (the barrier, __threadfence) before raising its flag and leaving, where v76's left with its stores
+in flight. (2) The wait itself still returns ~4.6 µs after the stores were issued, later than the whole grid's
+completion did, though the flags' relaxed reads now go out together (32 loads back to back in the SASS). Not taken
+apart here; the candidates are the acquire fence after them (fence.acq_rel.gpu, which may wait for this thread's
+outstanding requests, the first lap's B copies among them) and the spin's reads beside the prepass. Whatever the split, a
+prepass-to-GEMM handshake here cannot beat griddepcontrol.wait by more than the ~0.5 µs between the stores' landing
+and the grid's completion, and it costs the hand-over of the SMs: the idea is closed for this kernel pair.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
