@@ -71,8 +71,7 @@ def checks() -> tuple[list[Check], list[Check]]:
     found.append(check)
     from harness.probes import sass
     nvdisasm = sass.find_nvdisasm()  # NOTE: also $NVDISASM and beside nvcc, where probe sass looks
-    found.append(Check("nvdisasm", nvdisasm or "not found (probe sass needs it: pip download --no-deps "
-                       "nvidia-cuda-nvdisasm, unzip, $NVDISASM=its bin/nvdisasm)", bool(nvdisasm)))
+    found.append(Check("nvdisasm", nvdisasm or f"not found (probe sass needs it: {sass.NVDISASM_HINT})", bool(nvdisasm)))
     cxx = shutil.which("c++") or shutil.which("g++")
     found.append(Check("host C++ compiler", cxx or "not found", bool(cxx)))
     ninja = shutil.which("ninja")

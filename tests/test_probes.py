@@ -615,6 +615,40 @@ def test_sass_reports_the_innermost_loop_around_the_tensor_work():
     assert [(loop.first, loop.last, loop.hgmma, len(loop.flagged)) for loop in loops] == [(16, 48, 1, 1)]
 
 
+def test_sass_counts_each_loops_opcodes_by_base_name():
+    body = ["L:.L_x_0", HGMMA, "LOP3.LUT R0, R1, 0x8e008e00, RZ, 0xc0, !PT", "@!P0 LOP3.LUT R2, R3, 0xf, RZ, 0xc0, !PT",
+            "HMUL2 R4, R4, R5.H0_H0", HGMMA, "@P1 BRA `(.L_x_0)"]
+    loop = sass.loops_of(_sass(body))["_Z6kernelv"][0]
+    assert loop.opcodes == {"HGMMA": 2, "LOP3": 2, "HMUL2": 1, "BRA": 1}
+    report = sass.format_loops("gemm/v9", {"_Z6kernelv": [loop]}, opcodes=2)
+    assert report[-1] == "      opcodes: HGMMA 2, LOP3 2"  # ties by name
+    assert not any("opcodes" in line for line in sass.format_loops("gemm/v9", {"_Z6kernelv": [loop]}))
+
+
+def test_sass_finds_nvdisasm_from_the_pip_wheel(tmp_path, monkeypatch):
+    from harness import cuda_tools
+    tool = tmp_path / "nvidia" / "cu13" / "bin" / "nvdisasm"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.delenv("NVDISASM", raising=False)
+    monkeypatch.setattr(cuda_tools, "find", lambda name: None)
+    # NOTE: the wheel's namespace package as the import system would find it, whatever this machine has installed
+    import importlib.machinery
+    import importlib.util
+    spec = importlib.machinery.ModuleSpec("nvidia", None, is_package=True)
+    spec.submodule_search_locations = [str(tmp_path / "nvidia")]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec if name == "nvidia" else None)
+    assert sass.find_nvdisasm() == str(tool)
+    tool.chmod(0o644)  # not executable: not taken
+    assert sass.find_nvdisasm() is None
+
+
+def test_probe_sass_refuses_opcodes_below_one():
+    result = _invoke("sass", "gemm", "v9", "--opcodes", "0")
+    assert result.exit_code == 2 and "--opcodes" in result.output
+
+
 def test_probe_sass_needs_versions_or_files():
     assert _invoke("sass").exit_code == 2
     assert _invoke("sass", "gemm").exit_code == 2

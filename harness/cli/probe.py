@@ -249,8 +249,10 @@ def _docstring_arch(path: Path) -> str:
 @click.argument("versions", required=False)
 @click.option("--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A submission-like .py file (repeatable).")
+@click.option("--opcodes", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Also each loop's N most frequent opcodes, counted in one pass of its body.")
 @clean_errors
-def sass_cmd(problem, versions, files):
+def sass_cmd(problem, versions, files, opcodes):
     """The wgmma loops of versions' SASS: size, instructions, uniform ones, fences and spills.
 
     VERSIONS is comma-separated (gemm v19,v23). Compiles CUDA_SRC with the version's own flags and
@@ -264,8 +266,7 @@ def sass_cmd(problem, versions, files):
     if not nvcc:
         raise UserError("nvcc not found (PATH, CUDA_HOME, /usr/local/cuda)")
     if not nvdisasm:
-        raise UserError("nvdisasm not found (PATH, $NVDISASM, beside nvcc): `pip download --no-deps "
-                        "nvidia-cuda-nvdisasm` brings a wheel; unzip it and point $NVDISASM at its bin/nvdisasm")
+        raise UserError(f"nvdisasm not found (PATH, $NVDISASM, beside nvcc, the pip wheel): {sass.NVDISASM_HINT}")
     sources = [(f, Path(f), _docstring_arch(Path(f))) for f in files]
     if problem:
         for v in versions.split(","):
@@ -274,6 +275,6 @@ def sass_cmd(problem, versions, files):
     flagged = False
     for title, path, arch in sources:
         loops = sass.loops_of(sass.disassemble(path, arch, nvcc, nvdisasm))
-        click.echo("\n".join(sass.format_loops(title, loops)))
+        click.echo("\n".join(sass.format_loops(title, loops, opcodes or 0)))
         flagged = flagged or any(loop.flagged for found in loops.values() for loop in found)
     sys.exit(1 if flagged else 0)

@@ -22,9 +22,9 @@ its count is varies (session 66: 14.6% fewer instructions shortened gemm v97's s
 fewer shortened group_gemm v66's 112-row loop 14%; uniform-datapath instructions count here but moved
 gemm v96's loop the other way; studies/pipe_beside_wgmma.py has the rates by instruction class).
 
-nvdisasm is not in every CUDA toolkit install; it is found on PATH, in ``$NVDISASM``, next to nvcc
-or in the toolkit folders. ``pip download --no-deps nvidia-cuda-nvdisasm`` brings a wheel whose
-``nvidia/cu13/bin/nvdisasm`` runs (unzip it; point ``$NVDISASM`` at it).
+nvdisasm is not in every CUDA toolkit install; it is found on PATH, in ``$NVDISASM``, next to nvcc,
+in the toolkit folders, or from the ``nvidia-cuda-nvdisasm`` wheel installed in this environment
+(``pip install nvidia-cuda-nvdisasm``: its ``nvidia/cu13/bin/nvdisasm`` runs).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class Loop:
     uniform: int = 0      # uniform-datapath instructions (opcode starting with U: UMOV, UIADD3, ...)
     tensor_cycles: int = 0  # the HGMMA's tensor-pipe cycles at the dense rate (N / 2 each)
     flagged: list[str] = field(default_factory=list)
+    opcodes: dict[str, int] = field(default_factory=dict)  # base opcode (LOP3 of LOP3.LUT) -> count in the loop
 
     @property
     def bytes(self) -> int:
@@ -131,6 +132,8 @@ def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
                     loop.instructions += 1
                     words = text.split()
                     opcode = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+                    base = opcode.split(".", 1)[0]
+                    loop.opcodes[base] = loop.opcodes.get(base, 0) + 1
                     if opcode.startswith("U"):
                         loop.uniform += 1
                     if "HGMMA" in text:
@@ -144,7 +147,24 @@ def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
     return result
 
 
+NVDISASM_HINT = ("`pip install nvidia-cuda-nvdisasm` puts one where this finds it (or unzip that wheel and "
+                 "point $NVDISASM at its nvidia/cu13/bin/nvdisasm)")
+
+
+def _pip_nvdisasm() -> str | None:
+    """nvdisasm from the ``nvidia-cuda-nvdisasm`` wheel installed in this environment (``nvidia/cu*/bin``), newest
+    CUDA first; its namespace package is read from the import path, nothing is imported."""
+    import importlib.util
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for tool in sorted(Path(root).glob("cu*/bin/nvdisasm"), reverse=True):
+            if tool.is_file() and os.access(tool, os.X_OK):
+                return str(tool)
+    return None
+
+
 def find_nvdisasm() -> str | None:
+    """``$NVDISASM``, PATH and the toolkit folders, beside nvcc, then the pip wheel (:func:`_pip_nvdisasm`)."""
     from harness import cuda_tools
     named = os.environ.get("NVDISASM")
     if named and Path(named).is_file():
@@ -154,7 +174,9 @@ def find_nvdisasm() -> str | None:
         return found
     nvcc = cuda_tools.find("nvcc")
     beside = Path(nvcc).resolve().parent / "nvdisasm" if nvcc else None
-    return str(beside) if beside and beside.is_file() else None
+    if beside and beside.is_file():
+        return str(beside)
+    return _pip_nvdisasm()
 
 
 _GENCODE = re.compile(r"^(?:-gencode|--generate-code)=?arch=(\w+),code=\[?([\w,]+)\]?$")
@@ -210,7 +232,9 @@ def disassemble(source: Path, arch: str, nvcc: str, nvdisasm: str) -> list[str]:
         return listing.stdout.splitlines()
 
 
-def format_loops(title: str, loops_by_kernel: dict[str, list[Loop]]) -> list[str]:
+def format_loops(title: str, loops_by_kernel: dict[str, list[Loop]], opcodes: int = 0) -> list[str]:
+    """One line a loop; with ``opcodes`` > 0 also its that many most frequent opcodes (base names, counts in one
+    pass of the loop's body: divide by the K blocks it holds, e.g. HGMMA / 4 for k16 steps of a 64-wide block)."""
     lines = []
     for kernel, loops in loops_by_kernel.items():
         if not loops:
@@ -223,4 +247,7 @@ def format_loops(title: str, loops_by_kernel: dict[str, list[Loop]]) -> list[str
             lines.append(f"  loop {n}: {loop.bytes / 1024:6.1f} KB, {loop.instructions:5d} instructions "
                          f"({loop.uniform} uniform), {loop.hgmma:3d} HGMMA{issue}, {len(loop.flagged)} fence/local{mark}")
             lines += [f"      {text}" for text in sorted({t.split(" ", 1)[1] for t in loop.flagged})]
+            if opcodes > 0:
+                top = sorted(loop.opcodes.items(), key=lambda item: (-item[1], item[0]))[:opcodes]
+                lines.append("      opcodes: " + ", ".join(f"{name} {count}" for name, count in top))
     return lines or [f"{title}: no wgmma loop found"]
