@@ -25,6 +25,13 @@ for bit v74's; recorded kernel 115.28 / 65.43 / 28.28 / 14.97 µs, gpumode 118.7
 196-, 168- and 164-row tiles ~10% shorter each, the order search moving less than the model said). v75 beside it
 (every height by 8) lost B 0.911x: its short heights cost the launch, not the tall ones (attic, v75's docstring).
 Kept as the best: faster by its interval on A and B, none slower.
+Off the benchmarks (session 70, a one-GPU machine, `compare group_gemm v74 v76 --shape ...`, one process): m = [224,
+200, 192, 180, 232, 208, 244, 132], n 7168, k 2048 0.955x [0.948, 0.963] SLOWER (86.39 -> 90.42 µs); m = [240, 80,
+248, 28, 196, 24, 16, 28], n 4096, k 7168 1.023x [1.015, 1.031] FASTER. The marks build of the first (v74 -> v76, 20
+calls each in turn) read its last CTA 93.07 -> 91.22 µs, but the median CTA's loop 17.76 -> 18.40 µs and its epilogue
+(loop -> C staged) 0.74 -> 1.12 with fewer rows a tile: the tiles themselves ran slower, which the compare's builds
+show as a loss. Open (gemm-independent): whether the tall kernel's 17 loops (v37: a kernel holding more loops slows
+the one it runs) or the odd-N heights' epilogue (stmatrix x2) cost it; the NOTES' "Where it stands" names it first.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
