@@ -30,7 +30,7 @@ Off the benchmarks (session 70, a one-GPU machine, `compare group_gemm v74 v76 -
 248, 28, 196, 24, 16, 28], n 4096, k 7168 1.023x [1.015, 1.031] FASTER. The marks build of the first (v74 -> v76, 20
 calls each in turn) read its last CTA 93.07 -> 91.22 µs, but the median CTA's loop 17.76 -> 18.40 µs and its epilogue
 (loop -> C staged) 0.74 -> 1.12 with fewer rows a tile: the tiles themselves ran slower, which the compare's builds
-show as a loss. Open (gemm-independent): whether the tall kernel's 17 loops (v37: a kernel holding more loops slows
+show as a loss. Open: whether the tall kernel's 17 loops (v37: a kernel holding more loops slows
 the one it runs) or the odd-N heights' epilogue (stmatrix x2) cost it; the NOTES' "Where it stands" names it first.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
