@@ -240,6 +240,41 @@ def load(path: Path | None = None) -> dict[str, ProblemConfig]:
     return configs
 
 
+RANDOM_MAX = 64  # shapes one ``random:N`` entry may draw
+
+
+def random_shapes(problem: str, count: int, seed: int, pc: "ProblemConfig") -> list[Shape]:
+    """``count`` shapes drawn (``random.Random(seed)``: the same list for the same seed on any machine) inside the
+    envelope of the problem's GPU MODE lists, tests and benchmarks together: each size uniform over the multiples of
+    the greatest common divisor of that size's listed values between their least and greatest (group_gemm: the
+    group count so, then each group's m, n and k alike), each with a data seed of its own. Inside the envelope, so
+    every version that passes the lists takes them (their sizes' steps are the lists' own); off the lists, so a
+    change tuned to the listed shapes shows there (session 70: a group launch order 4.5% slower on one such shape)."""
+    import math
+    import random
+    rng = random.Random(seed)
+    listed = [s.params for s in (*pc.tests, *pc.benchmarks)]
+    if not listed:
+        raise UserError(f"--shapes random: {problem} has no tests or benchmarks shapes to draw around")
+
+    def draw(values: list[int]) -> int:
+        step = functools.reduce(math.gcd, values)
+        return step * rng.randint(min(values) // step, max(values) // step)
+
+    shapes = []
+    for i in range(count):
+        if problem == "group_gemm":
+            g = draw([p["g"] for p in listed])
+            params = {key: [draw([v for p in listed for v in p[key]]) for _ in range(g)] for key in ("m", "n", "k")}
+            params["g"] = g
+        else:
+            keys = problem_module(problem).SHAPE_KEYS
+            params = {key: draw([p.get(key, 1) for p in listed]) for key in keys}
+        params["seed"] = rng.randrange(2**31)
+        shapes.append(Shape(problem, "random", i, validate_shape(problem, params, f"--shapes random (shape {i})")))
+    return shapes
+
+
 def parse_shape_option(problem: str, text: str, index: int) -> Shape:
     """``--shape`` value: JSON (``{"m": 128, ...}``) or ``m=128,n=256,k=256`` (lists as ``m=96;128``)."""
     text = text.strip()

@@ -167,10 +167,13 @@ def _one_shape_set(problem: str, spec: str | None, has_gpu: bool, cfg: dict | No
     note = "" if has_gpu or spec else "no GPU here: using the tests shapes (pass --shapes benchmarks to insist)"
     spec = (spec or default_set).strip()
     set_name, _, index = spec.partition(":")
+    if set_name == "random":
+        return _random_set(problem, spec, index, cfg[problem]), note
     if set_name.isdigit() and not index:
         set_name, index = default_set, set_name
     if set_name not in config.SHAPE_SETS:
-        raise UserError(f"--shapes {spec!r}: expected benchmarks, tests, edges, an index, or SET:N (several comma-separated)")
+        raise UserError(f"--shapes {spec!r}: expected benchmarks, tests, edges, an index, SET:N or random:N[:SEED] "
+                        "(several comma-separated)")
     shapes = getattr(pc, set_name)
     if not shapes:
         raise UserError(f"--shapes {spec!r}: {problem} has no {set_name} shapes in shapes.yaml")
@@ -182,6 +185,15 @@ def _one_shape_set(problem: str, spec: str | None, has_gpu: bool, cfg: dict | No
         except (ValueError, IndexError):
             raise UserError(f"--shapes {spec!r}: {problem} has {len(shapes)} {set_name} shapes (0..{len(shapes) - 1})") from None
     return list(shapes), note
+
+
+def _random_set(problem: str, spec: str, rest: str, pc) -> list[Shape]:
+    """``random:N`` or ``random:N:SEED`` (seed 0 by default): :func:`config.random_shapes`."""
+    count, _, seed = rest.partition(":")
+    if not count.isdigit() or not 1 <= int(count) <= config.RANDOM_MAX or (seed and not seed.isdigit()):
+        raise UserError(f"--shapes {spec!r}: expected random:N or random:N:SEED (N from 1 to {config.RANDOM_MAX}, "
+                        "SEED a non-negative integer)")
+    return config.random_shapes(problem, int(count), int(seed or 0), pc)
 
 
 def run(subs: list[Submission], shapes: list[Shape], dists: list[str], mode: str, *,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import math
+
 import pytest
 
 from harness import config, runner
@@ -259,3 +262,27 @@ def test_shapes_take_several_entries_comma_separated():
         runner.select_shapes("gemm", "tests:1,,tests:0", (), False)
     with pytest.raises(UserError, match=r"--shapes 'tests:99': gemm has 10 tests shapes"):
         runner.select_shapes("gemm", "tests:0,tests:99", (), False)
+
+
+def test_random_shapes_are_reproducible_and_inside_the_lists_envelope():
+    cfg = config.load()
+    for problem in ("gemv", "gemm", "dual_gemm", "group_gemm"):
+        first, _ = runner.select_shapes(problem, "random:6:3", (), True)
+        again, _ = runner.select_shapes(problem, "random:6:3", (), True)
+        other, _ = runner.select_shapes(problem, "random:6:4", (), True)
+        assert [s.params for s in first] == [s.params for s in again]  # the same draw on any machine
+        assert [s.params for s in first] != [s.params for s in other]
+        assert all(s.set_name == "random" for s in first) and len(first) == 6
+        listed = [s.params for s in (*cfg[problem].tests, *cfg[problem].benchmarks)]
+        keys = ("m", "n", "k") if problem == "group_gemm" else [k for k in first[0].params if k != "seed"]
+        for key in keys:
+            values = [v for p in listed for v in (p[key] if problem == "group_gemm" else [p.get(key, 1)])]
+            step = functools.reduce(math.gcd, values)
+            drawn = [v for s in first for v in (s.params[key] if problem == "group_gemm" else [s.params[key]])]
+            assert all(v % step == 0 and min(values) <= v <= max(values) for v in drawn), (problem, key, drawn)
+
+
+@pytest.mark.parametrize("spec", ["random:0", "random:65", "random:x", "random:3:-1", "random:", "random:3:1.5"])
+def test_random_shapes_refuse_a_bad_count_or_seed(spec):
+    with pytest.raises(UserError, match=r"expected random:N or random:N:SEED \(N from 1 to 64"):
+        runner.select_shapes("gemm", spec, (), True)
