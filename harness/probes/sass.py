@@ -155,7 +155,10 @@ def _pip_nvdisasm() -> str | None:
     """nvdisasm from the ``nvidia-cuda-nvdisasm`` wheel installed in this environment (``nvidia/cu*/bin``), newest
     CUDA first; its namespace package is read from the import path, nothing is imported."""
     import importlib.util
-    spec = importlib.util.find_spec("nvidia")
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):  # NOTE: a broken or half-imported "nvidia" in sys.modules: no wheel to read
+        return None
     for root in (spec.submodule_search_locations or []) if spec else []:
         for tool in sorted(Path(root).glob("cu*/bin/nvdisasm"), reverse=True):
             if tool.is_file() and os.access(tool, os.X_OK):
