@@ -248,7 +248,7 @@ def random_shapes(problem: str, count: int, seed: int, pc: "ProblemConfig") -> l
     envelope of the problem's GPU MODE lists, tests and benchmarks together: each size uniform over the multiples of
     the greatest common divisor of that size's listed values between their least and greatest (group_gemm: the
     group count so, then each group's m, n and k alike), each with a data seed of its own. Inside the envelope, so
-    every version that passes the lists takes them (their sizes' steps are the lists' own); off the lists, so a
+    a version that passes the lists should take them (their sizes' steps are the lists' own); off the lists, so a
     change tuned to the listed shapes shows there (session 70: a group launch order 4.5% slower on one such shape)."""
     import math
     import random
