@@ -168,7 +168,7 @@ def _one_shape_set(problem: str, spec: str | None, has_gpu: bool, cfg: dict | No
     spec = (spec or default_set).strip()
     set_name, _, index = spec.partition(":")
     if set_name == "random":
-        return _random_set(problem, spec, index, cfg[problem]), note
+        return _random_set(problem, spec, index, pc), note
     if set_name.isdigit() and not index:
         set_name, index = default_set, set_name
     if set_name not in config.SHAPE_SETS:

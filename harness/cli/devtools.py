@@ -173,14 +173,7 @@ def _sanitize_shapes(problem: str, spec: str | None, custom: tuple, has_gpu: boo
     if spec is not None and not spec.strip():
         raise UserError("--shapes '': give tests:N, benchmarks:N, edges:N or a set name, comma-separated")
     if spec or custom:
-        shapes: list = []
-        specs = [part.strip() for part in spec.split(",")] if spec else [None]
-        for i, part in enumerate(specs):
-            if spec and not part:
-                raise UserError(f"--shapes {spec!r}: an empty entry between commas")
-            chosen, _ = runner.select_shapes(problem, part, custom if i == len(specs) - 1 else (), has_gpu)
-            shapes += [s for s in chosen if s.key not in {t.key for t in shapes}]
-        return shapes
+        return runner.select_shapes(problem, spec, custom, has_gpu)[0]  # NOTE: the comma list is runner's grammar
     flops = problem_module(problem).flops
     pc = config.load()[problem]
     smallest = [min(pc.tests, key=lambda s: flops(**s.generator_kwargs()))]
