@@ -10,7 +10,9 @@ from shared memory (SS), B from shared memory. Operands are non-zero fp16 patter
 zeros). Prints TFLOP/s per (N, mode, W) and the share of the dense fp16 peak the GPU reports
 (clock x SMs x 4096 FLOP per clock per SM).
 
-Usage: python3 studies/wgmma_rate.py [--iters 4000] [--compile-only]
+Usage: python3 studies/wgmma_rate.py [--iters 4000] [--ns 160,168,...] [--compile-only]
+--ns times only those N (multiples of 8, 8-256), RS and SS, two warpgroups (the submissions' consumers): whether a
+height 8 mod 16 costs its N or the next multiple of 16 (group_gemm v76 against v80, session 71).
 (writes and builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse
@@ -21,6 +23,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # standalone.py 
 import standalone  # noqa: E402
 # NOTE: 512 threads leave 128 registers a thread, so four warpgroups only with N <= 128.
 SHAPES = [(n, mode, w) for n in (64, 96, 128, 256) for mode in ("RS", "SS") for w in (1, 2, 4) if w < 4 or n <= 128]
+
+
+def shapes_for(ns: list[int] | None) -> list[tuple[int, str, int]]:
+    if not ns:
+        return SHAPES
+    bad = [n for n in ns if n % 8 or not 8 <= n <= 256]
+    if bad:
+        raise SystemExit(f"--ns: every N a multiple of 8 in 8-256 (wgmma's f16 shapes), got {bad}")
+    return [(n, mode, 2) for n in ns for mode in ("RS", "SS")]
 
 
 def wgmma_fn(n: int, mode: str) -> str:
@@ -41,10 +52,10 @@ __device__ __forceinline__ void mma_{mode}_{n}(float* d, const uint32_t* a, uint
 }}"""
 
 
-def program(iters: int) -> str:
-    fns = "".join(wgmma_fn(n, m) for n in sorted({s[0] for s in SHAPES}) for m in ("RS", "SS"))
+def program(iters: int, shapes: list[tuple[int, str, int]] = SHAPES) -> str:
+    fns = "".join(wgmma_fn(n, m) for n in sorted({s[0] for s in shapes}) for m in ("RS", "SS"))
     launches = []
-    for n, mode, w in SHAPES:
+    for n, mode, w in shapes:
         launches.append(f'    run("{mode}", {n}, {w}, rate_kernel<{n}, {int(mode == "RS")}, {w}>, sms, peak);')
     return r"""
 #include <cstdint>
@@ -60,7 +71,7 @@ __device__ __forceinline__ uint64_t desc(uint32_t smem) {
 template <int N, int RS>
 __device__ __forceinline__ void mma(float* d, const uint32_t* a, uint64_t da, uint64_t db) {
 """ + "".join(f"    if constexpr (N == {n}) {{ if constexpr (RS) mma_RS_{n}(d, a, da, db); else mma_SS_{n}(d, a, da, db); }}\n"
-              for n in sorted({s[0] for s in SHAPES})) + r"""}
+              for n in sorted({s[0] for s in shapes})) + r"""}
 
 // W warpgroups, each: kIters K blocks of 4 k16 steps into its own accumulators, one K block in flight.
 template <int N, int RS, int W>
@@ -139,9 +150,12 @@ int main() {
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=4000)
+    ap.add_argument("--ns", type=lambda t: [int(x) for x in t.split(",") if x.strip()], default=None,
+                    help="comma-separated N to time (RS and SS, two warpgroups) instead of the default set")
     ap.add_argument("--compile-only", action="store_true")
     args = ap.parse_args()
-    return standalone.build_and_run("wgmma_rate", program(args.iters), compile_only=args.compile_only)
+    shapes = shapes_for(args.ns)
+    return standalone.build_and_run("wgmma_rate", program(args.iters, shapes), compile_only=args.compile_only)
 
 
 if __name__ == "__main__":

@@ -1,36 +1,42 @@
-"""NVFP4 group_gemm v81: the tall launch's groups split in K where the block scheduler's model ends sooner.
+"""NVFP4 group_gemm v80: the tall kernel's tiles above 160 rows at wgmma N rounded up to 16, not v76's 8.
 
-Version: v81
+Version: v80
 Parent: v76
-Change: the tall launch's groups split in K where the block scheduler's model ends sooner. After v74's order search,
-launch_order tries splitting each group's tiles into two K halves (the pair side by side in the launch), searches the
-order again, and keeps the split that ends the model soonest while that is 1% sooner, one group at a time. A half
-writes (first to end its loop, by an atomic ticket) or adds (second) an fp32 partial of its tile in the workspace,
-after its A tiles; the prepass zeroes the pairs' tickets and flags every call. Tall launches only (no dependent
-launch holds a split), groups of at least 16 K blocks. Everything else is v76's.
-Why: A's and B's last CTAs end 1.165x and 1.068x their evenly spread time (session 70's marks): 1-3 whole tiles an SM
-whose cycles differ 1.5-2.5x leave the SMs of the longest tiles a whole short tile past the rest, and no order of
-whole tiles changes that (session 69). Halves are finer units for the end of the launch, at the price of a tile's
-fixed cycles and the exchange (~1 us: 512 bytes a row written, then read).
+Change: the tall kernel's tiles above 160 rows at wgmma N rounded up to 16, not v76's 8. tall_rows: up to 160 rows a
+multiple of 32 (v74's), then 176 ... 256 by 16; 11 consumer loops in the tall kernel (v76 17, v74 8), no odd N / 8
+(so no stmatrix x2 in any epilogue the benchmarks or the random shapes run). Everything else is v76's.
+Why: the discriminating step of v76's off-benchmark loss (its docstring: 0.955x against v74 on m = [224, 200, 192,
+180, 232, 208, 244, 132], n 7168, k 2048, with each tile's loop and epilogue longer although it holds fewer rows). v80
+keeps v76's finer tall tiles but none at an odd multiple of 8 and six loops fewer: if that shape comes back to v74's
+time or better while B keeps v76's gain, the odd heights (their epilogue, or wgmma's N at 8 mod 16) were the cost;
+if not, the order search's prices for the new heights are (v75's lesson).
 Arch: sm_90a
-Analogue: gemm's S = 2 and S = 4 splits (a fixed pair, the reader waiting); CUTLASS's serial split-K semaphore (the
-release and acquire order); stream-K's fix-up by the last CTA to finish
-Prediction: the host model (its launch_order, compiled alone on the CPU) splits one group on A (m 72, its halves
-first: 72/2, 160, 128, 96, 248, 80, 176, 64) and on B (m 76: 76/2, 196, 164, 160, 72, 148, 168, 40), none on C, D
-(deep ring) or the off-benchmark shape c0 of v76's docstring; the model's end 1.012-1.035x sooner on A and
-1.019-1.029x on B for an exchange of 14-25 cycles a row. `compare group_gemm v76 v81`: A and B 1.01-1.03x, C, D and
-c0 SAME (their launches are v76's), outputs within tolerance on A and B (no longer v76's bits there: the two
-halves' fp32 sums are added), v76's bit for bit elsewhere. Refuted if A or B is not faster: then either the
-exchange costs more than modelled or the reordering misleads (v75's lesson), which marks would tell apart.
-Measured: not yet run
+Analogue: v76 (by 8), v37 (by 16, H100, on the chain-bound loops of its day: SAME)
+Prediction: `compare group_gemm v76 v80`: A 0.98-0.99x (its 248-row tiles back at 256: v76's 2% on A was mostly
+theirs), B SAME (its 196-, 168- and 164-row tiles at 208, 176 and 176 instead of 200, 168 and 168: ~4% more tensor
+work on them), C and D SAME; on the random B-like shape above 1.03-1.05x if the odd heights were v76's loss there.
+Run with `--shape "m=224;200;192;180;232;208;244;132,n=7168,k=2048,g=8,seed=7"` and `--shapes random:4` beside the
+benchmarks.
+Measured: NVIDIA H200, session 71 (a two-GPU machine, the off-benchmark compare on the other GPU at the same time;
+driver 580.159.04, torch 2.11.0+cu130; commit c239065). Tests, edges, bad inputs, racecheck and synccheck pass.
+`compare group_gemm v76 v80` (kernel method, one process): A 0.986x [0.977, 0.995] SLOWER, B 1.020x [1.013, 1.026]
+FASTER, C 1.000x, D 0.989x [0.983, 0.994] (SAME), geomean 0.999x [0.996, 1.001], outputs bit for bit v76's; recorded
+kernel 116.83 / 63.82 / 28.18 / 14.91 µs, gpumode 117.84 / 64.84 / 29.54 / 17.01. Off the benchmarks (`--shape` c0
+above and `--shapes random:4`, one process): c0 1.014x [1.005, 1.022] FASTER (88.47 -> 87.28 µs), r0 0.971x, r1
+0.987x (SLOWER by their intervals), r2 1.008x, r3 1.009x, geomean 0.998x. A as predicted (its 248-row tiles at 256);
+B not: 1.020x where SAME was predicted, and the host's launch order on B is the same in both (164, 160, 148, 196,
+76, 72, 168, 40: the host code compiled alone on the CPU, v76's and v80's launch_order), so B's 2% is
+the heights alone: tiles of 176, 176 and 208 rows ran faster than v76's 168, 168 and 200, holding more rows. c0 moved
+1.4% of v76's 4.5% loss there back (its order differs between the two). Whether a height of 8 mod 16 costs the next
+multiple of 16 in wgmma, or more elsewhere (the odd N / 8 epilogue), is studies/wgmma_rate.py --ns's question.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
 
-Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32, a k16 step one
-scale block (v42's property, kept); within a step the 16 products' order changes (v66's K order). One chain per
-output over the whole K, except in a split group (v81): two chains, one a K half, added in fp32 (the same sum in
-either order, so outputs do not depend on which half ends first).
+Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32, one
+chain per output over the whole K, a k16 step one scale block (v42's property, kept); within a step the 16 products'
+order changes (v66's K order), so outputs may differ from v63's in the last bit where a step's sum is truncated.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
 """
 
@@ -41,7 +47,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v81"
+EXTENSION_NAME = "nvfp4_group_gemm_v80"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -169,10 +175,11 @@ using DeepRing = Ring<128, 9>;  // v32's: launches whose tiles are all at most 1
 // every tile up to a multiple of 32. The padded rows cost tensor cycles on the tiles above ~160 rows (v74's cost
 // table: 4.2-4.3 cycles a row a block, the tensor rate's 4) and ~2.5 cycles a row a block on shorter ones (the
 // table's 32-128 rows). Only the tall kernel has these loops; a deep-ring launch keeps v74's heights.
-// v76: by 8 only above 160 rows (the tensor-bound tiles); up to 160 to a multiple of 32, as v74.
+// v76: finer only above 160 rows (the tensor-bound tiles); up to 160 to a multiple of 32, as v74. v80: by 16 there,
+// not 8 (no odd N / 8: every tall tile's C staged by stmatrix x4 alone).
 constexpr int kFineAbove = 160;
 __host__ __device__ constexpr int tall_rows(int rows) {
-    return rows > kFineAbove ? (rows + 7) / 8 * 8 : (rows + M_STEP - 1) / M_STEP * M_STEP;
+    return rows > kFineAbove ? (rows + 15) / 16 * 16 : (rows + M_STEP - 1) / M_STEP * M_STEP;
 }
 constexpr int kDecodeThreads = 256;     // prepass: one (row, K block, half j) per thread, 4 chunks (64 bytes of fp16 A)
 constexpr int kFullArrivals = 1;        // the producer's arrive.expect_tx: every copy of a stage counts bytes on it
@@ -192,7 +199,6 @@ struct GroupDesc {
     __half* c;
     uint8_t* a16;                        // workspace: A as fp16 in tiles, [M tile][K block][m_tile_rows][128 B swizzled]
     int m, n, k;
-    int k_splits;                        // v81: 1, or 2 (a tall launch's group whose tiles run as two K halves)
     int64_t a_row, b_row, c_row;
     int m_tile_rows;                     // rows per M tile: M_g split evenly into tiles of at most 256, a multiple of 32 or (v52) 112,
                                          // in a tall launch (v75) tall_rows: 32 or a multiple of 8
@@ -582,27 +588,6 @@ __device__ __forceinline__ int64_t a16_offset(const GroupDesc& d, int t, int kb,
     return ((static_cast<int64_t>(t) * (d.k / BLOCK_K) + kb) * d.m_tile_rows + r) * 128 + ((c ^ (r % 8)) * 16);
 }
 
-// v81: a split group's workspace after its fp16 A tiles: per tile pair (M tile, column block) one fp32 partial of
-// m_tile_rows x BLOCK_N (the first of the pair to finish its loop writes it, the second adds it), then per pair
-// two words: the ticket (which half finished first) and the flag (its partial is written). The prepass zeroes the
-// words every call. NOTE: the host sizes these from the same expressions (group_workspace_bytes).
-__host__ __device__ inline int64_t a16_bytes(const GroupDesc& d) {
-    return static_cast<int64_t>(d.m_tiles) * d.m_tile_rows * d.k * 2;
-}
-__host__ __device__ inline int split_pairs(const GroupDesc& d) { return d.m_tiles * (d.n / BLOCK_N); }
-__host__ __device__ inline int64_t partial_bytes(const GroupDesc& d) {
-    return d.k_splits > 1 ? static_cast<int64_t>(split_pairs(d)) * d.m_tile_rows * BLOCK_N * 4 : 0;
-}
-__host__ __device__ inline int64_t group_workspace_bytes(const GroupDesc& d) {
-    return a16_bytes(d) + partial_bytes(d) + (d.k_splits > 1 ? (static_cast<int64_t>(split_pairs(d)) * 8 + 15) / 16 * 16 : 0);
-}
-__device__ __forceinline__ float* pair_partial(const GroupDesc& d, int pair) {
-    return reinterpret_cast<float*>(d.a16 + a16_bytes(d)) + static_cast<int64_t>(pair) * d.m_tile_rows * BLOCK_N;
-}
-__device__ __forceinline__ unsigned int* pair_words(const GroupDesc& d, int pair) {
-    return reinterpret_cast<unsigned int*>(d.a16 + a16_bytes(d) + partial_bytes(d)) + 2 * pair;
-}
-
 // Prepass threads of one group: one per (row of its M tiles, K block, half j); the kernel's bound
 // and the host's block count (fill_chunk) both come from here.
 __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
@@ -635,10 +620,6 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     while (g + 1 < problem.num_groups && static_cast<int>(blockIdx.x) >= problem.groups[g + 1].decode_begin) ++g;
     const GroupDesc& d = problem.groups[g];
     const int u = (blockIdx.x - d.decode_begin) * kDecodeThreads + threadIdx.x;
-    // v81: a split group's first block zeroes its pairs' tickets and flags; the tall launch that reads them starts
-    // only once this grid has completed (a plain edge: no split in a dependent launch, the host's rule).
-    if (d.k_splits > 1 && static_cast<int>(blockIdx.x) == d.decode_begin)
-        for (int w = threadIdx.x; w < 2 * split_pairs(d); w += kDecodeThreads) pair_words(d, w / 2)[w % 2] = 0u;
     if (u >= decode_threads_of(d)) return;
     const int num_kb = d.k / BLOCK_K;
     const int j = u & 1, q = u >> 3;
@@ -703,21 +684,18 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // v57: kFirstB (v56's first-stage B barrier; only D's kernel, group_gemm_kernel's rule) implies kDependent.
 // v58: in the dependent first lap, A's copies are paced kFirstLapAInFlight stages ahead of the landed ones.
 template <class R, bool kDependent, bool kFirstB>
-__device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb0, int count, uint32_t ring,
-                                        uint32_t full, uint32_t empty) {
+__device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, uint32_t ring, uint32_t full,
+                                        uint32_t empty) {
     static_assert(!kFirstB || kDependent, "the first-stage B barrier is armed in the dependent first lap alone");
     constexpr int kStages = R::kStages;
-    const int num_k = d.k / BLOCK_K;  // the group's K blocks: B's scales' stride
+    const int num_k = d.k / BLOCK_K;
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
     int kb_start = 0;  // the first K block the loop below fills (after the first lap in a dependent launch)
-    // v81: this tile's K blocks are kb0 .. kb0 + count - 1 (a split half's, else 0 .. num_k - 1); the ring's slot
-    // and lap follow i = kb - kb0. NOTE: a dependent launch never holds a split group (the host's rule), so the
-    // first lap below, written for kb0 = 0, reads its blocks from 0.
     if constexpr (kDependent) {
         // NOTE: the first lap's slots are free at the start (fresh barriers: no empty wait). Each stage's full
         // barrier counts A's bytes, so no stage completes, and no consumer reads a slot's A tile, before that
         // tile has landed; the consumers read nothing else the prepass writes.
-        const int first_lap = count < kStages ? count : kStages;
+        const int first_lap = num_k < kStages ? num_k : kStages;
         int kb_b = 0;  // the first stage whose B counts on its full barrier with A's bytes (v54's: all)
         if constexpr (kFirstB) {
             // v56: stage 0's B (values and scales) counts on a barrier of its own (Ring::FIRST_B_BARRIER) and
@@ -774,10 +752,10 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
 #endif
         kb_start = first_lap;
     }
-    for (int i = kb_start; i < count; ++i) {
-        const int s = i % kStages, kb = kb0 + i;
+    for (int kb = kb_start; kb < num_k; ++kb) {
+        const int s = kb % kStages;
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
-        mbar_wait(empty + 8 * s, ((i / kStages) & 1) ^ 1);
+        mbar_wait(empty + 8 * s, ((kb / kStages) & 1) ^ 1);
         const Stage st = stage_of<R>(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);
@@ -795,13 +773,14 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
 // own barrier, then the consumers wait for A's first tile alone; otherwise v55's start (stage 0's one full
 // barrier, then the decode).
 template <class R, int kN, bool kFirstB>
-__device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int pair, int num_k, uint32_t ring,
-                                        const uint8_t* ring_generic, uint32_t full, uint32_t empty) {
+__device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, uint32_t ring, const uint8_t* ring_generic,
+                                        uint32_t full, uint32_t empty) {
     constexpr int kStages = R::kStages, STAGE_BYTES = R::STAGE_BYTES;
     const int cthread = threadIdx.x - kProducerThreads;
     const int warp = cthread / 32, lane = cthread % 32;
     const int gid = lane / 4, tig = lane % 4;
     const int row = warp * 16 + gid;  // tile-local row of B: consumer warps 0-3 rows 0..63, 4-7 the next 64
+    const int num_k = d.k / BLOCK_K;
 
     float acc[kN / 2];
     #pragma unroll
@@ -863,40 +842,6 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int 
     // NOTE: the other warpgroup may still be reading A tiles from any slot (it can lag by up to the
     // ring's depth): the ring is reused for C only once all 256 consumer threads are here.
     named_barrier_sync(1, kConsumerThreads);
-    if (d.k_splits > 1) {
-        // v81: one K half of a split pair. The half that finishes its loop first (the ticket) writes its fp32 partial
-        // and leaves; the second adds it to its own and stores C. No CTA ever waits on a half that has not run its
-        // loop, so the pair needs no co-scheduling; the second's wait covers only the first's writes.
-        // NOTE: partial + own in fp32 is the same sum whichever half comes first (fp32 addition commutes), so
-        // outputs do not depend on the order the halves end in.
-        __shared__ unsigned int ticket;
-        unsigned int* const words = pair_words(d, pair);
-        float* const partial = pair_partial(d, pair);
-        if (cthread == 0) ticket = atomicAdd(&words[0], 1u);
-        named_barrier_sync(1, kConsumerThreads);
-        if (ticket == 0) {
-            // NOTE: element i of thread c at i x 256 + c: every store instruction writes 1 KB, contiguous.
-            #pragma unroll
-            for (int i = 0; i < kN / 2; ++i) __stcg(partial + i * kConsumerThreads + cthread, acc[i]);
-            named_barrier_sync(1, kConsumerThreads);
-            if (cthread == 0) {
-                // NOTE: CUTLASS's split-K semaphore's order: the CTA's writes, a barrier, then one thread's
-                // gpu-scope fence and release store; the reader's acquire load and barrier mirror it.
-                __threadfence();
-                asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(words + 1), "r"(1u) : "memory");
-            }
-            return;
-        }
-        if (cthread == 0) {
-            unsigned int seen = 0;
-            do {
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(words + 1) : "memory");
-            } while (seen == 0);
-        }
-        named_barrier_sync(1, kConsumerThreads);
-        #pragma unroll
-        for (int i = 0; i < kN / 2; ++i) acc[i] += __ldcg(partial + i * kConsumerThreads + cthread);
-    }
     // This warpgroup's 64 columns of C as [m_tile_rows][64] fp16, 128-byte rows, chunk c of row m at
     // chunk c ^ (m % 8) (the tensor map's SWIZZLE_128B); the halves are 1024-aligned since
     // m_tile_rows x 128 is a multiple of 1024 (m_tile_rows a multiple of 32, or 112: of 8 either way).
@@ -969,15 +914,11 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     int g = 0;
     while (g + 1 < problem.num_groups && tile >= problem.groups[g + 1].tile_begin) ++g;
     const GroupDesc& d = problem.groups[g];
-    // v81: a split group's tiles come in pairs, the two K halves of one (M tile, column block) side by side, so
-    // the block scheduler starts them together and the second's wait for the first's partial is short.
-    const int local = (tile - d.tile_begin) / d.k_splits, half = (tile - d.tile_begin) % d.k_splits;
+    const int local = tile - d.tile_begin;
     const int tiles_n = d.n / BLOCK_N;
     const int t = local / tiles_n;
     const int m0 = t * d.m_tile_rows;
     const int n0 = (local % tiles_n) * BLOCK_N;
-    const int num_kb = d.k / BLOCK_K;
-    const int kb0 = half * (num_kb / 2), kb_count = d.k_splits > 1 ? (half == 0 ? num_kb / 2 : num_kb - num_kb / 2) : num_kb;
     // wgmma's N for this tile: its rows rounded up to M_STEP, at most m_tile_rows. v52: with 112-row tiles
     // min(m_tile_rows, rows left rounded up), so a 112-row tile whose rows left round up to 128 runs
     // N = 112; for m_tile_rows a multiple of 32 the two are equal, and the other kernels keep v50's
@@ -1005,7 +946,7 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
 
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-        if (threadIdx.x == 0) produce<R, kDependent, kFirstB>(d, t, n0, n_cols, kb0, kb_count, ring, full, empty);
+        if (threadIdx.x == 0) produce<R, kDependent, kFirstB>(d, t, n0, n_cols, ring, full, empty);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
@@ -1014,39 +955,33 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     // in its kTiles112 instantiation alone (v53), the one launched for plans with a 112-row tile.
     if constexpr (kTiles112) {
         switch (n_cols) {
-            case 32: consume<R, 32, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 64: consume<R, 64, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 96: consume<R, 96, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case kRows112: consume<R, kRows112, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            default: consume<R, 128, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
+            case 32: consume<R, 32, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 64: consume<R, 64, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 96: consume<R, 96, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case kRows112: consume<R, kRows112, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            default: consume<R, 128, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
         }
     } else if constexpr (R::kMaxRows <= 128) {
         switch (n_cols / M_STEP) {
-            case 1: consume<R, 32, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 2: consume<R, 64, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 3: consume<R, 96, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            default: consume<R, 128, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
+            case 1: consume<R, 32, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 2: consume<R, 64, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 3: consume<R, 96, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            default: consume<R, 128, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
         }
     } else {
-        // v76: every tall_rows height, 32 ... 160 by 32 and 168 ... 256 by 8 (17 loops; v74's tall kernel had 8).
+        // v80: every tall_rows height, 32 ... 160 by 32 and 176 ... 256 by 16 (11 loops; v76 17, v74 8).
         switch (n_cols) {
-            case 32: consume<R, 32, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 64: consume<R, 64, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 96: consume<R, 96, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 128: consume<R, 128, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 160: consume<R, 160, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 168: consume<R, 168, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 176: consume<R, 176, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 184: consume<R, 184, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 192: consume<R, 192, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 200: consume<R, 200, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 208: consume<R, 208, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 216: consume<R, 216, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 224: consume<R, 224, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 232: consume<R, 232, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 240: consume<R, 240, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            case 248: consume<R, 248, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
-            default: consume<R, 256, kFirstB>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
+            case 32: consume<R, 32, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 64: consume<R, 64, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 96: consume<R, 96, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 128: consume<R, 128, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 160: consume<R, 160, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 176: consume<R, 176, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 192: consume<R, 192, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 208: consume<R, 208, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 224: consume<R, 224, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            case 240: consume<R, 240, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
+            default: consume<R, 256, kFirstB>(d, m0, n0, ring, ring_generic, full, empty); break;
         }
     }
 }
@@ -1091,11 +1026,10 @@ static void m_tiles_of(int64_t m, int max_rows, bool tall, int& m_tiles, int& ti
     if (max_rows == DeepRing::kMaxRows && split > 96 && split <= kRows112) tile_rows = kRows112;
 }
 
-// Fills one chunk's Problem (up to kMaxGroups groups of `order` from `first`), a16 left null; v81: group g's
-// tiles in splits[g] K halves (launch_order's choice: 1 or 2). Returns the workspace bytes its groups need
-// (group_workspace_bytes), or -2 (shape not supported).
-static int64_t fill_chunk(const int64_t* desc, const std::vector<int>& order, const std::vector<int>& splits, int first,
-                          int num_groups, int sms, Problem& problem, int& tiles, int& decode_blocks) {
+// Fills one chunk's Problem (up to kMaxGroups groups of `order` from `first`), a16 left null;
+// returns the fp16 workspace bytes its groups need, or -2 (shape not supported).
+static int64_t fill_chunk(const int64_t* desc, const std::vector<int>& order, int first, int num_groups, int sms,
+                          Problem& problem, int& tiles, int& decode_blocks) {
     problem.num_groups = num_groups - first < kMaxGroups ? num_groups - first : kMaxGroups;
     const int max_rows = chunk_max_rows(desc, order, first, problem.num_groups, sms);
     const bool tall = chunk_is_tall(desc, order, first, problem.num_groups, max_rows);
@@ -1114,7 +1048,6 @@ static int64_t fill_chunk(const int64_t* desc, const std::vector<int>& order, co
         d.m = static_cast<int>(p[6]);
         d.n = static_cast<int>(p[7]);
         d.k = static_cast<int>(p[8]);
-        d.k_splits = splits[order[first + g]];
         d.a_row = p[9]; d.b_row = p[10]; d.c_row = p[13];
         if (d.n % BLOCK_N != 0 || d.k % BLOCK_K != 0 || d.m < 1 || d.k < BLOCK_K) return -2;
         // NOTE: a tensor map needs a 16-byte aligned base and row stride: B's.
@@ -1123,14 +1056,11 @@ static int64_t fill_chunk(const int64_t* desc, const std::vector<int>& order, co
         // NOTE: C's tensor map (v38) needs a 16-byte aligned base and row stride
         if (reinterpret_cast<uintptr_t>(d.c) % 16 != 0 || d.c_row % 8 != 0) return -2;
         m_tiles_of(d.m, max_rows, tall, d.m_tiles, d.m_tile_rows);
-        // NOTE: v81: a split needs the tall kernel (the only launch that is no programmatic dependent: its
-        // prepass, which zeroes the pairs' tickets, has completed before any of its CTAs starts) and two K blocks.
-        if (d.k_splits != 1 && (d.k_splits != 2 || !tall || d.k < 2 * BLOCK_K)) return -2;
         d.tile_begin = tiles;
-        tiles += d.m_tiles * (d.n / BLOCK_N) * d.k_splits;
+        tiles += d.m_tiles * (d.n / BLOCK_N);
         d.decode_begin = decode_blocks;
         decode_blocks += (decode_threads_of(d) + kDecodeThreads - 1) / kDecodeThreads;
-        bytes += group_workspace_bytes(d);
+        bytes += static_cast<int64_t>(d.m_tiles) * d.m_tile_rows * d.k * 2;
     }
     return bytes;
 }
@@ -1204,26 +1134,13 @@ static double dispatch_makespan(const std::vector<double>& cost, int sms) {
 // while dispatch_makespan of the tiles' modelled cycles (tile_cycles) falls by more than 0.2%, and kept only when it
 // beats largest first by 1% (the model's resolution). One launch of every group (a single chunk) and 2-16 waves of
 // tiles only: a wave or less starts every tile at once, and many waves leave a tail too short to matter.
-// v81: then groups split in K (splits[g] = 2: each tile two halves of K / 2 blocks), one at a time, the group whose
-// split (the order searched again from the current one) ends the model soonest, while that is 1% sooner: whole
-// tiles of 1.5-2.5x one another's cycles on 1-3 per SM leave the SMs of the longest ones a whole short tile past the
-// rest (session 70's marks: A's last CTA 1.165x its evenly spread time); halves are finer units. A half costs the
-// tile's fixed cycles, the exchange (kSplitFixedCycles + kSplitCyclesPerRow a row: the first half's fp32 partial
-// written, the second's read, 512 bytes a row each) and its K blocks. Tall launches only (fill_chunk's rule).
-constexpr double kSplitFixedCycles = 1000.0;
-constexpr double kSplitCyclesPerRow = 16.0;
-constexpr int kMinSplitBlocks = 16;  // K blocks a group needs to be split: 8 a half
-static double half_cycles(int tile_rows, int64_t k) {
-    return tile_cycles(tile_rows, (k / BLOCK_K + 1) / 2 * BLOCK_K) + kSplitFixedCycles + kSplitCyclesPerRow * tile_rows;
-}
-static std::vector<int> launch_order(const int64_t* desc, int num_groups, int sms, std::vector<int>& splits) {
+static std::vector<int> launch_order(const int64_t* desc, int num_groups, int sms) {
     std::vector<int> order = largest_first(desc, num_groups);
-    splits.assign(num_groups, 1);
     if (num_groups < 2 || num_groups > kMaxGroups || sms < 1) return order;
     const int max_rows = chunk_max_rows(desc, order, 0, num_groups, sms);
     const bool tall = chunk_is_tall(desc, order, 0, num_groups, max_rows);
     std::vector<int> tiles(num_groups);
-    std::vector<double> cycles(num_groups), halves(num_groups);
+    std::vector<double> cycles(num_groups);
     long total = 0;
     for (int g = 0; g < num_groups; ++g) {
         const int64_t* p = desc + g * 14;
@@ -1231,66 +1148,39 @@ static std::vector<int> launch_order(const int64_t* desc, int num_groups, int sm
         m_tiles_of(p[6], max_rows, tall, m_tiles, tile_rows);
         tiles[g] = m_tiles * static_cast<int>(p[7] / BLOCK_N);
         cycles[g] = tile_cycles(tile_rows, p[8]);
-        halves[g] = half_cycles(tile_rows, p[8]);
         total += tiles[g];
     }
     if (total <= sms || total > 16L * sms) return order;
-    auto makespan = [&](const std::vector<int>& o, const std::vector<int>& s) {
+    auto makespan = [&](const std::vector<int>& o) {
         std::vector<double> cost;
-        cost.reserve(2 * total);
-        for (int g : o) cost.insert(cost.end(), static_cast<size_t>(tiles[g]) * s[g], s[g] > 1 ? halves[g] : cycles[g]);
+        cost.reserve(total);
+        for (int g : o) cost.insert(cost.end(), tiles[g], cycles[g]);
         return dispatch_makespan(cost, sms);
     };
-    // v74's local search from `o`: moves and swaps while the model's end falls by more than 0.2%
-    auto search = [&](std::vector<int>& o, const std::vector<int>& s) {
-        double best = makespan(o, s);
-        for (int round = 0; round < 32; ++round) {
-            bool improved = false;
-            for (int i = 0; i < num_groups; ++i)
-                for (int j = 0; j < num_groups; ++j) {
-                    if (i == j) continue;
-                    std::vector<int> c = o;
-                    const int g = c[i];
-                    c.erase(c.begin() + i);
-                    c.insert(c.begin() + j, g);
-                    const double e = makespan(c, s);
-                    if (e < best * 0.998) { best = e; o = c; improved = true; }
-                }
-            for (int i = 0; i < num_groups; ++i)
-                for (int j = i + 1; j < num_groups; ++j) {
-                    std::vector<int> c = o;
-                    std::swap(c[i], c[j]);
-                    const double e = makespan(c, s);
-                    if (e < best * 0.998) { best = e; o = c; improved = true; }
-                }
-            if (!improved) break;
-        }
-        return best;
-    };
-    const double first = makespan(order, splits);
-    double best = search(order, splits);
-    if (!(best < first * 0.99)) {
-        order = largest_first(desc, num_groups);
-        best = first;
+    const double first = makespan(order);
+    double best = first;
+    for (int round = 0; round < 32; ++round) {
+        bool improved = false;
+        for (int i = 0; i < num_groups; ++i)
+            for (int j = 0; j < num_groups; ++j) {
+                if (i == j) continue;
+                std::vector<int> o = order;
+                const int g = o[i];
+                o.erase(o.begin() + i);
+                o.insert(o.begin() + j, g);
+                const double e = makespan(o);
+                if (e < best * 0.998) { best = e; order = o; improved = true; }
+            }
+        for (int i = 0; i < num_groups; ++i)
+            for (int j = i + 1; j < num_groups; ++j) {
+                std::vector<int> o = order;
+                std::swap(o[i], o[j]);
+                const double e = makespan(o);
+                if (e < best * 0.998) { best = e; order = o; improved = true; }
+            }
+        if (!improved) break;
     }
-    if (!tall) return order;
-    for (;;) {
-        int pick = -1;
-        double pick_end = best * 0.99;
-        std::vector<int> pick_order;
-        for (int g = 0; g < num_groups; ++g) {
-            if (splits[g] > 1 || desc[g * 14 + 8] < kMinSplitBlocks * BLOCK_K) continue;
-            std::vector<int> s = splits, o = order;
-            s[g] = 2;
-            const double e = search(o, s);
-            if (e < pick_end) { pick = g; pick_end = e; pick_order = o; }
-        }
-        if (pick < 0) break;
-        splits[pick] = 2;
-        order = pick_order;
-        best = pick_end;
-    }
-    return order;
+    return best < first * 0.99 ? order : largest_first(desc, num_groups);
 }
 
 // v33's change: a launch whose tiles are all at most DeepRing's rows runs the deep ring (v32 measured
@@ -1480,8 +1370,7 @@ void* group_gemm_build_plan(const int64_t* desc, int num_groups, int64_t* worksp
     int device = 0, sms = 0;
     *err = prepare_device(device, sms);
     if (*err != 0) return nullptr;
-    std::vector<int> splits;
-    const std::vector<int> order = launch_order(desc, num_groups, sms, splits);
+    const std::vector<int> order = launch_order(desc, num_groups, sms);
     LaunchPlan* plan = new LaunchPlan();
     plan->workspace = nullptr;
     plan->graph = nullptr;
@@ -1490,14 +1379,13 @@ void* group_gemm_build_plan(const int64_t* desc, int num_groups, int64_t* worksp
     int64_t next = 0;
     for (int first = 0; first < num_groups; first += kMaxGroups) {
         ChunkLaunch chunk;
-        const int64_t bytes = fill_chunk(desc, order, splits, first, num_groups, sms, chunk.problem, chunk.tiles,
-                                         chunk.decode_blocks);
+        const int64_t bytes = fill_chunk(desc, order, first, num_groups, sms, chunk.problem, chunk.tiles, chunk.decode_blocks);
         *err = bytes < 0 ? static_cast<int>(bytes) : encode_b_maps(chunk.problem);
         if (*err != 0) { delete plan; return nullptr; }
         for (int g = 0; g < chunk.problem.num_groups; ++g) {
             const GroupDesc& d = chunk.problem.groups[g];
             chunk.a16_offset[g] = next;
-            next += group_workspace_bytes(d);  // v81: its A tiles, then (split) its pairs' partials and words
+            next += static_cast<int64_t>(d.m_tiles) * d.m_tile_rows * d.k * 2;
         }
         next = (next + 255) / 256 * 256;  // NOTE: each chunk's first tile 256-byte aligned, as v42's
         chunk.deep = wants_deep_ring(chunk.problem);
