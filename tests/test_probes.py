@@ -349,6 +349,57 @@ def test_marks_compare_takes_the_two_versions_calls_in_turn_on_one_input(monkeyp
     assert result["versions"] == ["a", "b"] and [s["calls"] for s in entry["summaries"]] == [4, 4]
 
 
+def test_marks_builds_verdict_warns_when_the_marks_builds_read_another_ratio_than_the_plain_ones():
+    assert marks.builds_verdict([100.0, 99.0], [110.0, 108.0])[2] is None  # both faster, 0.8% apart
+    plain, marked, warning = marks.builds_verdict([65.0, 63.7], [72.4, 70.1])  # both faster, but 1.2% apart: agree
+    assert warning is None and plain == pytest.approx(0.98)
+    assert "compare` decides" in marks.builds_verdict([100.0, 101.0], [100.0, 99.5])[2]  # opposite directions
+    assert marks.builds_verdict([100.0, 100.0], [100.0, 96.0])[2] is not None  # 4% apart
+
+
+def test_marks_compare_times_the_plain_builds_in_turn_beside_the_marks_builds(monkeypatch):
+    from harness import timing
+    from harness.probes import common
+    timed = []
+
+    class FakeMarked:
+        def __init__(self, sub, say, build="marks"):
+            self.sub, self.declared = sub, ["start", "end"]
+            self.built = type("Built", (), {"kernel": staticmethod(lambda data: data)})
+
+        def call(self, torch_, data):
+            end = 3000 if self.sub.label == "a" else 2000  # the marks builds: B 1 us sooner of 2
+            return _call({0: (1000, 0), 1: (end, 0)})
+
+    def fake_block(fn, pool, method):
+        timed.append(fn.__name__)
+        return type("Block", (), {"kernel": {"span_us": [10.0 if fn.__name__ == "plain_a" else 10.5]}})
+
+    def plain_a(data):
+        return data
+
+    def plain_b(data):
+        return data
+
+    monkeypatch.setattr(marks, "_Marked", FakeMarked)
+    monkeypatch.setattr(marks, "_plain_kernels", lambda pair, say: ([plain_a, plain_b], None))
+    monkeypatch.setattr(timing, "time_block", fake_block)
+    torch_ = type("T", (), {"cuda": type("C", (), {"synchronize": staticmethod(lambda: None)})})
+    for name, fake in (("bound_torch", lambda: torch_), ("require_gpu", lambda *a: None),
+                       ("refuse_unrunnable", lambda *a: None), ("inputs", lambda *a, **k: ["data"]),
+                       ("check", lambda *a: {"ok": True}), ("device_name", lambda t: "GPU")):
+        monkeypatch.setattr(common, name, fake)
+    pair = [type("Sub", (), {"problem": "gemm", "label": label, "path": None}) for label in ("a", "b")]
+    result = marks.compare(pair, [_shape("gemm")], calls=2)
+    assert timed == ["plain_a", "plain_b", "plain_b", "plain_a"]  # in turn, as the marks builds' calls
+    (entry,) = result["shapes"]
+    assert entry["builds"]["plain_us"] == [10.0, 10.5] and entry["builds"]["marks_us"] == [2.0, 1.0]
+    lines = marks.format_comparison(result)
+    assert any("(1.050)" in line and "(0.500)" in line for line in lines)
+    assert any(line.startswith("WARNING: the marks builds' B / A (0.500) is not the plain builds' (1.050)")
+               for line in lines)
+
+
 def test_marks_fill_sets_the_last_end_against_the_same_work_spread_evenly_over_the_sms():
     # two SMs, three CTAs: 0 runs 0-10 us, 1 runs 0-4, then 2 runs 4-8 on the SM 1 left: 18 SM-us of work,
     # which spread over both SMs from the first start would end at 9 us; the launch ends at 10 (busy 90%)

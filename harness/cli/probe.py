@@ -138,7 +138,8 @@ def marks_cmd(problem, version, other, header, shapes_spec, custom, calls, ctas,
     With OTHER, a second version (a parent and its child): both timelines in this process, their calls
     in turn on the same inputs, each mark and phase side by side by name with OTHER's difference (two
     processes on one GPU share it for part of their runs; two machines' clocks differ); --ctas ranges
-    are the same block indices in both launches."""
+    are the same block indices in both launches. Their plain builds (what compare times) are timed in
+    turn beside them, and a warning says when the marks builds' B / A is not the plain builds'."""
     if header:
         refuse(("problem", "version", "other", "shapes_spec", "custom", "calls", "ctas", "fill", "as_json"),
                "with --header: it prints the marks header and exits")

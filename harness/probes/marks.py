@@ -35,6 +35,12 @@ Two versions (``nvfp4 probe marks P V W``, :func:`compare`): both built so, thei
 process on the same inputs, and each mark and phase set side by side by name (B - A). A timeline set beside
 another is taken beside it: two processes on one GPU share it for part of their runs (session 60's v44 and v50
 marks did), and two machines' clocks and hosts differ.
+
+A marks build is another build: its stamps are code, so its loops land elsewhere and ptxas schedules around the
+stores. Beside two versions' timelines the probe therefore times their plain builds too (the builds ``compare``
+times, kernel method, in turn on the same input) and says when the two builds' B / A disagree
+(:func:`builds_verdict`): group_gemm's v76 against v80 (session 71) read the same 160-row loop 18% slower in v76's
+marks build, and a version built on that reading (v82) was 5% slower on the plain builds.
 """
 
 from __future__ import annotations
@@ -365,6 +371,7 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
     marked = [_Marked(pair[0], say), _Marked(pair[1], say, "marks_other")]
     for m in marked:
         check_fill_names(fill, m.declared, m.sub.label)
+    plain, plain_skipped = _plain_kernels(pair, say)
     sms = _sm_count(torch) if fill else 0
     results = []
     for shape in shapes:
@@ -384,9 +391,58 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
         for ctas in cta_ranges or []:
             parts = [summarise(s, n, ctas) for s, n in zip(stamps, names)]
             entry["ranges"].append({"ctas": f"{ctas.start}-{ctas.stop - 1}", **side_by_side(parts[0], parts[1])})
+        marks_us = [common.median([x for x in map(stamped_span_us, s) if x is not None]) for s in stamps]
+        entry["builds"] = {"marks_us": marks_us, "plain_us": None, "skipped": plain_skipped}
+        if plain:
+            from harness import timing
+            for fn in plain:  # NOTE: first-call set-up (plans, tensor maps) outside the samples, as ablate's
+                fn(data)
+            torch.cuda.synchronize()
+            spans: list[list[float]] = [[], []]
+            for i in range(calls):
+                for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+                    spans[k] += timing.time_block(plain[k], [data], "kernel").kernel["span_us"]
+            entry["builds"]["plain_us"] = [common.median(x) for x in spans]
         results.append(entry)
     return {"problem": pair[0].problem, "versions": [m.label for m in pair], "device": common.device_name(torch),
             "calls": calls, "fill": list(fill) if fill else None, "shapes": results}
+
+
+def stamped_span_us(call: Stamps) -> float | None:
+    """A call's first stamp to its last (any mark, any CTA), µs: the marks build's own figure for the call."""
+    stamped = [t for row in call.ns for t in row if t]
+    return (max(stamped) - min(stamped)) / 1e3 if stamped else None
+
+
+# NOTE: beyond this the two builds' ratios are read as disagreeing: compare's own SAME margin (harness.stats).
+BUILDS_AGREE_WITHIN = 0.02
+
+
+def builds_verdict(plain_us: list[float], marks_us: list[float]) -> tuple[float, float, str | None]:
+    """B / A by the plain builds and by the marks builds, and a warning when they disagree (a direction or more
+    than BUILDS_AGREE_WITHIN apart), else None."""
+    plain, marked = plain_us[1] / plain_us[0], marks_us[1] / marks_us[0]
+    if abs(marked - plain) <= BUILDS_AGREE_WITHIN and (marked - 1) * (plain - 1) >= 0:
+        return plain, marked, None
+    return plain, marked, (f"the marks builds' B / A ({marked:.3f}) is not the plain builds' ({plain:.3f}): their code "
+                           "differs (the stamps move and reschedule the loops), so read B - A above as the marks "
+                           "builds'; `nvfp4 compare` decides")
+
+
+def _plain_kernels(pair, say) -> tuple[list | None, str | None]:
+    """The two versions' plain builds (the ones ``compare`` times), or None and why they are not timed here."""
+    from harness import contract
+    from harness.probes import variants
+    names = []
+    for sub in pair:
+        try:
+            names.append(contract.read(sub.path).extension_name)
+        except (contract.ContractError, OSError, SyntaxError) as exc:
+            return None, f"{sub.label}'s extension name cannot be read ({exc})"
+    if names[0] == names[1]:
+        return None, f"both versions build an extension named {names[0]!r}, which loads once a process"
+    say("importing the plain builds (timed beside the marks builds)")
+    return [variants.import_variant(sub, variants.Variant(variants.FULL)).kernel for sub in pair], None
 
 
 def side_by_side(a: dict, b: dict) -> dict:
@@ -435,6 +491,21 @@ def _side_by_side_lines(both: dict, legend: bool = True) -> list[str]:
     return lines
 
 
+def _builds_lines(builds: dict | None) -> list[str]:
+    """The lines setting the marks builds' call beside the plain builds' (``compare``'s entry "builds")."""
+    if not builds or None in builds["marks_us"]:
+        return []
+    a, b = builds["marks_us"]
+    marked = f"marks builds (first stamp to last) {a:.2f} -> {b:.2f} µs"
+    if builds["plain_us"] is None:
+        return [f"the call, B / A: {marked} ({b / a:.3f}); plain builds not timed: {builds['skipped']}"]
+    plain_ratio, marked_ratio, warning = builds_verdict(builds["plain_us"], builds["marks_us"])
+    pa, pb = builds["plain_us"]
+    lines = [f"the call, B / A: plain builds (what compare times; kernel method, in turn) {pa:.2f} -> {pb:.2f} µs "
+             f"({plain_ratio:.3f}); {marked} ({marked_ratio:.3f})"]
+    return lines + ([f"WARNING: {warning}"] if warning else [])
+
+
 def format_comparison(r: dict) -> list[str]:
     va, vb = r["versions"]
     lines = []
@@ -450,6 +521,7 @@ def format_comparison(r: dict) -> list[str]:
         for part in entry.get("ranges", []):
             lines.append(f"CTAs {part['ctas']}:")
             lines += ["  " + line for line in _side_by_side_lines(part, legend=False)]
+        lines += _builds_lines(entry.get("builds"))
         dropped = [s["dropped"] for s in entry["summaries"]]
         if any(dropped):
             lines.append(f"stamps past the buffer, not counted: A {dropped[0]}, B {dropped[1]}")

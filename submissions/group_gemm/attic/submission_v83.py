@@ -12,7 +12,13 @@ Analogue: v82
 Prediction: `compare group_gemm v82 v83`: A and B SAME (their kernel is v82's), C and D 1.00-1.05x if the body's
 size costs there; 0.95-0.98x if it does not and the 25% more instructions a K block (136 against 108) lengthen a
 decode-bound chain.
-Measured: not yet run
+Measured: NVIDIA H200, session 71 (a two-GPU machine, v82 on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit 1f64633). Tests, edges, bad inputs, racecheck and synccheck pass. `compare group_gemm v82
+v83` (kernel method, one process): A 1.004x, B 1.007x (SAME: their kernel is v82's), C 0.903x [0.896, 0.910], D
+0.936x [0.930, 0.943] (SLOWER), geomean 0.961x, outputs bit for bit; recorded kernel 118.95 / 68.91 / 31.32 / 15.84
+µs. As the prediction's second case: the 25% more instructions a K block lengthen C's and D's decode-bound chains by
+about their share (C's loop ~10%), and nothing in a 15.2 KB body was costing them.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -22,7 +22,19 @@ Prediction: if the size is what costs, every tall loop runs at v80's pace or bet
 slower: the 22% more instructions a K block (136 against 111) cost what the shorter body saves, or the loops' pace
 is set by something else than their code's size (v80's order and data were the same as v76's, so then by where
 each loop lands).
-Measured: not yet run
+Measured: NVIDIA H200, session 71 (a two-GPU machine, v83 on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit 1f64633). Tests, edges, bad inputs, racecheck and synccheck pass. `compare group_gemm v76
+v82` (kernel method, one process): A 0.965x [0.957, 0.973], B 0.951x [0.942, 0.959] (SLOWER), C 1.001x, D 0.999x
+(SAME: their kernels are v76's), geomean 0.979x, outputs bit for bit v76's; recorded kernel 119.06 / 68.80 / 28.32 /
+14.99 µs. Off the benchmarks (one process): c0 0.971x, random r0-r3 0.991 / 0.968 / 0.906 / 0.988x, geomean 0.965x.
+Refuted: the shorter body with its 22% more instructions a K block is slower everywhere the tall kernel runs. The
+marks builds of v76 and v82 (`probe marks --ctas`, one process) read v82's B call 1.65 µs sooner at its last CTA and
+its 164- and 196-row groups' loops 1.9 µs shorter (the 168-row group's 1.2 longer), the opposite of the plain
+builds: as v76's and v80's
+marks builds did, they measured their own code's placement, not the timed builds'. The premise (v76's 160-row loop
+18% slower than v80's) came from the marks builds alone, so the loops' pace by placement is not shown for the builds
+`compare` times; `probe marks` now times the plain builds beside the marks builds and warns when the two disagree.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
