@@ -62,6 +62,11 @@ class Kernel:
     barriers: int = 0
     cmem: dict = field(default_factory=dict)  # bank -> bytes
     other: list = field(default_factory=list)  # fields this parser does not name, verbatim
+    # NOTE: ptxas's C7512 ("wgmma.mma_async instructions are serialized due to <why>"): every wgmma of the kernel
+    # waits for the one before, so its tensor work runs at a fraction of the rate with no other sign in the
+    # registers or spills (group_gemm v35 and v84: a loop over tiles with a switch over wgmma shapes inside, or a
+    # __trap() in the kernel). The reason, or "" where ptxas said nothing.
+    wgmma_serialized: str = ""
 
 
 @dataclass
@@ -358,6 +363,8 @@ _ENTRY = re.compile(r"^ptxas info\s*: Compiling entry function '([^']+)' for '(\
 _PROPS = re.compile(r"^ptxas info\s*: Function properties for (\S+)")
 _FRAME = re.compile(r"^\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\s*$")
 _USED = re.compile(r"^ptxas info\s*: Used (\d+) registers(.*)$")
+_SERIALIZED = re.compile(r"^ptxas info\s*: \(C7512\) .*wgmma\.mma_async instructions are serialized due to (.+?) "
+                         r"for the function '([^']+)'")
 _PIECES = (
     ("barriers", re.compile(r"^used (\d+) barriers?$")),
     ("smem", re.compile(r"^(\d+) bytes smem$")),
@@ -374,10 +381,15 @@ def parse_ptxas(text: str) -> tuple[list[Kernel], list[str]]:
     problems: list[str] = []
     props: dict[str, tuple[int, int, int]] = {}
     entries: list[dict] = []
+    serialized: dict[str, str] = {}  # mangled name -> ptxas's reason (C7512 comes before the entry's own lines)
     current = None
     lines = text.splitlines()
     for i, line in enumerate(lines):
         line = line.rstrip()
+        m = _SERIALIZED.match(line)
+        if m:
+            serialized[m.group(2)] = m.group(1)
+            continue
         m = _ENTRY.match(line)
         if m:
             current = {"mangled": m.group(1), "arch": m.group(2), "used": None}
@@ -407,7 +419,7 @@ def parse_ptxas(text: str) -> tuple[list[Kernel], list[str]]:
             continue
         registers, rest = e["used"]
         k = Kernel(name=name, mangled=name, arch=arch, registers=registers, stack_frame=frame[0],
-                   spill_stores=frame[1], spill_loads=frame[2])
+                   spill_stores=frame[1], spill_loads=frame[2], wgmma_serialized=serialized.get(name, ""))
         for piece in (p.strip() for p in rest.split(",") if p.strip()):
             for key, pattern in _PIECES:
                 pm = pattern.match(piece)

@@ -890,6 +890,11 @@ def print_compile_only(subs, results, several: bool) -> None:
                           escape(k.name), k.arch, str(k.registers), spills, _bytes(k.stack_frame), _bytes(k.smem),
                           str(k.barriers), when if i == 0 else "")
     console.print(table)
+    for sub, r in zip(subs, results):
+        for k in r.kernels:
+            if k.wgmma_serialized:
+                console.print(f"[bold yellow]WARNING[/] {sub.label} {escape(k.name)}: ptxas serialises every wgmma "
+                              f"(C7512: {escape(k.wgmma_serialized)}); its tensor work runs one instruction at a time")
 
 
 # ------------------------------------------------------------------------- sanitize, profile

@@ -25,7 +25,20 @@ order v74's search found, 4.5% on B, which height order gives back), A 0.99-1.03
 is already largest first), C and D SAME (their kernels are v76's). Refuted if B is not faster: then a tile's start is
 not what the persistent CTA removes (the first stage's decode and the loop's ramp stay), or the C store from
 registers costs what the TMA store saved.
-Measured: not yet run
+Measured: NVIDIA H200, session 71 (a two-GPU machine, the extra lines on the other GPU at the same time; driver
+580.159.04, torch 2.11.0+cu130; commit f947763). Compiled clean only without a __trap() in the kernel (with one: C7512
+and 4.7 KB of spills, `nvcc -Xptxas -v`). Tests, edges, bad inputs, racecheck and synccheck pass. `compare group_gemm
+v76 v84` (kernel method, one process): A 0.924x [0.920, 0.928], B 0.723x [0.717, 0.729] (SLOWER), C 1.001x, D 1.002x
+(SAME: v76's kernels), outputs bit for bit v76's; recorded kernel 125.10 / 89.64 / 28.26 / 14.95 µs. Off the
+benchmarks (one process): c0 0.856x, random r0-r3 0.733 / 0.903 / 0.739 / 0.831x. `test --shapes random:6 --dist
+all`: 23 of 24 pass; r0's `mixed` fails one seed (group 4, k 6400: beyond one fp16 ulp 0.461 of the tolerance against
+cuBLAS's 0.285), and v76 fails the same seed identically (a call of its own): the lineage's accuracy on long K, not
+v84's. Refuted, more than v35 was: B lost 28% where 3-8% was predicted. Not taken apart here (no device time left);
+what differs from v76 on B is the height order in place of v74's searched one (worth 4.5% on B), C
+stored from registers in place of stmatrix and a TMA store, and the loops' per-slot parity bits (`probe sass`: 684
+instructions a 6-block loop against 667); which of them costs 28% is the next thing a persistent design has to find
+out with marks set beside the plain build (`probe marks` now does).
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
