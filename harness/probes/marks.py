@@ -414,15 +414,12 @@ def stamped_span_us(call: Stamps) -> float | None:
     return (max(stamped) - min(stamped)) / 1e3 if stamped else None
 
 
-# NOTE: beyond this the two builds' ratios are read as disagreeing: compare's own SAME margin (harness.stats).
-BUILDS_AGREE_WITHIN = 0.02
-
-
 def builds_verdict(plain_us: list[float], marks_us: list[float]) -> tuple[float, float, str | None]:
-    """B / A by the plain builds and by the marks builds, and a warning when they disagree (a direction or more
-    than BUILDS_AGREE_WITHIN apart), else None."""
+    """B / A by the plain builds and by the marks builds, and a warning when they disagree (a direction, or further
+    apart than compare's SAME margin, runner.TimingPlan.margin), else None."""
+    from harness.runner import TimingPlan
     plain, marked = plain_us[1] / plain_us[0], marks_us[1] / marks_us[0]
-    if abs(marked - plain) <= BUILDS_AGREE_WITHIN and (marked - 1) * (plain - 1) >= 0:
+    if abs(marked - plain) <= TimingPlan.margin and (marked - 1) * (plain - 1) >= 0:
         return plain, marked, None
     return plain, marked, (f"the marks builds' B / A ({marked:.3f}) is not the plain builds' ({plain:.3f}): their code "
                            "differs (the stamps move and reschedule the loops), so read B - A above as the marks "
