@@ -25,8 +25,9 @@ messages and cache are v57's.
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32, a k16 step one
 scale block (v42's property, kept); one chain per output over the whole K up to K 4096, chains of 16 K blocks promoted
-into fp32 sums above it (v85) or, in tiles above 160 rows and K up to 8192, two chains of K / 2 added in fp32 (v86); within a step the 16 products' order changes (v66's K order), so outputs may differ
-from v63's in the last bit where a step's sum is truncated.
+into fp32 sums above it (v85) or, in tiles above 160 rows and K up to 8192, two chains of K / 2 added in fp32
+(v86); within a step the 16 products' order changes (v66's K order), so outputs may differ from v63's in the last
+bit where a step's sum is truncated.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
 """
 
