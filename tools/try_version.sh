@@ -55,6 +55,9 @@ if [ "$steps" != time ] && [ "$steps" != record ]; then
 step "build $problem $version" python3 -m harness build "$problem" "$version"
 step "test (tests shapes, both distributions)" python3 -m harness test "$problem" "$version" --dist all --seeds 2
 step "test (edges shapes, both distributions)" python3 -m harness test "$problem" "$version" --shapes edges --dist all --seeds 2
+# NOTE: session 71: group_gemm v76, exact on every list's shapes, failed `mixed` on a random shape (a group of K 6400:
+# one fp32 chain over all of K drifts); the lists hold few K. A finding, not a broken build: said, and the steps go on.
+soft "test (random shapes, mixed)" python3 -m harness test "$problem" "$version" --shapes random:4 --dist mixed --seeds 2
 # NOTE: a bad input that ends the process is a bug to fix, not a reason to leave the version untimed
 soft "bad inputs (test --bad-inputs)" python3 -m harness test "$problem" "$version" --bad-inputs
 # NOTE: issue 5 asks every version that synchronises through mbarriers to be racecheck- and
