@@ -15,7 +15,7 @@ at 0.011 / 0.095 / 0.47 / 0.90 for K 2048 / 4096 / 6400 / 7168 and chains of 16 
 second fp32 set fits beside the fragments up to 160 rows (compile: no spill, no C7512; at 176 rows a tall loop
 spills 48 bytes).
 Arch: sm_90a
-Analogue: gemm v52 (promotion every 4 K blocks, for the same truncation)
+Analogue: gemm v52 (its sums promoted into fp32 every few K blocks, for the same truncation)
 Prediction: `test group_gemm v85 --shapes random:6 --dist all` passes, r0's mixed seed included (its worst beyond one
 ulp ~0.03-0.06 of the tolerance); the benchmarks' `mixed` A 0.817 -> under 0.1. `compare group_gemm v76 v85`: B, C, D
 SAME (K 2048 / 4096 / 1536: no promotion, their launches v76's), A slower, 0.88-0.93x: its 248- and 176-row groups
