@@ -27,20 +27,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # studies/: the emulator beside this file
 import emulate_group_gemm_accumulation as emu  # noqa: E402
 
-ATOL = RTOL = 1e-3  # reference.checking's, GPU MODE's
-
-
-def fp16_ulp(x: np.ndarray) -> np.ndarray:
-    """reference.yardstick.fp16_ulp in numpy: 2^(e - 11) for |x| = m 2^e, m in [0.5, 1); 2^-24 below 2^-14."""
-    _, e = np.frexp(np.maximum(np.abs(x), 2.0 ** -14))
-    return np.ldexp(1.0, e - 11)
-
-
-def beyond_ulp(out: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """Per output, its fp16 value's error beyond one fp16 ulp of the reference, in tolerances (the yardstick's)."""
-    ref = exact.astype(np.float16).astype(np.float64)  # the reference is the exact sum rounded to fp16
-    got = out.astype(np.float16).astype(np.float64)
-    return np.maximum(np.abs(got - ref) - fp16_ulp(ref), 0.0) / (ATOL + RTOL * np.abs(ref))
+def beyond_ulp(out: np.ndarray, exact: np.ndarray) -> float:
+    """The worst output's error beyond one fp16 ulp of the reference, in tolerances: reference.yardstick's score of
+    the fp16 output against the exact sum rounded to fp16 (the harness's reference)."""
+    import torch
+    from reference import yardstick
+    return yardstick.errors(torch.from_numpy(out).to(torch.float16), torch.from_numpy(exact).to(torch.float16))[1]
 
 
 def main() -> None:
@@ -68,8 +60,7 @@ def main() -> None:
             bv = exact.operand(b, sfb, 0).double().numpy()
             want = av @ bv.T  # exact: every partial sum is a multiple of 2^-20 below 2^33 (reference.distributions)
             for v in variants:
-                worst[v] = max(worst[v], float(beyond_ulp(emu.accumulate(av, bv, v, model).astype(np.float64),
-                                                          want).max()))
+                worst[v] = max(worst[v], beyond_ulp(emu.accumulate(av, bv, v, model), want))
         for v in variants:
             print(f"  {model:<7} {v:<20} {worst[v]:.3f}", flush=True)
 
