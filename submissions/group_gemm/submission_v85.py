@@ -22,7 +22,16 @@ SAME (K 2048 / 4096 / 1536: no promotion, their launches v76's), A slower, 0.88-
 (K 7168) become two 128- and two 96-row tiles (B decoded twice for them: ~3 M more cycles over 132 SMs, ~10-13 µs),
 and each tile pays 6 promotion bubbles (~1%). A correct kernel first; a K split for the tall tiles (v81's exchange,
 0.17 at K 7168 in the study) or a total off the registers is what would win A back.
-Measured: not yet run
+Measured: NVIDIA H200, session 72 (a two-GPU machine, v86 on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit a4cdea5). Tests, edges, random shapes (mixed), bad inputs, racecheck and synccheck pass;
+`test --shapes random:6 --dist all` passes 24 of 24 (v76 failed r0's mixed seed: group 4 m 60, n 3968, k 6400; here
+r0's worst beyond one ulp 0.172 of the tolerance against cuBLAS's 0.315). `compare group_gemm v76 v85` (kernel method,
+one process): A 0.798x [0.792, 0.804], B 0.854x [0.847, 0.862] (SLOWER), C 0.994x, D 0.993x (SAME), outputs bit for
+bit v76's on the benchmarks (their data's sums do not truncate differently in chains of 16 blocks); recorded kernel
+143.50 / 76.88 / 28.25 / 14.98 µs, gpumode 146.47 / 78.88 / 30.25 / 18.08. Correct as predicted; A lost more than the
+0.88-0.93x predicted, and B, whose K (2048) never promotes, lost 15% where SAME was predicted: B's tall tiles of at most
+160 rows run the loops that now carry the promotion (a second fp32 set and a counted branch in every slot), so the
+cost is the loops' code, not the promotion's work. v87 puts the promoting loops in a kernel of their own.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

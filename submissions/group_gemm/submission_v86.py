@@ -18,7 +18,15 @@ Prediction: `test group_gemm v86 --shapes random:6 --dist all` passes (r0's fail
 one ulp); A's mixed under 0.25. `compare group_gemm v85 v86`: A 1.05-1.10x (no second decode of B for 64 tiles; 64 more
 CTAs with a tile's fixed cost and the exchange), B, C, D SAME; against v76 A 0.96-1.02x. Refuted if A is not faster
 than v85's: then the halves' fixed costs and the exchange cost what the second decode did.
-Measured: not yet run
+Measured: NVIDIA H200, session 72 (a two-GPU machine, v85 on the other GPU at the same time; driver 580.159.04,
+torch 2.11.0+cu130; commit a4cdea5). Tests, edges, random shapes (mixed), bad inputs, racecheck and synccheck pass;
+`test --shapes random:6 --dist all` passes 24 of 24 (r0's worst beyond one ulp 0.226 of the tolerance against
+cuBLAS's 0.285); `test --shapes benchmarks --dist mixed --seeds 6`: A's worst 0.424 against cuBLAS's 0.636 (v76:
+0.817). `compare group_gemm v85 v86` (kernel method, one process): A 1.103x [1.096, 1.110] FASTER, B 0.967x [0.958,
+0.976] SLOWER, C 0.999x, D 0.989x (SAME), outputs bit for bit v85's; recorded kernel 129.83 / 79.02 / 28.23 / 15.01 µs,
+gpumode 134.04 / 81.84 / 30.82 / 18.06 (v76: 115.28 / 65.43 / 28.28 / 14.97). A as predicted (1.05-1.10x); B lost 3%
+more to the exchange's code in the tall kernel, which B runs but never splits in: like v85's B, a cost of code, not
+of work.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
