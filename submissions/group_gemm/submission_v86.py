@@ -26,7 +26,8 @@ cuBLAS's 0.285); `test --shapes benchmarks --dist mixed --seeds 6`: A's worst 0.
 0.976] SLOWER, C 0.999x, D 0.989x (SAME), outputs bit for bit v85's; recorded kernel 129.83 / 79.02 / 28.23 / 15.01 µs,
 gpumode 134.04 / 81.84 / 30.82 / 18.06 (v76: 115.28 / 65.43 / 28.28 / 14.97). A as predicted (1.05-1.10x); B lost 3%
 more to the exchange's code in the tall kernel, which B runs but never splits in: like v85's B, a cost of code, not
-of work.
+of work (v87 moved it into a kernel of its own and B gained 1.222x).
+Verdict: mixed
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -15,7 +15,13 @@ Analogue: v53 (a loop only some launches need, moved into its own instantiation)
 Prediction: `compare group_gemm v86 v87`: B 1.17-1.21x (back to v76's 65.4 µs from 79.0), C and D SAME (the deep
 ring's kernels, unchanged), A SAME to 1.03x (its kernel is v86's long-K loops). Against v76 (an extra line): B, C, D
 SAME, A ~0.89x (v86's). Outputs bit for bit v86's.
-Measured: not yet run
+Measured: NVIDIA H200, session 72 (a four-GPU machine, v88 and the extra lines on the others at the same time; driver
+580.159.04, torch 2.11.0+cu130; commit 8947c14). Compiled clean (no spill, no C7512). Tests, edges, random shapes
+(mixed), bad inputs, racecheck and synccheck pass. `compare group_gemm v86 v87` (kernel method, one process): A 1.001x
+[0.995, 1.007] SAME, B 1.222x [1.217, 1.228] FASTER, C 1.004x, D 1.000x (SAME), outputs bit for bit v86's; `compare
+group_gemm v76 v87`: A 0.879x [0.870, 0.887], B 0.996x, C 0.999x, D 0.994x (SAME); recorded kernel 131.83 / 66.06 /
+28.41 / 15.02 µs, gpumode 131.49 / 65.20 / 29.40 / 16.32. As predicted: B back at v76's (v85's and v86's losses on B
+were the promoting and exchanging code in loops B runs), A unchanged. Kept: faster by its interval on B, none slower.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -15,7 +15,17 @@ Analogue: gemm v52 (its promotion every 4 K blocks at the unrolled body's end)
 Prediction: `compare group_gemm v87 v88`: A 1.00-1.03x (6 promotions a tile as before, five tests in six gone), B, C,
 D SAME (their kernels have no promotion since v87); `test --shapes random:6 --dist all` passes, r0's mixed within
 0.05 of v87's. Outputs differ from v87's in the last bit where a long-K sum truncates differently.
-Measured: not yet run
+Measured: NVIDIA H200, session 72 (a four-GPU machine, v87 and the extra lines on the others at the same time; driver
+580.159.04, torch 2.11.0+cu130; commit 8947c14). Compiled clean (no spill, no C7512). Tests, edges, random shapes
+(mixed), bad inputs, racecheck and synccheck pass; `test --shapes random:6 --dist all` passes 24 of 24 (r0's mixed
+0.226 of the tolerance beyond one ulp against cuBLAS's 0.285, v87's figure: its worst output is in a group that does
+not promote). `compare group_gemm v87 v88` (kernel method, one process): A 1.046x [1.038, 1.055] FASTER, B 1.003x, C
+0.999x, D 0.996x (SAME), outputs bit for bit v87's on the benchmarks; `compare group_gemm v76 v88`: A 0.909x [0.904,
+0.915], B 0.994x, C 0.994x, D 0.990x (SAME); recorded kernel 126.73 / 66.08 / 28.44 / 15.06 µs, gpumode 127.32 /
+65.47 / 29.27 / 16.29. A gained more than the 0-3% predicted: five of six tests a block gone from the long-K loops
+was worth 4.6%, so what is left of A's 9% against v76 is the promotions' own waits and the K halves (A's 248- and
+176-row groups, 64 more CTAs). Kept as the best: faster by its interval on A, none slower; v76 and its ancestors
+were faster on A but not exact on every input (one chain over K: v85's Why).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
@@ -172,9 +182,10 @@ __host__ __device__ constexpr int tall_rows(int rows) {
 // cancelling sum it drifts: studies/group_gemm_long_k.py (mixed data, the yardstick's score, 1.0 the tolerance's edge)
 // 0.011 / 0.095 / 0.47 / 0.90 at K 2048 / 4096 / 6400 / 7168, v76's failing random shape 0.461 on the GPU against
 // cuBLAS's 0.285. Above kOneChainMaxK a tile's chain restarts every kPromoteLaps laps of the ring (v85: every 16 K
-// blocks), each chunk FADDed (round to nearest) into a second fp32 set (the study: 0.03-0.06), which fits the registers beside the fragments only up to
-// kPromoteMaxRows rows (2 x 80 sums + 48 fragment registers at 160): such groups' tiles are at most that tall, and their
-// launch runs the tall kernel, the only one with the promoting loops (the deep ring's loops stay v76's).
+// blocks), each chunk FADDed (round to nearest) into a second fp32 set (the study: 0.03-0.06), which fits the
+// registers beside the fragments only up to kPromoteMaxRows rows (2 x 80 sums + 48 fragment registers at 160): such
+// groups' tiles are at most that tall, or K halves (v86); their launch runs the tall kernel's kLongK instantiation
+// (v87), the only one with the promoting loops.
 constexpr int kOneChainMaxK = 4096;
 // v88: every kPromoteLaps laps of the ring (kStages K blocks each: 18 on TallRing), at a lap's end, out of the
 // unrolled body: one test a lap where v85's counted down in every slot.

@@ -32,6 +32,7 @@ bit v76's on the benchmarks (their data's sums do not truncate differently in ch
 0.88-0.93x predicted, and B, whose K (2048) never promotes, lost 15% where SAME was predicted: B's tall tiles of at most
 160 rows run the loops that now carry the promotion (a second fp32 set and a counted branch in every slot), so the
 cost is the loops' code, not the promotion's work. v87 puts the promoting loops in a kernel of their own.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
