@@ -13,7 +13,12 @@ Arch: sm_90a
 Analogue: CUTLASS's and DeepGEMM's first MMA of a K loop with its accumulate flag off
 Prediction: `compare group_gemm v88 v89`: A 1.003-1.01x, B, C, D SAME (no promotion there); outputs bit for bit v88's
 (0 + x is x in fp32).
-Measured: not yet run
+Measured: NVIDIA H200, session 72, first run (commit d917646): `test --shapes random:4 --dist mixed --seeds 2` FAILED
+r0 and r2 (groups of K 6656 and 6912: nearly every output wrong, e.g. -1576 for -864): a tile whose loop's last lap
+ended in a promotion (18 laps, the 18th a promotion) added that chunk twice, once in the promotion and again at the
+end from the accumulators no longer zeroed. The benchmarks passed bit for bit (K 7168: 19 laps, the last one partial),
+and `compare group_gemm v88 v89` read A 1.014x [1.004, 1.023], B 1.015x, C 0.997x, D 1.004x. Fixed (the end's add
+reads keep), re-run below.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
@@ -897,8 +902,10 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int 
     wgmma_wait_all();  // NOTE: the accumulators are final only once the last group has completed
     if constexpr (kCanPromote) {
         if (promote) {  // v85: the last chunk's sums (a partial chunk, or zero) added to the promoted ones
+            // NOTE: v89: keep is 0 when the loop's last lap ended in a promotion: acc still holds that chunk, already
+            // in total (the first run of v89 added it twice: K 6656 and 6912, 18 laps of which the 18th promoted)
             #pragma unroll
-            for (int i = 0; i < kN / 2; ++i) acc[i] = total[i] + acc[i];
+            for (int i = 0; i < kN / 2; ++i) acc[i] = keep ? total[i] + acc[i] : total[i];
         }
     }
     mbar_arrive(empty + 8 * ((num_k - 1) % kStages));  // NOTE: every block's stage is released, as in v23
