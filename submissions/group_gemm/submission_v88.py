@@ -182,10 +182,9 @@ __host__ __device__ constexpr int tall_rows(int rows) {
 // cancelling sum it drifts: studies/group_gemm_long_k.py (mixed data, the yardstick's score, 1.0 the tolerance's edge)
 // 0.011 / 0.095 / 0.47 / 0.90 at K 2048 / 4096 / 6400 / 7168, v76's failing random shape 0.461 on the GPU against
 // cuBLAS's 0.285. Above kOneChainMaxK a tile's chain restarts every kPromoteLaps laps of the ring (v85: every 16 K
-// blocks), each chunk FADDed (round to nearest) into a second fp32 set (the study: 0.03-0.06), which fits the
-// registers beside the fragments only up to kPromoteMaxRows rows (2 x 80 sums + 48 fragment registers at 160): such
-// groups' tiles are at most that tall, or K halves (v86); their launch runs the tall kernel's kLongK instantiation
-// (v87), the only one with the promoting loops.
+// blocks), each chunk FADDed (round to nearest) into a second fp32 set (the study: 0.03-0.06), which fits the registers beside the fragments only up to
+// kPromoteMaxRows rows (2 x 80 sums + 48 fragment registers at 160): such groups' tiles are at most that tall, and their
+// launch runs the tall kernel, the only one with the promoting loops (the deep ring's loops stay v76's).
 constexpr int kOneChainMaxK = 4096;
 // v88: every kPromoteLaps laps of the ring (kStages K blocks each: 18 on TallRing), at a lap's end, out of the
 // unrolled body: one test a lap where v85's counted down in every slot.

@@ -19,6 +19,14 @@ ended in a promotion (18 laps, the 18th a promotion) added that chunk twice, onc
 end from the accumulators no longer zeroed. The benchmarks passed bit for bit (K 7168: 19 laps, the last one partial),
 and `compare group_gemm v88 v89` read A 1.014x [1.004, 1.023], B 1.015x, C 0.997x, D 1.004x. Fixed (the end's add
 reads keep), re-run below.
+Re-run (a two-GPU machine, the extra lines on the other GPU; driver 580.159.04, torch 2.11.0+cu130; commit 1602975):
+compiled clean (no spill, no C7512). Tests, edges (with the new long-K edge, e3: K 4608 / 6912 / 8448), random shapes
+(mixed), bad inputs, racecheck and synccheck pass; `test --shapes random:6 --dist all` passes 24 of 24 (r0's mixed
+0.226 of the tolerance beyond one ulp against cuBLAS's 0.285, as v88). `compare group_gemm v88 v89` (kernel method,
+one process): A 1.015x [1.007, 1.023] FASTER, B 1.007x, C 1.000x, D 0.992x (SAME), outputs bit for bit v88's; recorded
+kernel 124.27 / 65.35 / 28.33 / 14.97 µs, gpumode 126.00 / 66.11 / 29.65 / 16.72. A as predicted, at the top of the
+0.3-1% range and a little above: the zeroing moves were half of what a promotion left idle. Kept as the best: faster
+by its interval on A, none slower.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

@@ -13,7 +13,13 @@ Analogue: gemm v52 (its promotion interval)
 Prediction: `compare group_gemm v88 v90`: A 1.005-1.01x (2 promotions of 6 gone: ~300 cycles each of ~81,000 a tile),
 B, C, D SAME; `test --shapes random:6 --dist all` passes. Outputs differ from v88's only where a long-K sum truncates
 differently.
-Measured: not yet run
+Measured: NVIDIA H200, session 72 (a four-GPU machine, v89's first run and the extra lines on the others at the same
+time; driver 580.159.04, torch 2.11.0+cu130; commit d917646). Tests, edges, random shapes (mixed), bad inputs,
+racecheck and synccheck pass. `compare group_gemm v88 v90` (kernel method, one process): A 1.002x [0.993, 1.010], B
+1.010x, C 1.005x, D 0.991x, all SAME, outputs bit for bit v88's on the benchmarks; recorded kernel 125.40 / 65.44 /
+28.21 / 15.00 µs. Two promotions of six a tile are not seen on A: what v88 leaves of a promotion is below this
+compare's resolution (~0.8%), so the interval stays 18 blocks (the study's tighter figures at K 7168).
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
