@@ -18,7 +18,18 @@ Prediction: `compare group_gemm v89 v91`: A 0.98-1.03x. The total work falls (~2
 exchanges gone) but the scheduler model, which misjudged v88 by 5%, reads this plan's launch 4% later (207.8 k
 against 199.2 k cycles: 32 long 176-row tiles in place of 64 short halves); B, C, D SAME (their kernels are v89's).
 Refuted as a speed-up if A is slower; the loop's own cost by `--ctas` marks of the 176-row group either way.
-Measured: not yet run
+Measured: NVIDIA H200, session 72 (a two-GPU machine, the extra lines on the other GPU at the same time; driver
+580.159.04, torch 2.11.0+cu130; commit 21a4e1e). Compiled clean (no spill, no C7512). Tests, edges, random shapes
+(mixed), bad inputs, racecheck and synccheck pass; `test --shapes random:6 --dist all` 24 of 24. `compare group_gemm
+v89 v91` (kernel method, one process): A 0.950x [0.945, 0.956] SLOWER, B 1.007x, C 0.996x, D 1.008x (SAME), outputs
+bit for bit v89's on the benchmarks; recorded kernel 130.23 / 65.54 / 28.37 / 14.99 µs. Marks by group (`probe marks
+--ctas`, 20 calls, medians; v89 beside it in the same call): the 176-row group's loop 55.17 µs (96,250 cycles, 859 a
+block) as whole promoting tiles, against v89's halves 26.75 µs each (805 a block, no promotion) plus 5.57 µs of
+exchange in the second half: the two-fragment loop is 6.7% slower a block, and the group's SM time falls (~62 against
+~70 µs a column block), but the 32 long tiles start the launch and the last wave starts later (its 64-row tiles'
+GEMM start, median 89.81 µs against v89's 87.65, the slowest 106.78 against 90.30): the scheduler model's direction
+(4% later) held. Refuted for A.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
