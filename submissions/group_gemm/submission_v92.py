@@ -14,7 +14,10 @@ Arch: sm_90a
 Analogue: gemm v108 (a split's halves made unequal so its partial is early: SAME there, every CTA a pair in one wave)
 Prediction: `compare group_gemm v89 v92`: A 1.005-1.015x (~2-4 µs of SM time a pair, 64 pairs over 132 SMs), B, C, D
 SAME (no splits). Outputs differ from v89's in the last bit on A only where the halves' sums truncate differently.
-Measured: not yet run
+Measured: not yet timed. Session 72 (a one-GPU machine, the session's last 265 s of device time; commit a568bd2):
+tests, edges (e3, long K, included), random shapes (mixed), bad inputs, racecheck and synccheck pass; the round's
+deadline stopped `compare group_gemm v89 v92` 21 s in, before its first shape's verdict. Next: `device_round.sh
+group_gemm:v92:v89:time`.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
