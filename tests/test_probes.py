@@ -409,9 +409,25 @@ def test_marks_fill_sets_the_last_end_against_the_same_work_spread_evenly_over_t
     assert f["busy"] == pytest.approx(0.9)
     line = marks.format_fill(f, ("start", "end"))
     assert "10.00 µs" in line and "9.00" in line and "1.111x" in line and "90%" in line
-    # a CTA without both marks is not counted; a call in which none has both gives no account
+    # a CTA with START alone is not counted; a call in which none has a span gives no account
     assert marks.fill_account([_call({0: (1000, 0)})], ["start", "end"], ("start", "end"), sms=2) is None
-    assert "no CTA stamped both" in marks.format_fill(None, ("start", "end"), "A (v1)")
+    assert "no CTA stamped 'start' and then 'end'" in marks.format_fill(None, ("start", "end"), "A (v1)")
+
+
+def test_marks_fill_counts_a_cta_that_left_before_end_to_its_last_mark():
+    # group_gemm v86's split pairs: the half that writes its partial returns after "loop" and never stamps "end".
+    # Two SMs: CTA 0 runs 1-11 us to "end"; CTA 1 leaves at 7 us ("loop" its last mark; its "prepass" stamp, id 3,
+    # at 0.5 us is the call's first and no part of its span); 16 SM-us evenly over two SMs from 1 us end at 9, i.e.
+    # 8.5 us after the call's first stamp, the last end 10.5.
+    names = ["start", "loop", "end", "prepass"]
+    calls = [_call({0: (1000, 0), 1: (8000, 0), 2: (11_000, 0)}, {0: (1000, 0), 1: (7000, 0), 3: (500, 0)})]
+    f = marks.fill_account(calls, names, ("start", "end"), sms=2)
+    assert f["ctas"] == 2 and f["early"] == 1
+    assert f["even_end_us"] == pytest.approx(8.5) and f["last_end_us"] == pytest.approx(10.5)
+    assert "(1 of them left before end: their last mark stands in)" in marks.format_fill(f, ("start", "end"))
+    # without the early CTA the line says nothing of it
+    f = marks.fill_account([_call({0: (1000, 0), 2: (11_000, 0)})], names, ("start", "end"), sms=2)
+    assert f["early"] == 0 and "left before" not in marks.format_fill(f, ("start", "end"))
 
 
 def test_marks_fill_names_are_checked_before_anything_is_timed():

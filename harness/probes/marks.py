@@ -24,7 +24,8 @@ many CTAs; per phase (one mark to the next stamped
 one within a CTA, in id order, so marks a launch skips merge their neighbours' phases): median and
 max µs and median cycles.
 
-The fill (``--fill START:END``, :func:`fill_account`): each CTA's work taken as its START to END stamps, the
+The fill (``--fill START:END``, :func:`fill_account`): each CTA's work taken as its START to END stamps (a CTA
+that leaves before END, as a split pair's writing half does, to its last mark, and counted as such), the
 launch's last END against where the same work would end spread evenly over the GPU's SMs from the first START,
 one CTA an SM at a time (the GEMM kernels here hold one resident CTA an SM; where several CTAs share an SM, their
 summed spans overstate its time and the figure reads worse than the launch is): the idle SM time a launch's tiles
@@ -241,20 +242,37 @@ def check_fill_names(fill: tuple[str, str] | None, declared, label: str) -> None
             raise UserError(f"--fill: {name!r} is not one of {label}'s marks ({known}; or 'mark N')")
 
 
+def _fill_span(row: list[int], i: int, j: int) -> tuple[int, int, bool] | None:
+    """One CTA's (START, end, early) for the fill: its END stamp, or, for a CTA that left before END (group_gemm
+    v86's split halves: the one that writes its partial returns there), its last stamp after START, ``early``
+    True; None without START or without a later stamp."""
+    if len(row) <= i or not row[i]:
+        return None
+    if len(row) > j and row[j] and row[j] >= row[i]:
+        return row[i], row[j], False
+    # NOTE: the latest stamp of the row after START: marks are in id order, not time order
+    later = max((t for t in row if t and t > row[i]), default=0)
+    return (row[i], later, True) if later else None
+
+
 def fill_account(calls: list[Stamps], names: list[str], fill: tuple[str, str], sms: int) -> dict | None:
-    """Per call, the CTAs that stamped both marks of ``fill`` (START, END): the last END (µs after the call's
-    first stamp), the CTAs' summed END - START (SM-µs), where that work would end spread evenly over ``sms``
-    SMs from the first START (first START + sum / sms), and the SMs' busy share of first START to last END
-    (sum / (sms x that span)); medians over calls. None when no call has a CTA with both."""
+    """Per call, the CTAs that stamped START (``fill``'s first mark) and END, or left before END with a later mark
+    (:func:`_fill_span`; without them session 72's fill of a launch of split pairs left out a fifth of its work):
+    the last end (µs after the call's first stamp), the CTAs' summed end - START (SM-µs), where that work would
+    end spread evenly over ``sms`` SMs from the first START (first START + sum / sms), and the SMs' busy share of
+    first START to last end (sum / (sms x that span)); medians over calls, and how many CTAs left early. None
+    when no call has a CTA with a span."""
     if fill[0] not in names or fill[1] not in names:
         return None
     i, j = names.index(fill[0]), names.index(fill[1])
-    last, even, busy, ctas = [], [], [], []
+    last, even, busy, ctas, early = [], [], [], [], []
     for call in calls:
         stamped = [t for row in call.ns for t in row if t]
-        spans = [(row[i], row[j]) for row in call.ns if len(row) > max(i, j) and row[i] and row[j] and row[j] >= row[i]]
+        found = [s for s in (_fill_span(row, i, j) for row in call.ns) if s is not None]
+        spans = [(a, b) for a, b, _ in found]
         if not spans:
             continue
+        early.append(sum(1 for *_, e in found if e))
         t0 = min(stamped)
         first, end = min(a for a, _ in spans), max(b for _, b in spans)
         work = sum(b - a for a, b in spans)
@@ -265,16 +283,19 @@ def fill_account(calls: list[Stamps], names: list[str], fill: tuple[str, str], s
     if not last:
         return None
     return {"start": fill[0], "end": fill[1], "sms": sms, "ctas": statistics.median(ctas),
-            "last_end_us": statistics.median(last), "even_end_us": statistics.median(even),
-            "busy": statistics.median(busy)}
+            "early": statistics.median(early), "last_end_us": statistics.median(last),
+            "even_end_us": statistics.median(even), "busy": statistics.median(busy)}
 
 
 def format_fill(f: dict | None, fill: tuple[str, str], label: str = "") -> str:
     """The one line a fill account prints (``label``: whose, beside another version's)."""
     who = f"{label}: " if label else ""
     if f is None:
-        return f"fill {who}no CTA stamped both {fill[0]!r} and {fill[1]!r}"
-    return (f"fill {who}{f['ctas']:g} CTAs' {f['start']} -> {f['end']}: the last {f['end']} at {f['last_end_us']:.2f} µs; "
+        return f"fill {who}no CTA stamped {fill[0]!r} and then {fill[1]!r} or another mark"
+    early = (f" ({f['early']:g} of them left before {f['end']}: their last mark stands in)"
+             if f.get("early") else "")
+    return (f"fill {who}{f['ctas']:g} CTAs' {f['start']} -> {f['end']}{early}: the last {f['end']} at "
+            f"{f['last_end_us']:.2f} µs; "
             f"spread evenly over {f['sms']} SMs from the first {f['start']} it would end at {f['even_end_us']:.2f} "
             f"({f['last_end_us'] / f['even_end_us']:.3f}x; SMs busy {f['busy']:.0%} of that span; medians over calls)")
 
