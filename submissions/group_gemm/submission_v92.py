@@ -1,15 +1,15 @@
-"""NVFP4 group_gemm v92: a split pair's first half runs two K blocks more than its second, so the partial is ready when it ends.
+"""NVFP4 group_gemm v92: a split pair's first half ends two K blocks past the middle, so the other's partial is ready when it ends.
 
 Version: v92
 Parent: v89
-Change: a split pair's first half runs two K blocks more than its second, so the partial is ready when it ends.
+Change: a split pair's first half ends two K blocks past the middle, so the other's partial is ready when it ends.
 kSplitLead = 2: the even tile of a pair (dispatched first) takes K blocks 0 .. num_kb / 2 + 1, the odd one the rest
 (v89: num_kb / 2 each). The ticket still decides which half adds (the later to finish), so nothing waits on a CTA
 that has not run; the launch order's prices are v89's (so A's order is v89's).
 Why: `probe marks group_gemm v89 --ctas` (session 72): a 248-row pair's adding half spends 7.62 µs from its loop's end
 to C staged, a 176-row pair's 5.57, against ~3 the model prices: both halves start together and end together, so the
-adder waits for the writer's 127 KB partial and release, then reads it. Two blocks (~1.2 µs at 248 rows) let the
-second half's write happen under the first half's loop.
+adder waits for the writer's 127 KB partial and release, then reads it. Four blocks' difference (~2.5 µs at 248
+rows) lets the second half's write happen under the first half's loop.
 Arch: sm_90a
 Analogue: gemm v108 (a split's halves made unequal so its partial is early: SAME there, every CTA a pair in one wave)
 Prediction: `compare group_gemm v89 v92`: A 1.005-1.015x (~2-4 µs of SM time a pair, 64 pairs over 132 SMs), B, C, D
@@ -187,7 +187,7 @@ constexpr int kPromoteMaxRows = 160;
 // half's chain summed in fp32 by the pair's second half (group_gemm v81's exchange): two chains of K / 2 (the study:
 // 0.17-0.21 at K 6400-7168, inside the yardstick's 0.25). Above kSplitMaxK two chains are too long: v85's tiles.
 constexpr int kSplitMaxK = 2 * kOneChainMaxK;
-// v92: a split pair's first half (the even tile, dispatched first) runs kSplitLead K blocks more than the second, so
+// v92: a split pair's first half (the even tile, dispatched first) ends kSplitLead K blocks past the middle, so
 // the second usually finishes first and writes its partial while the first still runs its loop: the half that adds
 // then reads a partial already released instead of waiting for it (v89's marks: 7.62 µs from a 248-row pair's loop
 // to C staged, against the model's ~3). Which half adds is still the ticket's: no CTA waits on one not yet run.
