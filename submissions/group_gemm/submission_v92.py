@@ -1041,7 +1041,7 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     const int m0 = t * d.m_tile_rows;
     const int n0 = (local % tiles_n) * BLOCK_N;
     const int num_kb = d.k / BLOCK_K;
-    // v92: the first half kSplitLead blocks longer (num_kb > 64 in a split group: K above kOneChainMaxK)
+    // v92: the first half ends kSplitLead blocks past the middle (num_kb > 64 in a split group: K above kOneChainMaxK)
     const int first_half = num_kb / 2 + kSplitLead;
     const int kb0 = half == 0 ? 0 : first_half, kb_count = split_by > 1 ? (half == 0 ? first_half : num_kb - first_half) : num_kb;
     // wgmma's N for this tile: its rows rounded up to M_STEP, at most m_tile_rows. v52: with 112-row tiles
