@@ -118,6 +118,10 @@ class Stamps:
     cycles: list[list[int]]
     dropped: int = 0
 
+    def stamped(self) -> list[int]:
+        """Every stamp the call made (any CTA, any mark), in buffer order: its first is the call's time zero."""
+        return [t for row in self.ns for t in row if t]
+
 
 class MarkBuffer:
     """The three C functions of a marks build, found in its extension's shared object."""
@@ -168,7 +172,7 @@ def summarise(calls: list[Stamps], names: list[str], ctas: range | None = None) 
     counted_calls = 0
     dropped = sum(c.dropped for c in calls)
     for call in calls:
-        stamped = [t for row in call.ns for t in row if t]
+        stamped = call.stamped()
         if not stamped:
             continue
         counted_calls += 1
@@ -267,7 +271,7 @@ def fill_account(calls: list[Stamps], names: list[str], fill: tuple[str, str], s
     i, j = names.index(fill[0]), names.index(fill[1])
     last, even, busy, ctas, early = [], [], [], [], []
     for call in calls:
-        stamped = [t for row in call.ns for t in row if t]
+        stamped = call.stamped()
         found = [s for s in (_fill_span(row, i, j) for row in call.ns) if s is not None]
         spans = [(a, b) for a, b, _ in found]
         if not spans:
@@ -431,7 +435,7 @@ def compare(pair, shapes, *, calls: int = 20, cta_ranges: list[range] | None = N
 
 def stamped_span_us(call: Stamps) -> float | None:
     """A call's first stamp to its last (any mark, any CTA), µs: the marks build's own figure for the call."""
-    stamped = [t for row in call.ns for t in row if t]
+    stamped = call.stamped()
     return (max(stamped) - min(stamped)) / 1e3 if stamped else None
 
 
