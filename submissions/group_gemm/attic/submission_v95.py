@@ -16,7 +16,13 @@ Analogue: v70 (L2 prefetches of B, there the same CTA's first lap), gemm v105
 Prediction: `compare group_gemm v89 v95`: B 1.01-1.04x (448 starts, ~0.5-1 µs each over 132 SMs), A 1.005-1.02x, C
 and D SAME (their kernels' producers take no NextB); outputs bit for bit v89's. Refuted if B's start is not shorter in
 marks (the prefetched lines evicted before use, or the start waiting on something else: v94's descriptors).
-Measured: not yet run
+Measured: NVIDIA H200, session 73 (a two-GPU machine, two versions a GPU in turn; driver 580.159.04, torch 2.11.0+cu130;
+commit 3fedd3c). Compare and record only (no checks: it was timed first). `compare group_gemm v89 v95`: A 0.968x [0.959,
+0.977] SLOWER, B 0.938x [0.930, 0.946] SLOWER, C 0.990x, D 0.996x (SAME), outputs bit for bit v89's; recorded kernel
+126.95 / 69.58 / 28.36 / 14.91 µs. Refuted, and costly. Not measured why; the likely account: the next wave's B blocks, fetched a lap early,
+compete with this tile's own loads for HBM (B is bound by its reads) and sit in L2 for a tile's time. The start's
+~2.3 µs is not the first block's HBM latency alone.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

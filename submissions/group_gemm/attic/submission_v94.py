@@ -1,21 +1,24 @@
-"""NVFP4 group_gemm v93: the tall launches' first lap of copies paced two stages ahead of the landed ones, as v58's deep ring.
+"""NVFP4 group_gemm v94: every launch prefetches its tile's B and C tensor maps at a CTA's start (v54: the dependent launches' B map).
 
-Version: v93
+Version: v94
 Parent: v89
-Change: the tall launches' first lap of copies paced two stages ahead of the landed ones, as v58's deep ring. In
-produce()'s plain (not dependent) path, stage i of the first lap (2 <= i < kStages) is issued once stage i - 2's
-full barrier has completed (kFirstLapAInFlight); before, all six stages' A, B values and B scales were asked for at
-once. Only the tall kernels' producer changes (A's and B's launches); the deep ring's (C, D) already pace (v58).
-Why: a tall tile's start, GEMM start -> first stage's B decoded, is ~3.1 µs (v89's marks on A, median over 320 CTAs;
-B's ~3 in session 69's), against ~1 µs of latency for one stage from L2: the first lap asks for up to 219 KB a CTA at
-once (six stages of a 256-row ring; 132 CTAs at a wave's start), and stage 0 lands with the others. v58 paced the
-deep ring's dependent first lap so and D's stage 0 landed 0.26 µs sooner (D 1.036x); A and B start 320 and 448 tiles.
+Change: every launch prefetches its tile's B and C tensor maps at a CTA's start (v54: the dependent launches' B map).
+Thread 0 issues prefetch.tensormap for d.b_map and d.c_map before initialising the barriers, in every kernel; v54
+did it for B's map in the deep ring's dependent launches alone, so a tall CTA's first B copy and every CTA's C store
+fetched their 128-byte descriptors from the parameter space when they named them.
+Why: v89's marks on A put a tall tile's start at ~2.3 µs from GEMM start to stage 0 landed even in the later waves
+(CTAs 192-319: 2.27-2.32 µs; the first wave 2.7), against ~1 µs for a stage from L2; the descriptor fetch is one
+dependent round trip in front of the first B copy (~0.3-0.5 µs), and the C store's another at the tile's end.
 Arch: sm_90a
-Analogue: v58 (the same pacing, the deep ring's dependent launches)
-Prediction: `compare group_gemm v89 v93`: B 1.005-1.02x (448 tile starts, 0.2-0.5 µs each over 132 SMs), A 1.00-1.01x,
-C and D SAME (their kernels' producers are unchanged); outputs bit for bit v89's. Refuted if B is not faster: then the
-start waits on something else (the B block's HBM latency, the dispatch), which marks of stage 0's landing would show.
-Measured: not yet run
+Analogue: v54 (B's map prefetched in the dependent launches), gemm v52
+Prediction: `compare group_gemm v89 v94`: B 1.005-1.015x (448 tile starts and ends), A 1.002-1.01x (320), C and D
+SAME to 1.005x (their B map was already prefetched; the C map's is new); outputs bit for bit v89's. Refuted if B is
+not faster: then the start waits on B's first block from HBM, which v95's L2 prefetch addresses.
+Measured: NVIDIA H200, session 73 (a two-GPU machine, two versions a GPU in turn; driver 580.159.04, torch 2.11.0+cu130;
+commit 3fedd3c). Compare and record only (no checks: it was timed first). `compare group_gemm v89 v94`: A 1.005x, B
+1.006x, C 0.995x, D 0.989x [0.983, 0.994], all SAME, outputs bit for bit v89's; recorded kernel 124.96 / 65.28 / 28.32 /
+15.00 µs. Refuted: the tensor maps' fetch is not in the tile's start.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
@@ -35,7 +38,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v93"
+EXTENSION_NAME = "nvfp4_group_gemm_v94"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -792,14 +795,6 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         const int s = i % kStages, kb = kb0 + i;
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
         mbar_wait(empty + 8 * s, ((i / kStages) & 1) ^ 1);
-        if constexpr (!kDependent) {
-            // v93: the tall launches' first lap paced as v58's dependent one: stage i is issued once stage
-            // i - kFirstLapAInFlight has landed, so stage 0's bytes share the SM's and the L2's bandwidth with one
-            // other stage instead of the lap's five (a 256-row ring: up to 219 KB asked at once a CTA, and at a wave's
-            // start by every SM). NOTE: phase 0 of that full barrier, as v58's wait: only this thread re-arms it, in
-            // the next lap, after the slot's empty wait, so the phase cannot move on under this wait.
-            if (i >= kFirstLapAInFlight && i < kStages) mbar_wait(full + 8 * (i - kFirstLapAInFlight), 0);
-        }
         const Stage st = stage_of<R>(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);
@@ -1053,11 +1048,12 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
                                    : (min(d.m_tile_rows, d.m - m0) + M_STEP - 1) / M_STEP * M_STEP;
 
     if (threadIdx.x == 0) {
-        if constexpr (kDependent) {
-            // NOTE: v54 (gemm v52's): B's tensor map (this launch's parameter) fetched into the TMA unit's cache
-            // while the barriers are initialised, before the first copy that names it (under the prepass).
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
-        }
+        // NOTE: v54 (gemm v52's): B's tensor map (this launch's parameter) fetched into the TMA unit's cache
+        // while the barriers are initialised, before the first copy that names it (under the prepass). v94: in every
+        // launch (v54: the dependent ones), and C's map too, which the epilogue's store names ~a tile's loop later:
+        // a tall tile's start (GEMM start -> stage 0 landed) is ~2.3 µs even in the later waves (v89's marks).
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.c_map)) : "memory");
         for (int s = 0; s < kStages; ++s) {
             mbar_init(full + 8 * s, kFullArrivals);
             mbar_init(empty + 8 * s, kEmptyArrivals);

@@ -1,27 +1,33 @@
-"""NVFP4 group_gemm v94: every launch prefetches its tile's B and C tensor maps at a CTA's start (v54: the dependent launches' B map).
+"""NVFP4 group_gemm v92: a split pair's first half ends two K blocks past the middle, so the other's partial is ready when it ends.
 
-Version: v94
+Version: v92
 Parent: v89
-Change: every launch prefetches its tile's B and C tensor maps at a CTA's start (v54: the dependent launches' B map).
-Thread 0 issues prefetch.tensormap for d.b_map and d.c_map before initialising the barriers, in every kernel; v54
-did it for B's map in the deep ring's dependent launches alone, so a tall CTA's first B copy and every CTA's C store
-fetched their 128-byte descriptors from the parameter space when they named them.
-Why: v89's marks on A put a tall tile's start at ~2.3 µs from GEMM start to stage 0 landed even in the later waves
-(CTAs 192-319: 2.27-2.32 µs; the first wave 2.7), against ~1 µs for a stage from L2; the descriptor fetch is one
-dependent round trip in front of the first B copy (~0.3-0.5 µs), and the C store's another at the tile's end.
+Change: a split pair's first half ends two K blocks past the middle, so the other's partial is ready when it ends.
+kSplitLead = 2: the even tile of a pair (dispatched first) takes K blocks 0 .. num_kb / 2 + 1, the odd one the rest
+(v89: num_kb / 2 each). The ticket still decides which half adds (the later to finish), so nothing waits on a CTA
+that has not run; the launch order's prices are v89's (so A's order is v89's).
+Why: `probe marks group_gemm v89 --ctas` (session 72): a 248-row pair's adding half spends 7.62 µs from its loop's end
+to C staged, a 176-row pair's 5.57, against ~3 the model prices: both halves start together and end together, so the
+adder waits for the writer's 127 KB partial and release, then reads it. Four blocks' difference (~2.5 µs at 248
+rows) lets the second half's write happen under the first half's loop.
 Arch: sm_90a
-Analogue: v54 (B's map prefetched in the dependent launches), gemm v52
-Prediction: `compare group_gemm v89 v94`: B 1.005-1.015x (448 tile starts and ends), A 1.002-1.01x (320), C and D
-SAME to 1.005x (their B map was already prefetched; the C map's is new); outputs bit for bit v89's. Refuted if B is
-not faster: then the start waits on B's first block from HBM, which v95's L2 prefetch addresses.
-Measured: not yet run
+Analogue: gemm v108 (a split's halves made unequal so its partial is early: SAME there, every CTA a pair in one wave)
+Prediction: `compare group_gemm v89 v92`: A 1.005-1.015x (~2-4 µs of SM time a pair, 64 pairs over 132 SMs), B, C, D
+SAME (no splits). Outputs differ from v89's in the last bit on A only where the halves' sums truncate differently.
+Measured: NVIDIA H200, session 73 (a two-GPU machine, two versions a GPU in turn; driver 580.159.04, torch 2.11.0+cu130;
+commit 3fedd3c). `compare group_gemm v89 v92` (kernel method, one process): A 1.010x [1.006, 1.015], B 1.009x, C 0.993x,
+D 1.000x, all SAME, geomean 1.003x; outputs bit for bit v89's on the benchmarks (the benchmark data's two halves
+sum to the same fp32 values either way); recorded kernel 123.10 / 65.17 / 28.30 / 14.90 µs, gpumode 123.84 / 65.58 / 29.43 / 16.38. A inside
+the prediction but inside the compare's 2% margin: a real ~1% (its interval excludes 1), too little to keep alone; worth
+stacking with a change to the exchange itself.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32, a k16 step one
 scale block (v42's property, kept); one chain per output over the whole K up to K 4096, chains of 18 K blocks (v88; v85's 16) promoted
-into fp32 sums above it or, in tiles above 160 rows and K up to 8192, two chains of K / 2 added in fp32
+into fp32 sums above it or, in tiles above 160 rows and K up to 8192, two chains of K / 2 + 128 and K / 2 - 128 (v92) added in fp32
 (v86); within a step the 16 products' order changes (v66's K order), so outputs may differ from v63's in the last
 bit where a step's sum is truncated.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
@@ -34,7 +40,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v94"
+EXTENSION_NAME = "nvfp4_group_gemm_v92"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -184,6 +190,11 @@ constexpr int kPromoteMaxRows = 160;
 // half's chain summed in fp32 by the pair's second half (group_gemm v81's exchange): two chains of K / 2 (the study:
 // 0.17-0.21 at K 6400-7168, inside the yardstick's 0.25). Above kSplitMaxK two chains are too long: v85's tiles.
 constexpr int kSplitMaxK = 2 * kOneChainMaxK;
+// v92: a split pair's first half (the even tile, dispatched first) ends kSplitLead K blocks past the middle, so
+// the second usually finishes first and writes its partial while the first still runs its loop: the half that adds
+// then reads a partial already released instead of waiting for it (v89's marks: 7.62 µs from a 248-row pair's loop
+// to C staged, against the model's ~3). Which half adds is still the ticket's: no CTA waits on one not yet run.
+constexpr int kSplitLead = 2;
 constexpr int kDecodeThreads = 256;     // prepass: one (row, K block, half j) per thread, 4 chunks (64 bytes of fp16 A)
 constexpr int kFullArrivals = 1;        // the producer's arrive.expect_tx: every copy of a stage counts bytes on it
 constexpr int kEmptyArrivals = kConsumerThreads;
@@ -1033,7 +1044,9 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     const int m0 = t * d.m_tile_rows;
     const int n0 = (local % tiles_n) * BLOCK_N;
     const int num_kb = d.k / BLOCK_K;
-    const int kb0 = half * (num_kb / 2), kb_count = split_by > 1 ? (half == 0 ? num_kb / 2 : num_kb - num_kb / 2) : num_kb;
+    // v92: the first half ends kSplitLead blocks past the middle (num_kb > 64 in a split group: K above kOneChainMaxK)
+    const int first_half = num_kb / 2 + kSplitLead;
+    const int kb0 = half == 0 ? 0 : first_half, kb_count = split_by > 1 ? (half == 0 ? first_half : num_kb - first_half) : num_kb;
     // wgmma's N for this tile: its rows rounded up to M_STEP, at most m_tile_rows. v52: with 112-row tiles
     // min(m_tile_rows, rows left rounded up), so a 112-row tile whose rows left round up to 128 runs
     // N = 112; for m_tile_rows a multiple of 32 the two are equal, and the other kernels keep v50's
@@ -1044,12 +1057,11 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
                                    : (min(d.m_tile_rows, d.m - m0) + M_STEP - 1) / M_STEP * M_STEP;
 
     if (threadIdx.x == 0) {
-        // NOTE: v54 (gemm v52's): B's tensor map (this launch's parameter) fetched into the TMA unit's cache
-        // while the barriers are initialised, before the first copy that names it (under the prepass). v94: in every
-        // launch (v54: the dependent ones), and C's map too, which the epilogue's store names ~a tile's loop later:
-        // a tall tile's start (GEMM start -> stage 0 landed) is ~2.3 µs even in the later waves (v89's marks).
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.c_map)) : "memory");
+        if constexpr (kDependent) {
+            // NOTE: v54 (gemm v52's): B's tensor map (this launch's parameter) fetched into the TMA unit's cache
+            // while the barriers are initialised, before the first copy that names it (under the prepass).
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
+        }
         for (int s = 0; s < kStages; ++s) {
             mbar_init(full + 8 * s, kFullArrivals);
             mbar_init(empty + 8 * s, kEmptyArrivals);

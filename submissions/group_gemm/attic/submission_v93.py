@@ -1,30 +1,33 @@
-"""NVFP4 group_gemm v92: a split pair's first half ends two K blocks past the middle, so the other's partial is ready when it ends.
+"""NVFP4 group_gemm v93: the tall launches' first lap of copies paced two stages ahead of the landed ones, as v58's deep ring.
 
-Version: v92
+Version: v93
 Parent: v89
-Change: a split pair's first half ends two K blocks past the middle, so the other's partial is ready when it ends.
-kSplitLead = 2: the even tile of a pair (dispatched first) takes K blocks 0 .. num_kb / 2 + 1, the odd one the rest
-(v89: num_kb / 2 each). The ticket still decides which half adds (the later to finish), so nothing waits on a CTA
-that has not run; the launch order's prices are v89's (so A's order is v89's).
-Why: `probe marks group_gemm v89 --ctas` (session 72): a 248-row pair's adding half spends 7.62 µs from its loop's end
-to C staged, a 176-row pair's 5.57, against ~3 the model prices: both halves start together and end together, so the
-adder waits for the writer's 127 KB partial and release, then reads it. Four blocks' difference (~2.5 µs at 248
-rows) lets the second half's write happen under the first half's loop.
+Change: the tall launches' first lap of copies paced two stages ahead of the landed ones, as v58's deep ring. In
+produce()'s plain (not dependent) path, stage i of the first lap (2 <= i < kStages) is issued once stage i - 2's
+full barrier has completed (kFirstLapAInFlight); before, all six stages' A, B values and B scales were asked for at
+once. Only the tall kernels' producer changes (A's and B's launches); the deep ring's (C, D) already pace (v58).
+Why: a tall tile's start, GEMM start -> first stage's B decoded, is ~3.1 µs (v89's marks on A, median over 320 CTAs;
+B's ~3 in session 69's), against ~1 µs of latency for one stage from L2: the first lap asks for up to 219 KB a CTA at
+once (six stages of a 256-row ring; 132 CTAs at a wave's start), and stage 0 lands with the others. v58 paced the
+deep ring's dependent first lap so and D's stage 0 landed 0.26 µs sooner (D 1.036x); A and B start 320 and 448 tiles.
 Arch: sm_90a
-Analogue: gemm v108 (a split's halves made unequal so its partial is early: SAME there, every CTA a pair in one wave)
-Prediction: `compare group_gemm v89 v92`: A 1.005-1.015x (~2-4 µs of SM time a pair, 64 pairs over 132 SMs), B, C, D
-SAME (no splits). Outputs differ from v89's in the last bit on A only where the halves' sums truncate differently.
-Measured: not yet timed. Session 72 (a one-GPU machine, the session's last 265 s of device time; commit a568bd2):
-tests, edges (e3, long K, included), random shapes (mixed), bad inputs, racecheck and synccheck pass; the round's
-deadline stopped `compare group_gemm v89 v92` 21 s in, before its first shape's verdict. Next: `device_round.sh
-group_gemm:v92:v89:time`.
+Analogue: v58 (the same pacing, the deep ring's dependent launches)
+Prediction: `compare group_gemm v89 v93`: B 1.005-1.02x (448 tile starts, 0.2-0.5 µs each over 132 SMs), A 1.00-1.01x,
+C and D SAME (their kernels' producers are unchanged); outputs bit for bit v89's. Refuted if B is not faster: then the
+start waits on something else (the B block's HBM latency, the dispatch), which marks of stage 0's landing would show.
+Measured: NVIDIA H200, session 73 (a two-GPU machine, two versions a GPU in turn; driver 580.159.04, torch 2.11.0+cu130;
+commit 3fedd3c). Compare and record only (no checks: it was timed first). `compare group_gemm v89 v93`: A 1.001x, B
+1.007x [1.000, 1.014], C 1.006x, D 0.997x, all SAME, outputs bit for bit v89's; recorded kernel 124.78 / 65.43 / 28.46 /
+14.96 µs. Refuted: pacing the first lap two stages ahead does not shorten B's starts, so the start does not wait on the
+ring's depth.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
 
 Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32, a k16 step one
 scale block (v42's property, kept); one chain per output over the whole K up to K 4096, chains of 18 K blocks (v88; v85's 16) promoted
-into fp32 sums above it or, in tiles above 160 rows and K up to 8192, two chains of K / 2 + 128 and K / 2 - 128 (v92) added in fp32
+into fp32 sums above it or, in tiles above 160 rows and K up to 8192, two chains of K / 2 added in fp32
 (v86); within a step the 16 products' order changes (v66's K order), so outputs may differ from v63's in the last
 bit where a step's sum is truncated.
 N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
@@ -37,7 +40,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v92"
+EXTENSION_NAME = "nvfp4_group_gemm_v93"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -187,11 +190,6 @@ constexpr int kPromoteMaxRows = 160;
 // half's chain summed in fp32 by the pair's second half (group_gemm v81's exchange): two chains of K / 2 (the study:
 // 0.17-0.21 at K 6400-7168, inside the yardstick's 0.25). Above kSplitMaxK two chains are too long: v85's tiles.
 constexpr int kSplitMaxK = 2 * kOneChainMaxK;
-// v92: a split pair's first half (the even tile, dispatched first) ends kSplitLead K blocks past the middle, so
-// the second usually finishes first and writes its partial while the first still runs its loop: the half that adds
-// then reads a partial already released instead of waiting for it (v89's marks: 7.62 µs from a 248-row pair's loop
-// to C staged, against the model's ~3). Which half adds is still the ticket's: no CTA waits on one not yet run.
-constexpr int kSplitLead = 2;
 constexpr int kDecodeThreads = 256;     // prepass: one (row, K block, half j) per thread, 4 chunks (64 bytes of fp16 A)
 constexpr int kFullArrivals = 1;        // the producer's arrive.expect_tx: every copy of a stage counts bytes on it
 constexpr int kEmptyArrivals = kConsumerThreads;
@@ -799,6 +797,14 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         const int s = i % kStages, kb = kb0 + i;
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
         mbar_wait(empty + 8 * s, ((i / kStages) & 1) ^ 1);
+        if constexpr (!kDependent) {
+            // v93: the tall launches' first lap paced as v58's dependent one: stage i is issued once stage
+            // i - kFirstLapAInFlight has landed, so stage 0's bytes share the SM's and the L2's bandwidth with one
+            // other stage instead of the lap's five (a 256-row ring: up to 219 KB asked at once a CTA, and at a wave's
+            // start by every SM). NOTE: phase 0 of that full barrier, as v58's wait: only this thread re-arms it, in
+            // the next lap, after the slot's empty wait, so the phase cannot move on under this wait.
+            if (i >= kFirstLapAInFlight && i < kStages) mbar_wait(full + 8 * (i - kFirstLapAInFlight), 0);
+        }
         const Stage st = stage_of<R>(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * s);
@@ -1041,9 +1047,7 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     const int m0 = t * d.m_tile_rows;
     const int n0 = (local % tiles_n) * BLOCK_N;
     const int num_kb = d.k / BLOCK_K;
-    // v92: the first half ends kSplitLead blocks past the middle (num_kb > 64 in a split group: K above kOneChainMaxK)
-    const int first_half = num_kb / 2 + kSplitLead;
-    const int kb0 = half == 0 ? 0 : first_half, kb_count = split_by > 1 ? (half == 0 ? first_half : num_kb - first_half) : num_kb;
+    const int kb0 = half * (num_kb / 2), kb_count = split_by > 1 ? (half == 0 ? num_kb / 2 : num_kb - num_kb / 2) : num_kb;
     // wgmma's N for this tile: its rows rounded up to M_STEP, at most m_tile_rows. v52: with 112-row tiles
     // min(m_tile_rows, rows left rounded up), so a 112-row tile whose rows left round up to 128 runs
     // N = 112; for m_tile_rows a multiple of 32 the two are equal, and the other kernels keep v50's
