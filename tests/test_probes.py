@@ -216,7 +216,7 @@ def test_peer_passes_the_harness_test_and_its_timed_blocks_on_the_cpu():
 @needs_nvcc
 def test_marks_compile_to_nothing_without_the_define_and_to_an_exported_buffer_with_it(tmp_path):
     kernel = ("__global__ void k(float* x) { if (threadIdx.x == 0) NVFP4_MARK(0); x[threadIdx.x] *= 2.0f; "
-              "NVFP4_MARK(1); }\n")
+              "NVFP4_MARK(1); NVFP4_MARK_AT(blockIdx.x + 7, 2); }\n")
     (tmp_path / "k.cu").write_text(marks.MARKS_CUDA + kernel)
     found = {}
     for name, flags in (("plain", []), ("marked", ["-DNVFP4_MARKS"])):
@@ -231,7 +231,7 @@ def test_marks_compile_to_nothing_without_the_define_and_to_an_exported_buffer_w
                        {s for s in ("nvfp4_marks_layout", "nvfp4_marks_read", "nvfp4_marks_clear")
                         if f" T {s}" in symbols})
     assert found["plain"] == (0, set())
-    assert found["marked"] == (2, {"nvfp4_marks_layout", "nvfp4_marks_read", "nvfp4_marks_clear"})
+    assert found["marked"] == (3, {"nvfp4_marks_layout", "nvfp4_marks_read", "nvfp4_marks_clear"})
 
 
 def _call(*ctas):

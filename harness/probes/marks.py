@@ -16,6 +16,12 @@ CTA only) into a device buffer, one slot per (CTA, mark). Three host functions w
 exported from the extension's shared object, are read through ctypes: nothing has to be added to
 the version's ``FUNCTIONS``.
 
+A persistent kernel's CTA runs several tiles, and a CTA's row keeps only its last tile's stamps; it stamps
+each tile in a row of its own instead, ``NVFP4_MARK_AT(tile, id)`` (the tile's index in its launch, below
+``NVFP4_MARKS_MAX_CTAS``): every "CTA" of the report, ``--ctas`` and ``--fill`` is then a tile (the fill: one
+tile an SM at a time, as a persistent CTA runs them). Session 73 added it to take apart group_gemm v84, a
+persistent launch 1.29x slower than the launch of one CTA a tile it replaced, whose CTA rows showed only that.
+
 The report, per mark over CTAs and calls: when it was reached (µs after the call's first stamp of
 any mark in any CTA, median and max), when the call's last CTA reached it (median over calls: a call
 ends with its slowest CTA, so this, not the median CTA, is what a change to the call's time must
@@ -57,7 +63,9 @@ DEFINE = "NVFP4_MARKS"
 MARKS_CUDA = r"""
 // ---- nvfp4 timeline marks (harness/probes/marks.py; `nvfp4 probe marks`) ---------------------
 // NVFP4_MARK(id) stamps %globaltimer and clock64 for this CTA at mark `id` (0 <= id < 16); call it
-// from one thread. Without -DNVFP4_MARKS (every build but the probe's) it compiles to nothing.
+// from one thread. NVFP4_MARK_AT(row, id) stamps row `row` instead of the CTA's own: a persistent
+// CTA's tiles, each its own row (the report's "CTAs" are then the rows). Without -DNVFP4_MARKS (every
+// build but the probe's) both compile to nothing.
 #ifdef NVFP4_MARKS
 #include <cuda_runtime.h>
 #ifndef NVFP4_MARKS_MAX_CTAS
@@ -67,19 +75,19 @@ MARKS_CUDA = r"""
 __device__ unsigned long long nvfp4_marks_ns[NVFP4_MARKS_MAX_CTAS * NVFP4_MARKS_MAX_IDS];
 __device__ long long nvfp4_marks_clock[NVFP4_MARKS_MAX_CTAS * NVFP4_MARKS_MAX_IDS];
 __device__ unsigned int nvfp4_marks_dropped;  // stamps of CTAs or ids past the buffer
-__device__ __forceinline__ void nvfp4_mark(int id) {
-    const unsigned int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (cta >= NVFP4_MARKS_MAX_CTAS || id < 0 || id >= NVFP4_MARKS_MAX_IDS) {
+__device__ __forceinline__ void nvfp4_mark_at(unsigned int row, int id) {
+    if (row >= NVFP4_MARKS_MAX_CTAS || id < 0 || id >= NVFP4_MARKS_MAX_IDS) {
         atomicAdd(&nvfp4_marks_dropped, 1u);
         return;
     }
     unsigned long long ns;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns) :: "memory");
     const long long cycles = clock64();
-    nvfp4_marks_ns[cta * NVFP4_MARKS_MAX_IDS + id] = ns;
-    nvfp4_marks_clock[cta * NVFP4_MARKS_MAX_IDS + id] = cycles;
+    nvfp4_marks_ns[row * NVFP4_MARKS_MAX_IDS + id] = ns;
+    nvfp4_marks_clock[row * NVFP4_MARKS_MAX_IDS + id] = cycles;
 }
-#define NVFP4_MARK(id) nvfp4_mark(id)
+#define NVFP4_MARK(id) nvfp4_mark_at(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), id)
+#define NVFP4_MARK_AT(row, id) nvfp4_mark_at(static_cast<unsigned int>(row), id)
 extern "C" __attribute__((visibility("default"))) int nvfp4_marks_layout(int* ctas, int* ids) {
     *ctas = NVFP4_MARKS_MAX_CTAS;
     *ids = NVFP4_MARKS_MAX_IDS;
@@ -105,6 +113,7 @@ extern "C" __attribute__((visibility("default"))) int nvfp4_marks_clear() {
 }
 #else
 #define NVFP4_MARK(id) do { } while (0)
+#define NVFP4_MARK_AT(row, id) do { } while (0)
 #endif
 // ---- end of nvfp4 timeline marks --------------------------------------------------------------
 """
