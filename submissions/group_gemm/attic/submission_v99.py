@@ -1,30 +1,29 @@
-"""NVFP4 group_gemm v97: the tall launches without a long-K group as persistent CTAs, with v89's loop and C store.
+"""NVFP4 group_gemm v99: v97 with the mailbox's tile broadcast from lane 0, so the consumers' loops are warp-uniform code.
 
-Version: v97
-Parent: v89
-Change: the tall launches without a long-K group (B's; A's groups are all long-K) run min(tiles, SMs) persistent CTAs
-taking tiles tallest first from a counter (v84's counter, mailbox and one consumer loop per height), but keep v89's
-loop and its C store through shared memory by TMA: the ring runs on across a CTA's tiles (a running slot and lap
-parity on both sides, the loop unrolled by slot as v89's, a lap's slots before the tile's first skipped), and C is
-staged in the A tiles of the tile's last two K blocks' slots (warpgroup 1 in the last, 0 in the one before; a
-one-block K both in turn in one), which the consumers release only once the TMA store has read them; every other
-slot is released in the loop, so the producer fills four of six with the next tile's first blocks meanwhile.
-Why: v84 (persistent, session 71) lost B 0.723x, not taken apart then. Its per-tile marks (session 73: `probe marks`
-of v76 beside a marks-only copy of v84 that stamped each tile's row by the new NVFP4_MARK_AT, not kept) say
-the persistence itself worked: a tile's start (consumers take it -> first stage decoded) 0.22-0.67 µs against v76's
-2.56-3.49. It lost in its other two parts: C stored from registers took 2.7-7.7 µs a tall tile (v76's TMA store
-0.3-1.1), and its loops ran 2.3-3.8 µs longer a tile (16.34 -> 19.20 µs on the 200-row tiles, the first tiles as
-much as the later ones), where its per-slot parity bits and every tile from slot 0 cost instructions and the next
-tile's prefetch. v97 takes the start and leaves the rest as v89's.
+Version: v99
+Parent: v97
+Change: the consumers read the mailbox's tile through __shfl_sync from lane 0 instead of each lane from shared memory.
+The value is the same; to the compiler it is now warp-uniform, and so is everything derived from it (the group, its K,
+the tile's ring position, the loop's bounds and branches).
+Why: v97 lost B 0.804x with its loops at +31% cycles (marks) for 2-11% more instructions. v98 (v89's code in v97's
+tile order) lost only 0.980x, so the loss is v97's code, not its order. `probe sass --opcodes` shows what v97's loops
+have and v89's do not: 12 WARPSYNC a loop (two a K block, before the .aligned wgmma fence and commit), and their
+branch tests as vector ISETP: the tile came from shared memory, so ptxas could not prove the K loop's conditions the
+same in every lane. With the broadcast: no WARPSYNC in any loop, the tall loops' tests on the uniform datapath, 668-730
+instructions a loop (v89's 650-668).
 Arch: sm_90a
-Analogue: v84 (the persistence), v35
-Prediction: `compare group_gemm v89 v97`: B 1.04-1.10x (448 tiles: ~2.4 µs of start saved on each of ~2.4 later
-tiles an SM, less the loops' 2-11% more instructions (`probe sass`: 680-741 a 6-block loop against 650-668; the first
-lap's skip tests and the uniform registers), less the launch order (tallest first where v74 searched: 4.5% on B in
-v74)); A, C, D SAME (their launches are v89's: A's chunk holds long-K groups). Outputs bit for bit v89's (the same
-products and chains). Refuted if B is not faster: then the marks per tile (`probe marks group_gemm v89 v97`) say which
-of start, loop and store went the other way.
-Measured: not yet run
+Analogue: v84, v97
+Prediction: `compare group_gemm v89 v99`: B 1.03-1.08x if the WARPSYNC and divergent branches were v97's +31% (v97's
+start saving, 1.7 µs a later tile, less v98's 2% for the order), B ~0.80x if not; A, C, D SAME (v89's launches).
+Outputs bit for bit v89's.
+Measured: NVIDIA H200, session 73 (a one-GPU machine; commit 7e0c182). Tests and edges (`--dist both`) pass. `compare
+group_gemm v89 v99` (kernel method, one process): A 0.993x, B 0.799x [0.792, 0.806] SLOWER, C 0.995x, D 0.993x; outputs
+bit for bit v89's. Refuted: without the WARPSYNC the loops lose as v97's, so the uniformity is not the cause. What is
+left of the persistent kernel against v89's, for its loops: the producer's copies of the next tile stopped at the two
+slots C is staged in until the store has read them (every later block behind them), the 17 loops inlined into one body
+with the tile loop's state live across them, and the ring position carried across tiles; the next step is marks inside
+the loop (a block's wait on its full barrier) or Nsight's stall reasons per line, v89 against v99 on B.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
@@ -44,7 +43,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v97"
+EXTENSION_NAME = "nvfp4_group_gemm_v99"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -1359,7 +1358,10 @@ group_gemm_persistent(const __grid_constant__ Problem problem) {
     auto next_tile = [&]() {
         const int b = i & 1;
         mbar_wait(mail_full + 8 * b, (i >> 1) & 1);
-        const int tile = mailbox[b];
+        // NOTE: v99: broadcast from lane 0, the compiler's proof that the tile (and all it derives: the group, its K,
+        // the ring position) is the same in every lane; read from shared memory it is not, and v97's loops carried
+        // 12 WARPSYNC each (`probe sass --opcodes`), ran 31% more cycles than v89's and lost B 0.804x
+        const int tile = __shfl_sync(0xffffffffu, mailbox[b], 0);
         mbar_arrive(mail_empty + 8 * b);
         ++i;
         return tile;

@@ -1,22 +1,34 @@
-"""NVFP4 group_gemm v99: v97 with the mailbox's tile broadcast from lane 0, so the consumers' loops are warp-uniform code.
+"""NVFP4 group_gemm v98: v89's one-CTA-a-tile tall launch, its tiles in v97's order (tallest first): a test of v97's loss.
 
-Version: v99
+Version: v98
 Parent: v97
-Change: the consumers read the mailbox's tile through __shfl_sync from lane 0 instead of each lane from shared memory.
-The value is the same; to the compiler it is now warp-uniform, and so is everything derived from it (the group, its K,
-the tile's ring position, the loop's bounds and branches).
-Why: v97 lost B 0.804x with its loops at +31% cycles (marks) for 2-11% more instructions. v98 (v89's code in v97's
-tile order) lost only 0.980x, so the loss is v97's code, not its order. `probe sass --opcodes` shows what v97's loops
-have and v89's do not: 12 WARPSYNC a loop (two a K block, before the .aligned wgmma fence and commit), and their
-branch tests as vector ISETP: the tile came from shared memory, so ptxas could not prove the K loop's conditions the
-same in every lane. With the broadcast: no WARPSYNC in any loop, the tall loops' tests on the uniform datapath, 668-730
-instructions a loop (v89's 650-668).
+Change: v89's tall kernel and launch (one CTA a tile, no persistence) for the tall chunks without a long-K group, with
+blockIdx.x mapped to a tile by v97's tall_segments order (each group's M tiles by height, tallest first) in place of
+v74's searched order. The persistent kernel is gone; the chunk's tile counter is still allocated and zeroed, unread.
+Why: v97 (persistent) lost B 0.804x although a tile's start fell as designed (2.88 -> 1.15 µs): its loops ran +31% in
+cycles (13.54 -> 17.54 µs median at the same ~1.75 GHz), every height range (96-row tiles 15.46 µs against a cost
+table's ~11). Two things changed for the loops: the persistent kernel's code (its loops 2-11% more instructions) and
+the order (all SMs on one height, one group at a time). This keeps v89's code and takes v97's order alone.
 Arch: sm_90a
-Analogue: v84, v97
-Prediction: `compare group_gemm v89 v99`: B 1.03-1.08x if the WARPSYNC and divergent branches were v97's +31% (v97's
-start saving, 1.7 µs a later tile, less v98's 2% for the order), B ~0.80x if not; A, C, D SAME (v89's launches).
-Outputs bit for bit v89's.
-Measured: not yet run
+Analogue: v74 (the searched order, 4.5% on B against largest first)
+Prediction: `compare group_gemm v89 v98`: either B ~0.80-0.85x (the order is v97's loss: the loops slow when every SM
+runs the same height of one group at once, and a persistent kernel needs an order that mixes them) or B 0.95-1.0x
+(v74's 4.5%; the loss is v97's code). A, C, D SAME (their launches are v89's). Outputs bit for bit v89's.
+Measured: NVIDIA H200, session 73 (a one-GPU machine; commit dcecd94; the compare's CSV names the device copy's stale
+commit). `test --dist both` passes (tests shapes). `compare group_gemm v89 v98` (kernel method, one process): A 0.994x,
+B 0.980x [0.971, 0.990] SLOWER, C 0.995x, D 0.992x (SAME); outputs bit for bit v89's. The order costs B 2% (v74's search
+holds), not v97's 20%: v97's loss is its kernel's code.
+Verdict: slower
+
+Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
+messages and cache are v57's.
+
+Exactness as v16: every e2m1 x e4m3 product is an fp16 (B's x 2^-7 too), wgmma accumulates in fp32, a k16 step one
+scale block (v42's property, kept); one chain per output over the whole K up to K 4096, chains of 18 K blocks (v88; v85's 16) promoted
+into fp32 sums above it or, in tiles above 160 rows and K up to 8192, two chains of K / 2 added in fp32
+(v86); within a step the 16 products' order changes (v66's K order), so outputs may differ from v63's in the last
+bit where a step's sum is truncated.
+N multiple of 128, K multiple of 64, any M >= 1, any number of groups.
 """
 
 import torch
@@ -26,7 +38,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v99"
+EXTENSION_NAME = "nvfp4_group_gemm_v98"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -999,6 +1011,19 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int 
     }
 }
 
+// Where the launch's tile `tile` lies (its segment's group and M tile, its first column) and its wgmma N (tall_rows,
+// as the tall kernel's). v84's; v98: a plain tall launch's tile blockIdx.x.
+struct TileAt { int g, t, m0, n0, n_cols; };
+__device__ __forceinline__ TileAt tile_at(const Problem& problem, int tile) {
+    int s = 0;
+    while (s + 1 < problem.num_segments && tile >= problem.segments[s + 1].begin) ++s;
+    const TileSegment seg = problem.segments[s];
+    const GroupDesc& d = problem.groups[seg.g];
+    const int local = tile - seg.begin, tiles_n = d.n / BLOCK_N;
+    const int t = seg.t0 + local / tiles_n, m0 = t * d.m_tile_rows;
+    return {seg.g, t, m0, (local % tiles_n) * BLOCK_N, min(d.m_tile_rows, tall_rows(d.m - m0))};
+}
+
 // NOTE: one CTA per SM; 384 threads at launch get 168 registers each, then setmaxnreg moves them
 // from the producer warpgroup (40) to the consumers (232).
 // v53: kTiles112 is true only in the instantiation for launches whose plan holds a 112-row tile
@@ -1032,8 +1057,12 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     if (threadIdx.x == 0) NVFP4_MARK(0);
 
     const int tile = blockIdx.x;
+    // v98: the plain tall launch (no long-K group) takes its tiles in tall_segments' order (tallest first), v97's
+    constexpr bool kBySegments = !kLongK && !kDependent && R::kMaxRows > 128;
+    const TileAt at = kBySegments ? tile_at(problem, tile) : TileAt{0, 0, 0, 0, 0};
     int g = 0;
-    while (g + 1 < problem.num_groups && tile >= problem.groups[g + 1].tile_begin) ++g;
+    if (kBySegments) g = at.g;
+    else while (g + 1 < problem.num_groups && tile >= problem.groups[g + 1].tile_begin) ++g;
     const GroupDesc& d = problem.groups[g];
     // v86 (v81's): a split group's tiles come in pairs, the two K halves of one (M tile, column block) side by side,
     // so the block scheduler starts them together and the second's wait for the first's partial is short.
@@ -1043,9 +1072,9 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     const int split_by = kSplits ? d.k_splits : 1;
     const int local = (tile - d.tile_begin) / split_by, half = (tile - d.tile_begin) % split_by;
     const int tiles_n = d.n / BLOCK_N;
-    const int t = local / tiles_n;
+    const int t = kBySegments ? at.t : local / tiles_n;
     const int m0 = t * d.m_tile_rows;
-    const int n0 = (local % tiles_n) * BLOCK_N;
+    const int n0 = kBySegments ? at.n0 : (local % tiles_n) * BLOCK_N;
     const int num_kb = d.k / BLOCK_K;
     const int kb0 = half * (num_kb / 2), kb_count = split_by > 1 ? (half == 0 ? num_kb / 2 : num_kb - num_kb / 2) : num_kb;
     // wgmma's N for this tile: its rows rounded up to M_STEP, at most m_tile_rows. v52: with 112-row tiles
@@ -1119,264 +1148,6 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
             default: consume<R, 256, kFirstB, kLongK>(d, m0, n0, local, kb_count, ring, ring_generic, full, empty); break;
         }
     }
-}
-
-// ---------------------------------------------------------------- v97: the tall launch's persistent CTAs
-// Where the launch's tile `tile` lies (its segment's group and M tile, its first column) and its wgmma N (tall_rows,
-// as the tall kernel's). v84's.
-struct TileAt { int g, t, m0, n0, n_cols; };
-__device__ __forceinline__ TileAt tile_at(const Problem& problem, int tile) {
-    int s = 0;
-    while (s + 1 < problem.num_segments && tile >= problem.segments[s + 1].begin) ++s;
-    const TileSegment seg = problem.segments[s];
-    const GroupDesc& d = problem.groups[seg.g];
-    const int local = tile - seg.begin, tiles_n = d.n / BLOCK_N;
-    const int t = seg.t0 + local / tiles_n, m0 = t * d.m_tile_rows;
-    return {seg.g, t, m0, (local % tiles_n) * BLOCK_N, min(d.m_tile_rows, tall_rows(d.m - m0))};
-}
-
-// Producer thread 0, one tile: produce()'s copies at the CTA's running ring position (slot, lap parity), which goes
-// on from one tile to the next. NOTE: v84 started every tile at slot 0, so the next tile's first copy waited for
-// the slot of this tile's last lap's first block (two blocks before its end at K 2048); running on, it takes the
-// slots this tile's last lap left free (four of six at K 2048) while the consumers finish.
-template <class R>
-__device__ __forceinline__ void produce_tile(const GroupDesc& d, int t, int n0, int n_cols, uint32_t ring, uint32_t full,
-                                             uint32_t empty, int& slot, uint32_t& lap) {
-    constexpr int kStages = R::kStages;
-    const int num_k = d.k / BLOCK_K;
-    const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
-    for (int kb = 0; kb < num_k; ++kb) {
-        // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
-        mbar_wait(empty + 8 * slot, lap ^ 1);
-        const Stage st = stage_of<R>(ring, slot);
-        mbar_arrive_expect_tx(full + 8 * slot, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
-        bulk_copy(st.a, d.a16 + a16_offset(d, t, kb, 0, 0), a_bytes, full + 8 * slot);
-        bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb) * B_SCALE_BYTES,
-                  B_SCALE_BYTES, full + 8 * slot);
-        tensor_copy_2d(st.b_values, &d.b_map, kb * (BLOCK_K / 2), n0, full + 8 * slot);
-        if (++slot == kStages) {
-            slot = 0;
-            lap ^= 1;
-        }
-    }
-}
-
-// The count form of mbarrier.arrive: one thread arrives for `count` (a warpgroup's leader for its 128 threads).
-__device__ __forceinline__ void mbar_arrive_count(uint32_t bar, uint32_t count) {
-    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
-// Consumers, one tile: consume()'s loop (no promotion: this kernel runs no long-K group) from the ring position the
-// last tile left (slot0, phase0), and its C store through shared memory by TMA, staged in the slots of the tile's last
-// two K blocks, which the consumers release only once the store has read them (every other slot is released in the
-// loop, as consume() does, and the producer fills those with the next tile's first blocks meanwhile).
-// NOTE: the loop is consume()'s unrolled by slot; a lap's first slots before slot0 are skipped (k < 0), so `slot` is
-// still a constant in every copy of the body and frag[slot % 3] follows the ring (kStages % 3 == 0).
-template <class R, int kN>
-__device__ __forceinline__ void consume_tile(const GroupDesc& d, int m0, int n0, uint32_t ring, const uint8_t* ring_generic,
-                                             uint32_t full, uint32_t empty, int& slot0, uint32_t& phase0, int tile) {
-    constexpr int kStages = R::kStages, STAGE_BYTES = R::STAGE_BYTES;
-    const int cthread = threadIdx.x - kProducerThreads;
-    const int warp = cthread / 32, lane = cthread % 32;
-    const int gid = lane / 4, tig = lane % 4;
-    const int row = warp * 16 + gid;  // tile-local row of B: consumer warps 0-3 rows 0..63, 4-7 the next 64
-    const int num_k = d.k / BLOCK_K;
-    if (cthread == 0) NVFP4_MARK_AT(tile, 0);
-
-    float acc[kN / 2];
-    #pragma unroll
-    for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
-    uint32_t frag[3][4][4];  // NOTE: blocks k - 1 and k may be in flight while k + 1 is decoded
-    uint32_t desc0 = desc_low(ring);  // gemm v83's: slot 0's A tile; slot s is STAGE_BYTES / 16 x s further
-    asm volatile("" : "+r"(desc0));
-    const uint8_t* b_values0 = ring_generic + R::A_TILE_BYTES;
-    const uint8_t* b_scales0 = ring_generic + R::A_TILE_BYTES + B_VALUE_BYTES;
-    auto decode_slot = [&](int slot, uint32_t parity, uint32_t (&f)[4][4]) {
-        mbar_wait(full + 8 * slot, parity);
-        decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, tig, f);
-    };
-    // NOTE: block 0's fragments go to frag[slot0 % 3], a register array: its index must be a constant.
-    mbar_wait(full + 8 * slot0, phase0);
-    if (cthread == 0) NVFP4_MARK_AT(tile, 9);
-    switch (slot0 % 3) {
-        case 0: decode_b(b_values0 + slot0 * STAGE_BYTES, b_scales0 + slot0 * STAGE_BYTES, row, tig, frag[0]); break;
-        case 1: decode_b(b_values0 + slot0 * STAGE_BYTES, b_scales0 + slot0 * STAGE_BYTES, row, tig, frag[1]); break;
-        default: decode_b(b_values0 + slot0 * STAGE_BYTES, b_scales0 + slot0 * STAGE_BYTES, row, tig, frag[2]); break;
-    }
-    if (cthread == 0) NVFP4_MARK_AT(tile, 1);
-    uint32_t phase = phase0;  // parity of the ring's current lap
-    for (int q = -slot0; q < num_k; q += kStages, phase ^= 1) {  // q: the tile's K block in this lap's slot 0
-        #pragma unroll
-        for (int slot = 0; slot < kStages; ++slot) {
-            const int k = q + slot;
-            if (k >= 0 && k < num_k) {
-                wgmma_fence();  // NOTE: orders this thread's writes of frag (and acc) before wgmma reads them
-                #pragma unroll
-                for (int s = 0; s < 4; ++s)
-                    wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16), 1);
-                wgmma_commit();
-                if (k + 1 < num_k) {
-                    const int next = (slot + 1) % kStages;
-                    decode_slot(next, next == 0 ? phase ^ 1 : phase, frag[(slot + 1) % 3]);
-                }
-                wgmma_wait_all_but_one();  // NOTE: block k - 1's wgmma read its A and frag: both free
-                // NOTE: block num_k - 2's slot is kept for C (below), as is block num_k - 1's
-                if (k > 0 && k + 1 < num_k) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
-            }
-        }
-    }
-    wgmma_wait_all();  // NOTE: the accumulators are final only once the last group has completed
-    if (cthread == 0) NVFP4_MARK_AT(tile, 2);
-    const int last = (slot0 + num_k - 1) % kStages, before = (last + kStages - 1) % kStages;
-    const int end_slot = last + 1 == kStages ? 0 : last + 1;
-    // NOTE: phase is past the loop's last increment: the lap that held `last` has parity phase ^ 1
-    phase0 = last + 1 == kStages ? phase : phase ^ 1;
-    slot0 = end_slot;
-    // NOTE: both warpgroups' wgmma have read every slot of this tile once all 256 consumer threads are here.
-    named_barrier_sync(1, kConsumerThreads);
-    // This warpgroup's 64 columns of C as [m_tile_rows][64] fp16 (consume()'s layout), in the A tile of its slot:
-    // warpgroup 1 in block num_k - 1's, warpgroup 0 in block num_k - 2's (one K block: both in turn in the one slot).
-    const int wg = warp / 4, wq = warp % 4;
-    const bool one_block = num_k == 1;
-    const int mine = wg == 1 || one_block ? last : before;
-    if (!one_block) mbar_arrive(empty + 8 * (wg == 1 ? before : last));  // NOTE: the other warpgroup's slot
-    if (one_block && wg == 0) named_barrier_sync(1, kConsumerThreads);   // NOTE: after warpgroup 1's store read it
-    const uint32_t c_tile = ring + mine * STAGE_BYTES;
-    const int matrix = lane / 8, r8 = lane % 8;
-    const uint32_t lane_addr = c_tile + (8 * (matrix / 2) + r8) * 128 + (((2 * wq + matrix % 2) ^ r8) * 16);
-    #pragma unroll
-    for (int j = 0; j + 1 < kN / 8; j += 2) {
-        uint32_t r[4];
-        #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const int i = 4 * (j + q / 2) + 2 * (q % 2);
-            r[q] = half2_bits(acc[i] * 128.f, acc[i + 1] * 128.f);  // undo B's 2^-7
-        }
-        stmatrix_x4_trans(lane_addr + j * 1024, r);
-    }
-    if constexpr (kN / 8 % 2 == 1) {  // v75: the last 8 rows m of an odd N / 8
-        constexpr int j = kN / 8 - 1, i = 4 * j;
-        stmatrix_x2_trans(lane_addr + j * 1024, half2_bits(acc[i] * 128.f, acc[i + 1] * 128.f),
-                          half2_bits(acc[i + 2] * 128.f, acc[i + 3] * 128.f));
-    }
-    fence_proxy_async_shared();
-    named_barrier_sync(2 + wg, 128);  // NOTE: this warpgroup's 128 threads have written and fenced
-    if (cthread % 128 == 0) {
-        if (cthread == 0) NVFP4_MARK_AT(tile, 3);
-        tensor_store_2d(&d.c_map, c_tile, n0 + wg * C_HALF_COLS, m0);
-        tensor_store_wait_read();
-        // NOTE: the slot is the producer's again once the store has read it: the leader arrives for its 128 threads
-        mbar_arrive_count(empty + 8 * mine, 128);
-        if (cthread == 0) NVFP4_MARK_AT(tile, 4);
-    }
-    if (one_block && wg == 1) named_barrier_sync(1, kConsumerThreads);  // NOTE: lets warpgroup 0 stage (above)
-}
-
-// The consumers' tiles of height kN, one after another, while the mailbox hands out tiles of that height (v84's).
-template <class R, int kN, class NextTile>
-__device__ __forceinline__ void consume_height(const Problem& problem, int& tile, TileAt& at, NextTile& next_tile,
-                                               uint32_t ring, const uint8_t* ring_generic, uint32_t full, uint32_t empty,
-                                               int& slot0, uint32_t& phase0) {
-    while (tile < problem.tiles_total && at.n_cols == kN) {
-        consume_tile<R, kN>(problem.groups[at.g], at.m0, at.n0, ring, ring_generic, full, empty, slot0, phase0, tile);
-        tile = next_tile();
-        if (tile < problem.tiles_total) at = tile_at(problem, tile);
-    }
-}
-
-// v97: the persistent kernel's dynamic shared memory: the tall ring's and the mailbox's four barriers (v84's).
-constexpr int kPersistentSmem = TallRing::SMEM_BYTES + 64;
-static_assert(kPersistentSmem <= 227 * 1024, "the ring and the mailbox must fit a CTA's dynamic shared memory");
-// v97: the tall launch's kernel for chunks without a long-K group (v84's launch). min(tiles, SMs) CTAs; CTA b's first
-// tile is b, then each takes the next from an atomic counter the prepass zeroes (tiles in tall_segments' order,
-// tallest first). The producer thread takes the next tile once it has issued this tile's last copies, publishes it
-// through a two-slot mailbox (mbarriers) and goes on filling the ring; a tile index past the launch's tiles tells the
-// consumers to leave. The barriers are set up once a CTA.
-template <class R>
-__global__ void __launch_bounds__(kThreads, 1)
-group_gemm_persistent(const __grid_constant__ Problem problem) {
-    constexpr int kStages = R::kStages;
-    extern __shared__ uint8_t smem_raw[];
-    __shared__ int mailbox[2];
-    const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-    const uint32_t ring = (smem_base + 1023u) & ~1023u;
-    const uint8_t* ring_generic = smem_raw + (ring - smem_base);
-    const uint32_t full = ring + kStages * R::STAGE_BYTES, empty = full + 8 * kStages;
-    // NOTE: the mailbox's four barriers after the ring's and FIRST_B_BARRIER's (unused here): kPersistentSmem bytes.
-    const uint32_t mail_full = empty + 8 * kStages + 8, mail_empty = mail_full + 16;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            mbar_init(full + 8 * s, kFullArrivals);
-            mbar_init(empty + 8 * s, kEmptyArrivals);
-        }
-        for (int b = 0; b < 2; ++b) {
-            mbar_init(mail_full + 8 * b, 1);
-            mbar_init(mail_empty + 8 * b, kConsumerThreads);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    if (threadIdx.x < kProducerThreads) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-        if (threadIdx.x != 0) return;
-        int slot = 0;
-        uint32_t lap = 0;
-        int tile = blockIdx.x;
-        for (int i = 0;; ++i) {
-            const int b = i & 1;
-            mbar_wait(mail_empty + 8 * b, ((i >> 1) & 1) ^ 1);  // NOTE: the consumers have read this slot's last tile
-            mailbox[b] = tile;
-            mbar_arrive(mail_full + 8 * b);  // NOTE: release: the consumers' acquiring wait sees the store
-            if (tile >= problem.tiles_total) break;
-            const TileAt at = tile_at(problem, tile);
-            NVFP4_MARK_AT(tile, 12);
-            produce_tile<R>(problem.groups[at.g], at.t, at.n0, at.n_cols, ring, full, empty, slot, lap);
-            NVFP4_MARK_AT(tile, 13);
-            tile = static_cast<int>(gridDim.x + atomicAdd(problem.tile_counter, 1u));
-        }
-        return;
-    }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-    int i = 0;  // the mailbox's reads so far
-    auto next_tile = [&]() {
-        const int b = i & 1;
-        mbar_wait(mail_full + 8 * b, (i >> 1) & 1);
-        // NOTE: v99: broadcast from lane 0, the compiler's proof that the tile (and all it derives: the group, its K,
-        // the ring position) is the same in every lane; read from shared memory it is not, and v97's loops carried
-        // 12 WARPSYNC each (`probe sass --opcodes`), ran 31% more cycles than v89's and lost B 0.804x
-        const int tile = __shfl_sync(0xffffffffu, mailbox[b], 0);
-        mbar_arrive(mail_empty + 8 * b);
-        ++i;
-        return tile;
-    };
-    int slot0 = 0;
-    uint32_t phase0 = 0;
-    int tile = next_tile();
-    TileAt at = tile_at(problem, tile < problem.tiles_total ? tile : 0);
-    // NOTE: one loop per height, tallest first, in sequence (v84's): the tiles come tallest first (tall_segments), so
-    // a CTA's heights never rise; one loop over the tiles with a switch over the heights inside made ptxas serialise
-    // every wgmma (C7512, v35's and v84's finding).
-    consume_height<R, 256>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 248>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 240>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 232>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 224>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 216>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 208>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 200>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 192>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 184>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 176>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 168>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 160>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 128>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 96>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 64>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    consume_height<R, 32>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);
-    // NOTE: a tile left here means the order rose in height (tall_segments' rule broken, a host bug): its C is left
-    // unwritten, which every check reads as a wrong output, and the mailbox is drained so the producer is not left
-    // waiting on it. Not __trap(): with one in this kernel ptxas serialised every wgmma and spilled (v84).
-    while (tile < problem.tiles_total) tile = next_tile();
 }
 
 // The tallest M tile (256, 128, 64 rows) whose tiles give a chunk's `count` groups (of `order` from `first`) at
@@ -1478,9 +1249,8 @@ static int prepare_device(int& device, int& sms) {
     static int sm_count[64] = {};
     if (device >= 64) return static_cast<int>(cudaErrorInvalidDevice);
     if (!smem_opted_in[device]) {  // NOTE: above 48 KB a kernel must opt in, once per device
-        // v97: the tall launches without a long-K group run the persistent kernel (its ring and mailbox)
-        cudaError_t err = cudaFuncSetAttribute(group_gemm_persistent<TallRing>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, kPersistentSmem);
+        cudaError_t err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, false, false>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
         if (err == cudaSuccess)  // v87: the long-K chunks' kernel, its own function with its own limit
             err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, false, true>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
@@ -1747,12 +1517,12 @@ static cudaKernelNodeParams node_params(const ChunkLaunch& chunk, bool gemm, voi
         // NOTE: v54: a deep chunk's kernels are their kDependent instantiations (gemm_is_dependent)
         // v87: a long-K chunk (always tall: chunk_is_tall) runs the tall kernel's kLongK instantiation
         p.func = chunk.long_k     ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, false, true>)
-                 : !chunk.deep    ? reinterpret_cast<void*>(group_gemm_persistent<TallRing>)
+                 : !chunk.deep    ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, false, false>)
                  : chunk.tiles112 ? reinterpret_cast<void*>(group_gemm_kernel<DeepRing, true, true, false>)
                                   : reinterpret_cast<void*>(group_gemm_kernel<DeepRing, false, true, false>);
         p.gridDim = dim3(chunk.grid);  // v97: a persistent chunk's min(tiles, SMs)
         p.blockDim = dim3(kThreads);
-        p.sharedMemBytes = chunk.deep ? DeepRing::SMEM_BYTES : chunk.long_k ? TallRing::SMEM_BYTES : kPersistentSmem;
+        p.sharedMemBytes = chunk.deep ? DeepRing::SMEM_BYTES : TallRing::SMEM_BYTES;
     }
     p.kernelParams = args;
     p.extra = nullptr;
@@ -1853,8 +1623,8 @@ void* group_gemm_build_plan(const int64_t* desc, int num_groups, int64_t* worksp
         chunk.long_k = holds_long_k(chunk.problem);
         // v97 (v84's): a tall chunk without a long-K group runs min(tiles, SMs) persistent CTAs, which take its tiles
         // in tall_segments' order from a counter in the workspace (zeroed by the chunk's prepass every call)
-        const bool persistent = !chunk.deep && !chunk.long_k;
-        chunk.grid = persistent ? std::min(chunk.tiles, sms) : chunk.tiles;
+        const bool persistent = !chunk.deep && !chunk.long_k;  // v98: not persistent, only ordered as v97's
+        chunk.grid = chunk.tiles;
         chunk.counter_offset = -1;
         chunk.problem.tile_counter = nullptr;  // NOTE: set when the workspace is known (group_gemm_launch)
         chunk.problem.tiles_total = chunk.tiles;
