@@ -1,0 +1,110 @@
+"""Where inside its K loop does group_gemm's persistent tall kernel lose its time? Marks in the loop, v89 against v99.
+
+Session 73: v97 and v99 (a persistent launch for B's tall tiles, attic/) ran every tile's loop ~31% more cycles than
+v89's one-CTA-a-tile launch (`probe marks`, loop = first stage decoded -> K loop done: 23,569 -> 30,975 cycles a tile
+at the same ~1.75 GHz), in every height range, with loops of nearly the same instructions (`probe sass --opcodes`:
+a few ISETP and IMAD more a block) and not by the tile order (v98: 0.980x). So the consumers wait inside the loop, and
+the question is where: in the first lap (the ring's refill at a tile's start), evenly over the blocks (each block's
+copies landing later), or at the end.
+
+This writes marks-only copies of both versions (no change to a plain build: NVFP4_MARK compiles to nothing) with two
+stamps more inside the consumers' loop, right after the wait and decode of a block (consumer thread 0): when block 6
+(the first of the ring's second lap, the first block the producer issued after a slot was freed) is decoded, and when
+the tile's last block is. `probe marks` makes its phases from one mark to the next in id order, so the copies'
+marks are renumbered in time order (GEMM start, stage 0 landed, first stage decoded, block 6 decoded, last block
+decoded, K loop done, C staged, end, then the prepass's and the rest) and a tile's loop reads as its first lap,
+its steady blocks (26 of B's 32) and its last block's wgmma and drain, each against v89's. Both copies stamp one row
+a tile (v89: its CTA; v99: NVFP4_MARK_AT, the tile's row), so --ctas ranges are tiles in each launch's own order.
+
+Usage (repository root, a GPU machine): python3 studies/group_gemm_loop_marks.py [--write-only]
+  writes .build/experiments/group_gemm_loop_marks/{v89,v99}_loop_marks.py, then runs
+  `python3 -m harness probe marks group_gemm <v89 copy> <v99 copy> --shapes benchmarks:1 --fill 'GEMM start:end'`
+  (--write-only: only the copies, and the command printed).
+The text anchors are v89's and v99's (a copy refuses a file whose anchor moved).
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / ".build" / "experiments" / "group_gemm_loop_marks"
+DECODE = "decode_slot(next, next == 0 ? phase ^ 1 : phase, frag[(slot + 1) % 3]);"
+# v89's consume(): the loop's block index is kb + slot; v99's consume_tile(): k, and the tile's row is `tile`.
+# NOTE: written with the ids 16 and 17 (past the versions'), renumbered with the others below
+STAMPS = {
+    "consume(": ("if (cthread == 0 && kb + slot + 1 == 6) NVFP4_MARK(16); "
+                 "if (cthread == 0 && kb + slot + 2 == num_k) NVFP4_MARK(17);"),
+    "consume_tile(": ("if (cthread == 0 && k + 1 == 6) NVFP4_MARK_AT(tile, 16); "
+                      "if (cthread == 0 && k + 2 == num_k) NVFP4_MARK_AT(tile, 17);"),
+}
+# old id -> new id: the tall tiles' marks in time order first (v89's and v99's MARK_NAMES ids)
+RENUMBER = {0: 0, 9: 1, 1: 2, 16: 3, 17: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9, 7: 10, 8: 11, 10: 12, 11: 13, 12: 14, 13: 15}
+NAMES = ["GEMM start", "stage 0 landed", "first stage's B decoded", "block 6 decoded", "last block decoded",
+         "K loop done", "C staged", "end", "prepass start", "prepass stores issued", "wait returned (prepass visible)",
+         "first lap's A issued", "first lap landed", "stages 0-1's A issued", "producer: tile taken",
+         "producer: tile's last copy issued"]
+_MARK = re.compile(r"NVFP4_MARK(_AT)?\((tile, )?(\d+)\)")
+
+
+def marked(text: str, label: str) -> str:
+    """``text`` with the two stamps after each consumer loop's decode of the next block, every mark renumbered in
+    time order (RENUMBER) and MARK_NAMES replaced by NAMES."""
+    out, pos, done = [], 0, 0
+    while (at := text.find(DECODE, pos)) >= 0:
+        # NOTE: the function the decode sits in is the last of STAMPS' names defined before it
+        owner = max(STAMPS, key=lambda f: text.rfind(f"void {f}", 0, at))
+        if text.rfind(f"void {owner}", 0, at) < 0:
+            raise SystemExit(f"{label}: a decode outside consume() and consume_tile(): anchors moved")
+        end = at + len(DECODE)
+        out.append(text[pos:end] + "\n                    " + STAMPS[owner])
+        pos, done = end, done + 1
+    if not done:
+        raise SystemExit(f"{label}: no `{DECODE}`: anchors moved")
+    text = "".join(out) + text[pos:]
+    body = text.find('CUDA_SRC = r"""')
+    if body < 0:
+        raise SystemExit(f"{label}: no CUDA_SRC")
+
+    def renumber(m: re.Match) -> str:
+        old = int(m.group(3))
+        if old not in RENUMBER:
+            raise SystemExit(f"{label}: mark id {old} has no place in RENUMBER")
+        return f"NVFP4_MARK{m.group(1) or ''}({m.group(2) or ''}{RENUMBER[old]})"
+    text = text[:body] + _MARK.sub(renumber, text[body:])
+    start = text.find("MARK_NAMES = [")
+    close = text.find("]\n", start)
+    if start < 0 or close < 0:
+        raise SystemExit(f"{label}: no MARK_NAMES list")
+    return text[:start] + "MARK_NAMES = " + repr(NAMES) + text[close + 1:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--write-only", action="store_true", help="write the copies and print the command")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    sources = {"v89": ROOT / "submissions/group_gemm/submission_v89.py",
+               "v99": ROOT / "submissions/group_gemm/attic/submission_v99.py"}
+    copies = []
+    for label, path in sources.items():
+        text = marked(path.read_text(), label)
+        # NOTE: an extension name of its own, so the copy never shares the version's build
+        name = f'EXTENSION_NAME = "nvfp4_group_gemm_{label}"'
+        if name not in text:
+            raise SystemExit(f"{label}: no `{name}`: anchors moved")
+        text = text.replace(name, f'EXTENSION_NAME = "nvfp4_group_gemm_{label}_loop_marks"')
+        copy = OUT / f"{label}_loop_marks.py"
+        copy.write_text(text)
+        copies.append(str(copy))
+    command = [sys.executable, "-m", "harness", "probe", "marks", "group_gemm", *copies, "--shapes", "benchmarks:1",
+               "--fill", "GEMM start:end"]
+    print(" ".join(command))
+    if not args.write_only:
+        sys.exit(subprocess.run(command, cwd=ROOT, env=dict(os.environ, COLUMNS="200")).returncode)
+
+
+if __name__ == "__main__":
+    main()
