@@ -18,8 +18,8 @@ a tile (v89: its CTA; v99: NVFP4_MARK_AT, the tile's row), so --ctas ranges are 
 
 Usage (repository root, a GPU machine): python3 studies/group_gemm_loop_marks.py [--write-only]
   writes .build/experiments/group_gemm_loop_marks/{v89,v99}_loop_marks.py, then runs
-  `python3 -m harness probe marks group_gemm <v89 copy> <v99 copy> --shapes benchmarks:1 --fill 'GEMM start:end'`
-  (--write-only: only the copies, and the command printed).
+  `python3 -m harness probe marks group_gemm <v89 copy> <v99 copy> --shapes benchmarks:1 --fill 'GEMM start:end'` and
+  each copy alone with --ctas by height in its own tile order (--write-only: only the copies, and the commands printed).
 The text anchors are v89's and v99's (a copy refuses a file whose anchor moved).
 """
 import argparse
@@ -99,11 +99,22 @@ def main() -> None:
         copy = OUT / f"{label}_loop_marks.py"
         copy.write_text(text)
         copies.append(str(copy))
-    command = [sys.executable, "-m", "harness", "probe", "marks", "group_gemm", *copies, "--shapes", "benchmarks:1",
-               "--fill", "GEMM start:end"]
-    print(" ".join(command))
-    if not args.write_only:
-        sys.exit(subprocess.run(command, cwd=ROOT, env=dict(os.environ, COLUMNS="200")).returncode)
+    probe = [sys.executable, "-m", "harness", "probe", "marks", "group_gemm"]
+    # NOTE: shape B's tiles by height in each launch's own order (56 column blocks a group's M tile): v89's is
+    # launch_order's (groups of 164 / 160 / 148 / 196 / 76 / 72 / 168 / 40 rows), v99's tall_segments' (200, 168 x 2,
+    # 160 x 2, 96 x 2, 64 rows); --ctas of a side-by-side are the same indices in both, so each runs alone for these.
+    commands = [
+        [*probe, *copies, "--shapes", "benchmarks:1", "--fill", "GEMM start:end"],
+        [*probe, copies[0], "--shapes", "benchmarks:1",
+         "--ctas", "0-55,56-111,112-167,168-223,224-279,280-335,336-391,392-447"],
+        [*probe, copies[1], "--shapes", "benchmarks:1", "--ctas", "0-55,56-167,168-279,280-391,392-447"],
+    ]
+    for command in commands:
+        print(" ".join(command), flush=True)
+        if not args.write_only:
+            done = subprocess.run(command, cwd=ROOT, env=dict(os.environ, COLUMNS="200"))
+            if done.returncode:
+                sys.exit(done.returncode)
 
 
 if __name__ == "__main__":

@@ -29,10 +29,12 @@ edges, random shapes (mixed), bad inputs, racecheck and synccheck pass. `compare
 process): A 0.998x, B 0.804x [0.796, 0.812] SLOWER, C 0.994x, D 0.990x; outputs bit for bit v89's; recorded kernel
 126.00 / 82.70 / 28.53 / 15.07 µs. Marks (`probe marks group_gemm v89 v97`, B, 20 calls, per tile, medians): a tile's
 start (taken -> first stage decoded) 2.88 -> 1.15 µs and C's store as v89's (loop -> C staged 0.48 -> 0.61), as
-designed; but the loop 13.31 -> 17.92 µs, in cycles 23,569 -> 30,975 (+31%) at the same ~1.75 GHz, in every height range
-(tile ranges by height: 200 rows 16.38 -> 18.94, 168 15.71 -> 18.34, 160 14.08 -> 18.21, 96 11.94 -> 15.46, 64 9.34 ->
-10.24). v84 lost the same way (its loops +2.3 to +3.8 µs a tile). Refuted: the start is saved, the loops are not v89's
-in this kernel; v98 and v99 test the two suspects (the order, the code's uniformity).
+designed; but the loop's median over the tiles 13.31 -> 17.92 µs, in cycles 23,569 -> 30,975 at the same ~1.75 GHz. By
+height, where a tile range holds one height in both launches' orders (v89's is launch_order's, 164 / 160 / 148 / 196 /
+76 / 72 / 168 / 40 rows by 56 tiles; v97's tallest first): 168 rows 16.38 -> 18.34 µs, 160 rows 15.71 -> 18.21, 64 rows
+9.34 -> 10.24 (+10-16%); v97's 200- and 96-row tiles 18.94 and 15.46 fall in v89's mixed ranges. v84 lost the same way
+(its loops +2.3 to +3.8 µs a tile). Refuted: the start is saved, the loops are not v89's in this kernel; v98 and v99
+test the two suspects (the order, the code's uniformity).
 Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
