@@ -15,6 +15,10 @@ marks are renumbered in time order (GEMM start, stage 0 landed, first stage deco
 decoded, K loop done, C staged, end, then the prepass's and the rest) and a tile's loop reads as its first lap,
 its steady blocks (26 of B's 32) and its last block's wgmma and drain, each against v89's. Both copies stamp one row
 a tile (v89: its CTA; v99: NVFP4_MARK_AT, the tile's row), so --ctas ranges are tiles in each launch's own order.
+v89's ranges by group also hold the lead in its NOTES: the same height in the first wave and in later ones (168 rows:
+group 164, tiles 0-55, all first wave, against group 168, tiles 336-391, late; 160 rows: group 160, tiles 56-111,
+against group 148, 112-167, mostly the second wave). If a loop runs slower while every SM loops at once, v89's
+first-wave loops show it, and a persistent launch pays it on every tile.
 
 Usage (repository root, a GPU machine): python3 studies/group_gemm_loop_marks.py [--write-only]
   writes .build/experiments/group_gemm_loop_marks/{v89,v99}_loop_marks.py, then runs
