@@ -20,10 +20,12 @@ group 164, tiles 0-55, all first wave, against group 168, tiles 336-391, late; 1
 against group 148, 112-167, mostly the second wave). If a loop runs slower while every SM loops at once, v89's
 first-wave loops show it, and a persistent launch pays it on every tile.
 
-Usage (repository root, a GPU machine): python3 studies/group_gemm_loop_marks.py [--write-only]
+Usage (repository root, a GPU machine): python3 studies/group_gemm_loop_marks.py [--half-a] [--write-only]
   writes .build/experiments/group_gemm_loop_marks/{v89,v99}_loop_marks.py, then runs
   `python3 -m harness probe marks group_gemm <v89 copy> <v99 copy> --shapes benchmarks:1 --fill 'GEMM start:end'` and
   each copy alone with --ctas by height in its own tile order (--write-only: only the copies, and the commands printed).
+  --half-a: copies whose producers load half of each A tile (timing only: the outputs are wrong), each version beside
+  its own, then alone by height: whether the loops wait on the L2's delivery of A.
 The text anchors are v89's and v99's (a copy refuses a file whose anchor moved).
 """
 import argparse
@@ -85,9 +87,26 @@ def marked(text: str, label: str) -> str:
     return text[:start] + "MARK_NAMES = " + repr(NAMES) + text[close + 1:]
 
 
+# NOTE: every A copy and its expected bytes come from this line in each producer of both versions
+A_BYTES = "const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;"
+
+
+def half_a(text: str, label: str) -> str:
+    """``text`` whose producers copy (and expect) the first half of each A tile's bytes: the consumers' wgmma read
+    the whole tile, the other half stale, so the outputs are wrong and only the timing means anything. The question
+    it answers: do the loops wait on the L2's delivery of A (each group's A re-read by every column tile, 255 MB a
+    call on shape B), and is that what a persistent launch, which keeps every SM looping, pays more of?"""
+    if A_BYTES not in text:
+        raise SystemExit(f"{label}: no `{A_BYTES}`: anchors moved")
+    text = text.replace(A_BYTES, A_BYTES.replace("* 128;", "* 64;  // the study's half of A"))
+    return text.replace(f'nvfp4_group_gemm_{label}_loop_marks"', f'nvfp4_group_gemm_{label}_half_a_loop_marks"')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--write-only", action="store_true", help="write the copies and print the command")
+    parser.add_argument("--half-a", action="store_true",
+                        help="also copies that load half of each A tile (wrong outputs: timing only), each beside its own")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     sources = {"v89": ROOT / "submissions/group_gemm/submission_v89.py",
@@ -103,16 +122,30 @@ def main() -> None:
         copy = OUT / f"{label}_loop_marks.py"
         copy.write_text(text)
         copies.append(str(copy))
+        if args.half_a:
+            copy = OUT / f"{label}_half_a_loop_marks.py"
+            copy.write_text(half_a(text, label))
+            copies.append(str(copy))
     probe = [sys.executable, "-m", "harness", "probe", "marks", "group_gemm"]
     # NOTE: shape B's tiles by height in each launch's own order (56 column blocks a group's M tile): v89's is
     # launch_order's (groups of 164 / 160 / 148 / 196 / 76 / 72 / 168 / 40 rows), v99's tall_segments' (200, 168 x 2,
     # 160 x 2, 96 x 2, 64 rows); --ctas of a side-by-side are the same indices in both, so each runs alone for these.
-    commands = [
-        [*probe, *copies, "--shapes", "benchmarks:1", "--fill", "GEMM start:end"],
-        [*probe, copies[0], "--shapes", "benchmarks:1",
-         "--ctas", "0-55,56-111,112-167,168-223,224-279,280-335,336-391,392-447"],
-        [*probe, copies[1], "--shapes", "benchmarks:1", "--ctas", "0-55,56-167,168-279,280-391,392-447"],
-    ]
+    v89_order = "0-55,56-111,112-167,168-223,224-279,280-335,336-391,392-447"
+    v99_order = "0-55,56-167,168-279,280-391,392-447"
+    if args.half_a:  # each version beside its half-A copy, then the copies alone by height
+        v89, v89_half, v99, v99_half = copies
+        commands = [
+            [*probe, v89, v89_half, "--shapes", "benchmarks:1", "--fill", "GEMM start:end"],
+            [*probe, v99, v99_half, "--shapes", "benchmarks:1", "--fill", "GEMM start:end"],
+            [*probe, v89_half, "--shapes", "benchmarks:1", "--ctas", v89_order],
+            [*probe, v99_half, "--shapes", "benchmarks:1", "--ctas", v99_order],
+        ]
+    else:
+        commands = [
+            [*probe, *copies, "--shapes", "benchmarks:1", "--fill", "GEMM start:end"],
+            [*probe, copies[0], "--shapes", "benchmarks:1", "--ctas", v89_order],
+            [*probe, copies[1], "--shapes", "benchmarks:1", "--ctas", v99_order],
+        ]
     for command in commands:
         print(" ".join(command), flush=True)
         if not args.write_only:
