@@ -5,7 +5,9 @@ kernel (name, calls, total and mean time); on a CPU, the operators' CPU time. Wi
 Nsight Compute profiles the kernels inside the ``custom_kernel`` NVTX range (``--clock-control
 none``: the clocks the timings run at, not ncu's locked base clock) into a report in the build
 cache, and the summary gives duration, achieved TFLOP/s and DRAM GB/s against this GPU's
-ceilings, occupancy and the top stall reasons.
+ceilings, occupancy and the top stall reasons. ``--sass N`` also samples the warps' program counters
+(ncu's SourceCounters section) and gives, per kernel, the stall reasons by sample and the N SASS
+instructions most sampled with theirs: where in a loop the warps wait, not only on what.
 
 The version is built first in a plain child (:func:`harness.build.full_build`), so neither the
 profiler nor ncu watches a compiler. This module is also the child (``python -m harness.profile``).
@@ -54,6 +56,11 @@ NCU_UNIT_REGEX = ("regex:^(lts__t_sectors|l1tex__data_pipe_lsu_wavefronts_mem_sh
 UNITS = (("L2", "lts__t_sectors"), ("shared", "l1tex__data_pipe_lsu_wavefronts_mem_shared"),
          ("tensor", "sm__pipe_tensor_op_gmma_cycles_active"), ("tensor", "sm__pipe_tensor_op_hmma_cycles_active"))
 _STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active(\.ratio)?$")
+# --sass: the section whose PC sampling fills the source page, and that page's per-reason columns,
+# which ncu names either by metric (smsp__pcsamp_warps_issue_stalled_<reason>) or short (stall_<reason>).
+NCU_SOURCE_SECTION = "SourceCounters"
+_SAMPLED_REASON = re.compile(r"^(?:smsp__pcsamp_warps_issue_stalled_|stall_)(\w+)$")
+_ALL_SAMPLES = ("Warp Stall Sampling (All Samples)", "# Samples")
 NOT_STALLS = ("selected",)  # the warp issued: a state, not a stall
 
 _UNIT_SCALE = {
@@ -114,6 +121,81 @@ def parse_ncu_csv(text: str) -> list[NcuKernel]:
         dram = metrics.get("dram__bytes_read.sum", 0.0) + metrics.get("dram__bytes_write.sum", 0.0)
         kernels.append(NcuKernel(cells.get("Kernel Name", "?"), metrics["gpu__time_duration.sum"], dram, metrics,
                                  cells.get("Block Size", ""), cells.get("Grid Size", "")))
+    return kernels
+
+
+@dataclass
+class SassLine:
+    address: str
+    source: str      # the instruction as ncu prints it
+    samples: int     # warp-state samples at this instruction, issued or not
+    reasons: dict    # {reason: samples}, stalls only (the issued state, "selected", left out)
+
+
+@dataclass
+class SampledKernel:
+    name: str
+    lines: list      # SassLine, in address order
+
+    @property
+    def samples(self) -> int:
+        return sum(line.samples for line in self.lines)
+
+    def reasons(self) -> dict:
+        """{reason: samples} over the kernel, largest first."""
+        total: dict = {}
+        for line in self.lines:
+            for reason, n in line.reasons.items():
+                total[reason] = total.get(reason, 0) + n
+        return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+    def top(self, n: int) -> list:
+        """The ``n`` most sampled instructions, most first (address order among equals)."""
+        return sorted(self.lines, key=lambda line: -line.samples)[:n]
+
+
+def _reason_name(column: str) -> str | None:
+    """A source page's per-reason column -> the reason (``no_instructions``), None for other columns,
+    for the issued state (``selected``) and for the not-issued-only copies of each reason."""
+    m = _SAMPLED_REASON.match(column.strip())
+    if not m or m.group(1).endswith("_not_issued") or m.group(1) in NOT_STALLS:
+        return None
+    return m.group(1)
+
+
+def parse_ncu_source(text: str) -> list[SampledKernel]:
+    """``ncu --import R --csv --page source --print-source sass``: per profiled kernel a table of
+    one row per SASS instruction (Address, Source, the samples and per-reason columns), headed by a
+    line naming the kernel. Strict as parse_ncu_csv: no table with an Address, a Source and a samples
+    column, or no sample at all (the report was taken without SourceCounters), is an error."""
+    kernels: list[SampledKernel] = []
+    title = None
+    header = None
+    for row in csv.reader(io.StringIO(text)):
+        cells = [c.strip() for c in row]
+        if not any(cells):
+            continue
+        if "Address" in cells and "Source" in cells and any(s in cells for s in _ALL_SAMPLES):
+            header = cells
+            at = {name: i for i, name in enumerate(header)}
+            samples_col = next(at[s] for s in _ALL_SAMPLES if s in at)
+            reason_cols = [(i, r) for i, r in ((i, _reason_name(c)) for i, c in enumerate(header)) if r]
+            kernels.append(SampledKernel(title or f"kernel {len(kernels)}", []))
+            title = None
+            continue
+        if header is not None and len(cells) == len(header) and _number(cells[samples_col]) is not None:
+            reasons = {r: int(_number(cells[i]) or 0) for i, r in reason_cols}
+            kernels[-1].lines.append(SassLine(cells[at["Address"]], cells[at["Source"]],
+                                              int(_number(cells[samples_col])), {r: n for r, n in reasons.items() if n}))
+            continue
+        # NOTE: anything else ends a table; ncu heads each kernel's with "Kernel Name","<name>"
+        header = None
+        named = [c for c in cells if c]
+        title = named[1] if named[0] == "Kernel Name" and len(named) > 1 else named[0]
+    if not kernels:
+        raise ValueError("no source table (Address, Source, samples) in ncu's output")
+    if not any(k.samples for k in kernels):
+        raise ValueError("the source page has no warp-state samples (was SourceCounters collected?)")
     return kernels
 
 
@@ -223,14 +305,17 @@ def torch_profile(sub: Submission, params: dict, dist: str, *, warmup: int = 3, 
 
 
 def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float, *, warmup: int = 3,
-                calls: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    """Nsight Compute on the custom_kernel range; {kernels, summary, report, check, device}."""
+                calls: int = 1, sass: bool = False, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+    """Nsight Compute on the custom_kernel range; {kernels, summary, report, check, device}, and with
+    ``sass`` {sampled: [SampledKernel], source_csv} from the report's source page (also written
+    beside the report)."""
     _build_first(sub, timeout_s)
     name = f"{sub.problem}-{sub.label.replace('/', '_').removesuffix('.py')}-{time.strftime('%Y%m%d-%H%M%S')}"
     report = build_cache.root() / "profiles" / f"{name}.ncu-rep"
     report.parent.mkdir(parents=True, exist_ok=True)
     cmd = [ncu, "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--clock-control", "none",
-           "--metrics", ",".join((*NCU_METRICS, NCU_STALL_REGEX, NCU_UNIT_REGEX)), "--export", str(report), "--force-overwrite",
+           "--metrics", ",".join((*NCU_METRICS, NCU_STALL_REGEX, NCU_UNIT_REGEX)),
+           *(("--section", NCU_SOURCE_SECTION) if sass else ()), "--export", str(report), "--force-overwrite",
            *_child_args(sub, params, dist, "nvtx", warmup, calls)]
     code, text, log = _run_child(cmd, timeout_s, f"ncu-{name}")
     result = child_result(text)
@@ -248,8 +333,22 @@ def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float
     except ValueError as exc:
         raise UserError(f"{exc} (report: {report}, log: {log})") from None
     figures = ceilings.of_gpu(None, result["device"]["gpu"], allow_measure=False)  # as runs use them; never measures here
-    return {"kernels": kernels, "summary": ncu_summary(kernels, calls, flops, figures), "report": str(report),
-            "check": result["check"], "device": result["device"], "log": log}
+    out = {"kernels": kernels, "summary": ncu_summary(kernels, calls, flops, figures), "report": str(report),
+           "check": result["check"], "device": result["device"], "log": log}
+    if sass:
+        source = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "source", "--print-source", "sass"],
+                                capture_output=True, text=True, timeout=timeout_s)
+        source_csv = report.with_suffix(".sass.csv")
+        source_csv.write_text(source.stdout)
+        if source.returncode != 0:
+            raise UserError(f"ncu --import {report} --page source exited with code {source.returncode}: "
+                            + " | ".join(source.stderr.strip().splitlines()[-3:]))
+        try:
+            out["sampled"] = parse_ncu_source(source.stdout)
+        except ValueError as exc:
+            raise UserError(f"{exc} (source page: {source_csv})") from None
+        out["source_csv"] = str(source_csv)
+    return out
 
 
 # ------------------------------------------------------------------------------------ child

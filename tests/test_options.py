@@ -119,6 +119,8 @@ CASES = [
      "error: --max-processes 4 is below --processes 6: no generation past --processes would be added"),
     (("profile", "gemv", "v0", "--ncu", "--top", "3"), 2,
      "error: --top has no effect with --ncu: it prints Nsight Compute's summary"),
+    (("profile", "gemv", "v0", "--sass", "10"), 2,
+     "error: --sass has no effect without --ncu: the instructions' samples are Nsight Compute's"),
     (("probe", "marks", "gemv", "v0", "--header", "--calls", "3"), 2,
      "error: PROBLEM, VERSION and --calls have no effect with --header: it prints the marks header and exits"),
     (("probe", "ablate", "gemv", "v0", "--list", "--rounds", "3", "--shapes", "tests"), 2,

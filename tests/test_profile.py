@@ -1,6 +1,7 @@
 """nvfp4 profile: the ncu CSV parser on a raw page recorded on an H200 and on small hand-written
-tables (units, thousands separators, strict refusals), the summary's arithmetic, torch.profiler
-through the CLI on the CPU, and (GPU) the kernel table and --ncu summary."""
+tables (units, thousands separators, strict refusals), the summary's arithmetic, the source page's
+parser (--sass) on a recorded page and hand-written ones, torch.profiler through the CLI on the CPU,
+and (GPU) the kernel table and --ncu summary with and without --sass."""
 
 from __future__ import annotations
 
@@ -91,6 +92,45 @@ def test_parse_is_strict(text, needle):
         profile.parse_ncu_csv(text)
 
 
+def test_parse_recorded_source_page():
+    prepass, gemm = profile.parse_ncu_source((DATA / "source_group_gemm_v89.csv").read_text())
+    assert prepass.name == "decode_a_kernel(Problem)" and len(prepass.lines) == 30
+    assert gemm.name.startswith("void group_gemm_kernel<Ring<(int)256, (int)6>") and len(gemm.lines) == 50
+    assert sum("HGMMA.64x" in line.source for line in gemm.lines) >= 2
+    first = prepass.lines[0]
+    assert (first.address, first.source.strip(), first.samples) == ("0x7f6da77f4500", "LDC R1, c[0x0][0x28]", 16)
+    assert first.reasons == {"no_inst": 16}  # the (Not Issued) copy of the same column is not a second reason
+    for k in (prepass, gemm):
+        assert k.samples == sum(line.samples for line in k.lines) > 0
+        assert all(sum(line.reasons.values()) <= line.samples for line in k.lines)  # the issued samples are not stalls
+        assert "selected" not in k.reasons() and list(k.reasons().values()) == sorted(k.reasons().values(), reverse=True)
+        assert [line.samples for line in k.top(5)] == sorted((line.samples for line in k.lines), reverse=True)[:5]
+
+
+SOURCE_HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","smsp__pcsamp_warps_issue_stalled_wait",'
+                 '"smsp__pcsamp_warps_issue_stalled_wait_not_issued","smsp__pcsamp_warps_issue_stalled_selected"')
+
+
+def test_source_page_reasons_by_metric_name_and_thousands():
+    text = "\n".join(['"Kernel Name","k",', SOURCE_HEADER,
+                      '"0x10","  HGMMA.64x96x16.F32 R24, R80, gdesc[UR4], R24","1,204","1,000","900","204"',
+                      '"0x20","  BRA 0x10","6","0","0","6"'])
+    (k,) = profile.parse_ncu_source(text)
+    assert k.name == "k" and k.samples == 1210
+    assert k.lines[0].reasons == {"wait": 1000} and k.lines[1].reasons == {}
+    assert k.reasons() == {"wait": 1000} and k.top(1)[0].address == "0x10"
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("", "no source table"),
+    ('"Kernel Name","k",\n"ID","Kernel Name"\n', "no source table"),
+    ('"Kernel Name","k",\n' + SOURCE_HEADER + '\n"0x10","NOP","0","0","0","0"\n', "no warp-state samples"),
+])
+def test_source_parse_is_strict(text, needle):
+    with pytest.raises(ValueError, match=needle):
+        profile.parse_ncu_source(text)
+
+
 def test_cli_torch_profiler_on_this_machine():
     r = invoke("profile", "gemm", "v0", "--shape", "m=64,n=128,k=256", "--calls", "2")
     assert r.exit_code == 0, r.output
@@ -120,4 +160,13 @@ def test_gpu_ncu_summary():
     out = " ".join(r.stdout.split())
     assert "copy_through_shared" in out and "per custom_kernel call:" in out and "TFLOP/s" in out
     assert "GB/s" in out and "occupancy (time-weighted)" in out and "top stall reasons" in out
-    assert ".ncu-rep" in out
+    assert ".ncu-rep" in out and "warp samples" not in out
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_tools.find("ncu") is None, reason="needs ncu")
+def test_gpu_ncu_sass_lines():
+    r = invoke("profile", "gemv", PLANTED / "smem_race.py", "--shape", "tests:0", "--ncu", "--sass", "4")
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "copy_through_shared" in out and "warp samples, stalled in" in out and ".sass.csv" in out

@@ -237,9 +237,12 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
 @click.option("--ncu", "use_ncu", is_flag=True, help="Nsight Compute on the custom_kernel NVTX range instead of torch.profiler.")
 @click.option("--calls", type=COUNT, default=None, help="Profiled calls (default 10; 1 with --ncu).")
 @click.option("--top", type=COUNT, default=15, show_default=True, help="Rows of the kernel table.")
+@click.option("--sass", type=COUNT, default=None,
+              help="With --ncu: also sample the warps' program counters and give, per kernel, the stall reasons by "
+                   "sample and the N SASS instructions most sampled.")
 @click.option("--timeout", type=SECONDS, default=900.0, show_default=True)
 @clean_errors
-def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
+def profile_cmd(problem, version, index, dist, use_ncu, calls, top, sass, timeout):
     """Where a version's time goes on one shape: torch.profiler kernels, or --ncu's summary."""
 
     from harness import cuda_tools, machine, profile
@@ -248,6 +251,8 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
     if use_ncu:
         refuse(("top",), "with --ncu: it prints Nsight Compute's summary of the custom_kernel range, not "
                          "torch.profiler's kernel table")
+    else:
+        refuse(("sass",), "without --ncu: the instructions' samples are Nsight Compute's")
     sub = submissions.resolve(problem, version)
     cap = runner.local_capability()
     why = machine.arch_refusal(sub.arch, cap)
@@ -268,8 +273,9 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, timeout):
             raise UserError("--ncu: ncu (Nsight Compute) not found on PATH or in the CUDA toolkit (nvfp4 doctor)")
         flops = problem_module(problem).flops(**shape.params)
         with err_console.status(f"profile {problem} {sub.label} on {shape.label} under ncu (replays every kernel)..."):
-            res = profile.ncu_profile(sub, ncu, shape.params, dist, flops, calls=calls or 1, timeout_s=timeout)
-        render.print_ncu(problem, sub, shape, res)
+            res = profile.ncu_profile(sub, ncu, shape.params, dist, flops, calls=calls or 1, sass=sass is not None,
+                                      timeout_s=timeout)
+        render.print_ncu(problem, sub, shape, res, sass or 0)
         return
     with err_console.status(f"profile {problem} {sub.label} on {shape.label}..."):
         res = profile.torch_profile(sub, shape.params, dist, calls=calls or 10, timeout_s=timeout)

@@ -930,7 +930,7 @@ def print_torch_profile(problem: str, sub, shape, dist: str, res: dict, top: int
     console.print(f"[dim]{device_line(res['device'])}[/dim]")
 
 
-def print_ncu(problem: str, sub, shape, res: dict) -> None:
+def print_ncu(problem: str, sub, shape, res: dict, sass: int = 0) -> None:
     from harness import profile
     s = res["summary"]
     table = Table(title=f"{problem} {sub.label} on {shape.label}: Nsight Compute (--clock-control none)", title_justify="left")
@@ -963,6 +963,23 @@ def print_ncu(problem: str, sub, shape, res: dict) -> None:
         console.print("top stall reasons (warps stalled per issue cycle, share of all stalls): " + ", ".join(
             f"{t['reason']} {t['warps_per_issue']:.2f}" + (f" ({100 * t['share']:.0f}%)" if t["share"] else "")
             for t in s["top_stalls"]))
+    for k in sorted(res.get("sampled", []), key=lambda k: -k.samples):
+        if not k.samples:
+            continue
+        reasons = k.reasons()
+        stalled = sum(reasons.values())
+        console.print(f"{escape(k.name[:100])}: {k.samples:,} warp samples, stalled in {stalled:,}: " + ", ".join(
+            f"{r} {100 * n / k.samples:.0f}%" for r, n in list(reasons.items())[:6]))
+        table = Table(show_header=True, box=None, pad_edge=False)
+        for col in ("address", "samples", "% of kernel", "stalled on (share of the line's samples)", "instruction"):
+            table.add_column(col, justify="right" if col in ("samples", "% of kernel") else "left")
+        for line in k.top(sass):
+            top = sorted(line.reasons.items(), key=lambda kv: -kv[1])[:3]
+            table.add_row(line.address, f"{line.samples:,}", f"{100 * line.samples / k.samples:.1f}",
+                          ", ".join(f"{r} {100 * n / line.samples:.0f}%" for r, n in top), escape(line.source[:70]))
+        console.print(table)
+    if "source_csv" in res:
+        console.print(f"[dim]instructions' samples: {res['source_csv']}[/dim]")
     if not res["check"]["ok"]:
         console.print(f"[red]the output is wrong:[/red] {escape(res['check']['message'])}")
     console.print(f"[dim]report: {res['report']} (open with ncu-ui or ncu --import)[/dim]")
