@@ -20,12 +20,13 @@ group 164, tiles 0-55, all first wave, against group 168, tiles 336-391, late; 1
 against group 148, 112-167, mostly the second wave). If a loop runs slower while every SM loops at once, v89's
 first-wave loops show it, and a persistent launch pays it on every tile.
 
-Usage (repository root, a GPU machine): python3 studies/group_gemm_loop_marks.py [--half-a] [--write-only]
+Usage (repository root, a GPU machine): python3 studies/group_gemm_loop_marks.py [--half-a | --b-heights] [--write-only]
   writes .build/experiments/group_gemm_loop_marks/{v89,v99}_loop_marks.py, then runs
   `python3 -m harness probe marks group_gemm <v89 copy> <v99 copy> --shapes benchmarks:1 --fill 'GEMM start:end'` and
   each copy alone with --ctas by height in its own tile order (--write-only: only the copies, and the commands printed).
   --half-a: copies whose producers load half of each A tile (timing only: the outputs are wrong), each version beside
-  its own, then alone by height: whether the loops wait on the L2's delivery of A.
+  its own, then alone by height: whether the loops wait on the L2's delivery of A. --b-heights: v99 with only shape
+  B's five heights' loops beside v89, alone by height, and under `profile --ncu --sass`.
 The text anchors are v89's and v99's (a copy refuses a file whose anchor moved).
 """
 import argparse
@@ -102,12 +103,37 @@ def half_a(text: str, label: str) -> str:
     return text.replace(f'nvfp4_group_gemm_{label}_loop_marks"', f'nvfp4_group_gemm_{label}_half_a_loop_marks"')
 
 
+# v99's persistent kernel runs its heights' consumer loops in sequence, one call each
+HEIGHT_CALL = "    consume_height<R, {}>(problem, tile, at, next_tile, ring, ring_generic, full, empty, slot0, phase0);\n"
+B_HEIGHTS = (200, 168, 160, 96, 64)  # shape B's tile heights in both launches (v89's and v99's)
+
+
+def b_heights(text: str) -> str:
+    """v99 (marked) with the consumer loops of B's heights only: correct on shape B alone. Session 74's `profile --ncu
+    --sass` put all of v99's excess warp samples over v89 on B in instruction fetch (no_inst), ~40% of it in the chain
+    of height checks a CTA falls through between its loops (17 loops of ~10.5 KB, the checks ~1,400 instructions
+    apart); five loops make that chain and the binary a third as long. Faster than v89 here would make a persistent
+    launch worth specialising by height; as slow, the fetch is the loops' own."""
+    for rows in range(256, 0, -8):
+        call = HEIGHT_CALL.format(rows)
+        if rows not in B_HEIGHTS and call in text:
+            text = text.replace(call, "")
+    kept = sum(HEIGHT_CALL.format(rows) in text for rows in B_HEIGHTS)
+    if kept != len(B_HEIGHTS):
+        raise SystemExit(f"v99: {kept} of B's {len(B_HEIGHTS)} height calls found: anchors moved")
+    return text.replace('nvfp4_group_gemm_v99_loop_marks"', 'nvfp4_group_gemm_v99_b_heights_loop_marks"')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--write-only", action="store_true", help="write the copies and print the command")
+    parser.add_argument("--b-heights", action="store_true",
+                        help="also a copy of v99 with the consumer loops of shape B's five heights only, beside v89")
     parser.add_argument("--half-a", action="store_true",
                         help="also copies that load half of each A tile (wrong outputs: timing only), each beside its own")
     args = parser.parse_args()
+    if args.half_a and args.b_heights:
+        parser.error("--half-a and --b-heights are two studies: one at a time")
     OUT.mkdir(parents=True, exist_ok=True)
     sources = {"v89": ROOT / "submissions/group_gemm/submission_v89.py",
                "v99": ROOT / "submissions/group_gemm/attic/submission_v99.py"}
@@ -122,6 +148,10 @@ def main() -> None:
         copy = OUT / f"{label}_loop_marks.py"
         copy.write_text(text)
         copies.append(str(copy))
+        if args.b_heights and label == "v99":
+            copy = OUT / "v99_b_heights_loop_marks.py"
+            copy.write_text(b_heights(text))
+            copies.append(str(copy))
         if args.half_a:
             copy = OUT / f"{label}_half_a_loop_marks.py"
             copy.write_text(half_a(text, label))
@@ -132,7 +162,14 @@ def main() -> None:
     # 160 x 2, 96 x 2, 64 rows); --ctas of a side-by-side are the same indices in both, so each runs alone for these.
     v89_order = "0-55,56-111,112-167,168-223,224-279,280-335,336-391,392-447"
     v99_order = "0-55,56-167,168-279,280-391,392-447"
-    if args.half_a:  # each version beside its half-A copy, then the copies alone by height
+    if args.b_heights:  # v89 beside v99 cut to B's heights, then the cut copy alone by height and under ncu --sass
+        v89, v99, v99_cut = copies
+        commands = [
+            [*probe, v89, v99_cut, "--shapes", "benchmarks:1", "--fill", "GEMM start:end"],
+            [*probe, v99_cut, "--shapes", "benchmarks:1", "--ctas", v99_order],
+            [sys.executable, "-m", "harness", "profile", "group_gemm", v99_cut, "--shape", "1", "--ncu", "--sass", "20"],
+        ]
+    elif args.half_a:  # each version beside its half-A copy, then the copies alone by height
         v89, v89_half, v99, v99_half = copies
         commands = [
             [*probe, v89, v89_half, "--shapes", "benchmarks:1", "--fill", "GEMM start:end"],
