@@ -150,8 +150,8 @@ class SampledKernel:
         return dict(sorted(total.items(), key=lambda kv: -kv[1]))
 
     def top(self, n: int) -> list:
-        """The ``n`` most sampled instructions, most first (address order among equals)."""
-        return sorted(self.lines, key=lambda line: -line.samples)[:n]
+        """The ``n`` most sampled instructions, most first (address order among equals); never an unsampled one."""
+        return sorted((line for line in self.lines if line.samples), key=lambda line: -line.samples)[:n]
 
 
 def _reason_name(column: str) -> str | None:

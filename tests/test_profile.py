@@ -105,6 +105,7 @@ def test_parse_recorded_source_page():
         assert all(sum(line.reasons.values()) <= line.samples for line in k.lines)  # the issued samples are not stalls
         assert "selected" not in k.reasons() and list(k.reasons().values()) == sorted(k.reasons().values(), reverse=True)
         assert [line.samples for line in k.top(5)] == sorted((line.samples for line in k.lines), reverse=True)[:5]
+        assert all(line.samples for line in k.top(len(k.lines)))  # an unsampled instruction is no row
 
 
 SOURCE_HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","smsp__pcsamp_warps_issue_stalled_wait",'
@@ -118,7 +119,7 @@ def test_source_page_reasons_by_metric_name_and_thousands():
     (k,) = profile.parse_ncu_source(text)
     assert k.name == "k" and k.samples == 1210
     assert k.lines[0].reasons == {"wait": 1000} and k.lines[1].reasons == {}
-    assert k.reasons() == {"wait": 1000} and k.top(1)[0].address == "0x10"
+    assert k.reasons() == {"wait": 1000} and k.top(1)[0].address == "0x10" and len(k.top(5)) == 2
 
 
 @pytest.mark.parametrize("text, needle", [
