@@ -23,6 +23,10 @@ left of the persistent kernel against v89's, for its loops: the producer's copie
 slots C is staged in until the store has read them (every later block behind them), the 17 loops inlined into one body
 with the tile loop's state live across them, and the ring position carried across tiles; the next step is marks inside
 the loop (a block's wait on its full barrier) or Nsight's stall reasons per line, v89 against v99 on B.
+Session 74 (NOTES, session log): `profile --ncu --sass` on B put all of v99's extra warp samples in instruction fetch
+(no_instruction 2.28 warps an issue against v89's 1.23), ~40% of it in the chain of height checks between its 17
+loops; a copy cut to B's five loops (studies/group_gemm_loop_marks.py --b-heights) fetched less than v89 (0.79) and ran
+B at 1.028x v89's time instead of 1.20x. Its steady blocks still run 11-15% more cycles than v89's, at HGMMA issue.
 Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
