@@ -155,7 +155,7 @@ class SampledKernel:
 
 
 def _reason_name(column: str) -> str | None:
-    """A source page's per-reason column -> the reason (``no_instructions``), None for other columns,
+    """A source page's per-reason column -> the reason (``stall_no_inst`` -> ``no_inst``), None for other columns,
     for the issued state (``selected``) and for the not-issued-only copies of each reason."""
     m = _SAMPLED_REASON.match(column.strip())
     if not m or m.group(1).endswith("_not_issued") or m.group(1) in NOT_STALLS:
@@ -304,6 +304,19 @@ def torch_profile(sub: Submission, params: dict, dist: str, *, warmup: int = 3, 
     return result
 
 
+def _import(ncu: str, report, page: tuple[str, ...], timeout_s: float) -> str:
+    """``ncu --import REPORT --csv PAGE...``'s output; its failure or time-out a UserError."""
+    cmd = [ncu, "--import", str(report), "--csv", *page]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{' '.join(cmd[1:])} timed out after {timeout_s:g} s") from None
+    if done.returncode != 0:
+        raise UserError(f"ncu --import {report} {' '.join(page)} exited with code {done.returncode}: "
+                        + " | ".join(done.stderr.strip().splitlines()[-3:]))
+    return done.stdout
+
+
 def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float, *, warmup: int = 3,
                 calls: int = 1, sass: bool = False, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """Nsight Compute on the custom_kernel range; {kernels, summary, report, check, device}, and with
@@ -323,28 +336,19 @@ def ncu_profile(sub: Submission, ncu: str, params: dict, dist: str, flops: float
         hint = (" (ncu needs access to the GPU's performance counters: ERR_NVGPUCTRPERM)"
                 if "ERR_NVGPUCTRPERM" in text else "")
         raise _failure("ncu" + hint, code, text, log)
-    imported = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
-                              capture_output=True, text=True, timeout=timeout_s)
-    if imported.returncode != 0:
-        raise UserError(f"ncu --import {report} exited with code {imported.returncode}: "
-                        + " | ".join(imported.stderr.strip().splitlines()[-3:]))
     try:
-        kernels = parse_ncu_csv(imported.stdout)
+        kernels = parse_ncu_csv(_import(ncu, report, ("--page", "raw", "--print-units", "base"), timeout_s))
     except ValueError as exc:
         raise UserError(f"{exc} (report: {report}, log: {log})") from None
     figures = ceilings.of_gpu(None, result["device"]["gpu"], allow_measure=False)  # as runs use them; never measures here
     out = {"kernels": kernels, "summary": ncu_summary(kernels, calls, flops, figures), "report": str(report),
            "check": result["check"], "device": result["device"], "log": log}
     if sass:
-        source = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "source", "--print-source", "sass"],
-                                capture_output=True, text=True, timeout=timeout_s)
+        source = _import(ncu, report, ("--page", "source", "--print-source", "sass"), timeout_s)
         source_csv = report.with_suffix(".sass.csv")
-        source_csv.write_text(source.stdout)
-        if source.returncode != 0:
-            raise UserError(f"ncu --import {report} --page source exited with code {source.returncode}: "
-                            + " | ".join(source.stderr.strip().splitlines()[-3:]))
+        source_csv.write_text(source)
         try:
-            out["sampled"] = parse_ncu_source(source.stdout)
+            out["sampled"] = parse_ncu_source(source)
         except ValueError as exc:
             raise UserError(f"{exc} (source page: {source_csv})") from None
         out["source_csv"] = str(source_csv)

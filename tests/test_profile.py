@@ -132,6 +132,19 @@ def test_source_parse_is_strict(text, needle):
         profile.parse_ncu_source(text)
 
 
+def test_ncu_import_failures_are_user_errors(tmp_path):
+    from harness.errors import UserError
+    failing, slow = tmp_path / "failing-ncu", tmp_path / "slow-ncu"
+    failing.write_text("#!/bin/sh\necho '==ERROR== cannot open the report' >&2\nexit 3\n")
+    slow.write_text("#!/bin/sh\nsleep 5\n")
+    for script in (failing, slow):
+        script.chmod(0o755)
+    with pytest.raises(UserError, match="exited with code 3: ==ERROR== cannot open the report"):
+        profile._import(str(failing), tmp_path / "r.ncu-rep", ("--page", "source"), 5.0)
+    with pytest.raises(UserError, match="timed out after 0.2 s"):
+        profile._import(str(slow), tmp_path / "r.ncu-rep", ("--page", "raw"), 0.2)
+
+
 def test_cli_torch_profiler_on_this_machine():
     r = invoke("profile", "gemm", "v0", "--shape", "m=64,n=128,k=256", "--calls", "2")
     assert r.exit_code == 0, r.output
