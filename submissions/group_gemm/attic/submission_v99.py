@@ -26,7 +26,8 @@ the loop (a block's wait on its full barrier) or Nsight's stall reasons per line
 Session 74 (NOTES, session log): `profile --ncu --sass` on B put all of v99's extra warp samples in instruction fetch
 (no_instruction 2.28 warps an issue against v89's 1.23), ~40% of it in the chain of height checks between its 17
 loops; a copy cut to B's five loops (studies/group_gemm_loop_marks.py --b-heights) fetched less than v89 (0.79) and ran
-B at 1.028x v89's time instead of 1.20x. Its steady blocks still run 11-15% more cycles than v89's, at HGMMA issue.
+B at 1.028x v89's time instead of 1.20x; what it still loses is its 96- and 64-row loops' fetch (their warp samples
+1,442 and 440 against v89's 886 and 371), while its tall loops and its start take v89's time or less.
 Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
