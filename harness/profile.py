@@ -6,8 +6,9 @@ Nsight Compute profiles the kernels inside the ``custom_kernel`` NVTX range (``-
 none``: the clocks the timings run at, not ncu's locked base clock) into a report in the build
 cache, and the summary gives duration, achieved TFLOP/s and DRAM GB/s against this GPU's
 ceilings, occupancy and the top stall reasons. ``--sass N`` also samples the warps' program counters
-(ncu's SourceCounters section) and gives, per kernel, the stall reasons by sample and the N SASS
-instructions most sampled with theirs: where in a loop the warps wait, not only on what.
+(ncu's SourceCounters section) and gives, per kernel, the stall reasons by sample, each wgmma loop's
+samples and reasons, and the N SASS instructions most sampled with theirs: where the warps wait, not
+only on what.
 
 The version is built first in a plain child (:func:`harness.build.full_build`), so neither the
 profiler nor ncu watches a compiler. This module is also the child (``python -m harness.profile``).
@@ -61,6 +62,8 @@ _STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active
 NCU_SOURCE_SECTION = "SourceCounters"
 _SAMPLED_REASON = re.compile(r"^(?:smsp__pcsamp_warps_issue_stalled_|stall_)(\w+)$")
 _ALL_SAMPLES = ("Warp Stall Sampling (All Samples)", "# Samples")
+_BRANCH_TARGET = re.compile(r"\bBRA\b.*?\b(0x[0-9a-fA-F]+)")  # the source page's branches name absolute addresses
+_HGMMA_SHAPE = re.compile(r"HGMMA\.(\d+x\d+x\d+)")
 NOT_STALLS = ("selected",)  # the warp issued: a state, not a stall
 
 _UNIT_SCALE = {
@@ -133,6 +136,16 @@ class SassLine:
 
 
 @dataclass
+class SampledLoop:
+    first: str       # address of its first instruction (the back-edge's target), as ncu prints it
+    last: str        # address of its back-edge
+    instructions: int
+    samples: int
+    reasons: dict    # {reason: samples}, largest first
+    shape: str       # its HGMMA's shape (64x168x16), the most frequent where several
+
+
+@dataclass
 class SampledKernel:
     name: str
     lines: list      # SassLine, in address order
@@ -148,6 +161,31 @@ class SampledKernel:
             for reason, n in line.reasons.items():
                 total[reason] = total.get(reason, 0) + n
         return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+    def loops(self) -> list:
+        """Its wgmma loops (probe sass's rule: the innermost predicated back-edge around HGMMA), each with the samples
+        of its instructions: how a kernel's warp-time splits between its loops and the code around them."""
+        from harness.probes.sass import wgmma_spans
+        at = [(int(line.address, 16), line.source.strip()) for line in self.lines]
+
+        def target_of(text: str) -> int | None:
+            found = _BRANCH_TARGET.search(text)
+            return int(found.group(1), 16) if found else None
+        loops = []
+        for first, last in wgmma_spans(at, target_of):
+            inside = [line for (a, _), line in zip(at, self.lines) if first <= a <= last]
+            reasons: dict = {}
+            shapes: dict = {}
+            for line in inside:
+                for reason, n in line.reasons.items():
+                    reasons[reason] = reasons.get(reason, 0) + n
+                shape = _HGMMA_SHAPE.search(line.source)
+                if shape:
+                    shapes[shape.group(1)] = shapes.get(shape.group(1), 0) + 1
+            loops.append(SampledLoop(f"{first:#x}", f"{last:#x}", len(inside), sum(line.samples for line in inside),
+                                     dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
+                                     max(shapes, key=shapes.get) if shapes else "?"))
+        return loops
 
     def top(self, n: int) -> list:
         """The ``n`` most sampled instructions, most first (address order among equals); never an unsampled one."""

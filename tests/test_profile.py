@@ -122,6 +122,21 @@ def test_source_page_reasons_by_metric_name_and_thousands():
     assert k.reasons() == {"wait": 1000} and k.top(1)[0].address == "0x10" and len(k.top(5)) == 2
 
 
+def test_source_page_loops_by_back_edge():
+    rows = [("0x100", "MOV R1, 0x1", 5, 5), ("0x110", "HGMMA.64x96x16.F32 R24, R80, gdesc[UR4], R24", 40, 10),
+            ("0x120", "LOP3.LUT R2, R2, 0xf, RZ, 0xc0, !PT", 30, 30), ("0x130", "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR5], R3", 8, 8),
+            ("0x140", "@!P0  BRA 0x130", 7, 7),  # a wait's spin: no HGMMA inside, no loop
+            ("0x150", "@P1   BRA 0x110", 6, 6),  # the back-edge around the HGMMA
+            ("0x160", "BRA 0x100", 0, 0),  # unpredicated: a slow path's return, never a loop
+            ("0x170", "EXIT", 4, 4)]
+    text = "\n".join(['"Kernel Name","k",', SOURCE_HEADER] +
+                     [f'"{a}","  {s}","{n}","{w}","0","{n - w}"' for a, s, n, w in rows])
+    (k,) = profile.parse_ncu_source(text)
+    (loop,) = k.loops()
+    assert (loop.first, loop.last, loop.instructions, loop.shape) == ("0x110", "0x150", 5, "64x96x16")
+    assert loop.samples == 40 + 30 + 8 + 7 + 6 and loop.reasons == {"wait": 10 + 30 + 8 + 7 + 6}
+
+
 @pytest.mark.parametrize("text, needle", [
     ("", "no source table"),
     ('"Kernel Name","k",\n"ID","Kernel Name"\n', "no source table"),
@@ -184,3 +199,4 @@ def test_gpu_ncu_sass_lines():
     assert r.exit_code == 0, r.output
     out = " ".join(r.stdout.split())
     assert "copy_through_shared" in out and "warp samples, stalled in" in out and ".sass.csv" in out
+    assert "wgmma loop" not in out  # the planted kernel has none

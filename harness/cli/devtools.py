@@ -239,7 +239,7 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
 @click.option("--top", type=COUNT, default=15, show_default=True, help="Rows of the kernel table.")
 @click.option("--sass", type=COUNT, default=None,
               help="With --ncu: also sample the warps' program counters and give, per kernel, the stall reasons by "
-                   "sample and the N SASS instructions most sampled.")
+                   "sample, each wgmma loop's samples and the N SASS instructions most sampled.")
 @click.option("--timeout", type=SECONDS, default=900.0, show_default=True)
 @clean_errors
 def profile_cmd(problem, version, index, dist, use_ncu, calls, top, sass, timeout):

@@ -970,6 +970,23 @@ def print_ncu(problem: str, sub, shape, res: dict, sass: int = 0) -> None:
         stalled = sum(reasons.values())
         console.print(f"{escape(k.name[:100])}: {k.samples:,} warp samples, stalled in {stalled:,}: " + ", ".join(
             f"{r} {100 * n / k.samples:.0f}%" for r, n in list(reasons.items())[:6]))
+        loops = k.loops()
+        sampled = [loop for loop in loops if loop.samples]
+        if sampled:
+            table = Table(show_header=True, box=None, pad_edge=False)
+            for col in ("wgmma loop", "instructions", "HGMMA", "samples", "% of kernel", "issued %",
+                        "stalled on (share of the loop's samples)"):
+                table.add_column(col, justify="left" if col in ("wgmma loop", "HGMMA") or col.startswith("stalled") else "right")
+            for loop in sampled:
+                stalled = sum(loop.reasons.values())
+                table.add_row(f"{loop.first}-{loop.last}", f"{loop.instructions:,}", loop.shape, f"{loop.samples:,}",
+                              f"{100 * loop.samples / k.samples:.1f}",
+                              f"{100 * (loop.samples - stalled) / loop.samples:.0f}" if loop.samples else "-",
+                              ", ".join(f"{r} {100 * n / loop.samples:.0f}%" for r, n in list(loop.reasons.items())[:4]))
+            console.print(table)
+            inside = sum(loop.samples for loop in loops)
+            console.print(f"outside the wgmma loops: {k.samples - inside:,} samples ({100 * (k.samples - inside) / k.samples:.0f}%)"
+                          + (f"; {len(loops) - len(sampled)} more loops never sampled (not run)" if len(loops) > len(sampled) else ""))
         table = Table(show_header=True, box=None, pad_edge=False)
         for col in ("address", "samples", "% of kernel", "stalled on (share of the line's samples)", "instruction"):
             table.add_column(col, justify="right" if col in ("samples", "% of kernel") else "left")

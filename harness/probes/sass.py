@@ -105,6 +105,21 @@ def _instructions(sass_lines: list[str]) -> tuple[dict[str, list[tuple[int, str]
     return kernels, labels
 
 
+def wgmma_spans(instructions: list[tuple[int, str]], target_of) -> list[tuple[int, int]]:
+    """The wgmma loops of one kernel's (address, text) instructions as (first, last) addresses, in order: the span of a
+    predicated backward branch (``target_of(text)``: the address it jumps to, or None) holding HGMMA and no smaller
+    such span. One rule for nvdisasm's listing (labels) and ncu's source page (addresses)."""
+    hgmma_at = [at for at, text in instructions if "HGMMA" in text]
+    spans = set()
+    for at, text in instructions:
+        start = target_of(text)
+        # NOTE: only predicated branches are back-edges: ptxas puts slow paths (an mbarrier
+        # wait's retry) after the function and returns into the loop with a plain BRA.
+        if start is not None and text.startswith("@") and start <= at and any(start <= h <= at for h in hgmma_at):
+            spans.add((start, at))
+    return sorted(a for a in spans if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in spans))
+
+
 def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
     """Per kernel, the wgmma loops of a disassembly (``nvdisasm -c`` text) and the flagged
     instructions inside each (address and text). A loop is the span of a predicated backward branch
@@ -113,19 +128,11 @@ def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
     kernels, labels = _instructions(sass_lines)
     result = {}
     for kernel, instructions in kernels.items():
-        hgmma_at = [at for at, text in instructions if "HGMMA" in text]
-        spans = set()
-        for at, text in instructions:
-            target = _BRANCH.search(text)
-            # NOTE: only predicated branches are back-edges: ptxas puts slow paths (an mbarrier
-            # wait's retry) after the function and returns into the loop with a plain BRA.
-            if target and text.startswith("@") and target.group(1) in labels[kernel]:
-                start = labels[kernel][target.group(1)]
-                if start <= at and any(start <= h <= at for h in hgmma_at):
-                    spans.add((start, at))
-        innermost = [a for a in spans if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in spans)]
+        def target_of(text: str, names=labels[kernel]) -> int | None:
+            found = _BRANCH.search(text)
+            return names.get(found.group(1)) if found else None
         loops = []
-        for start, end in sorted(innermost):
+        for start, end in wgmma_spans(instructions, target_of):
             loop = Loop(first=start, last=end)
             for at, text in instructions:
                 if start <= at <= end:
