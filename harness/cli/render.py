@@ -986,7 +986,7 @@ def print_ncu(problem: str, sub, shape, res: dict, sass: int = 0) -> None:
             console.print(table)
             inside = sum(loop.samples for loop in loops)
             console.print(f"outside the wgmma loops: {k.samples - inside:,} samples ({100 * (k.samples - inside) / k.samples:.0f}%)"
-                          + (f"; {len(loops) - len(sampled)} more loops never sampled (not run)" if len(loops) > len(sampled) else ""))
+                          + (f"; {len(loops) - len(sampled)} more loops without a sample" if len(loops) > len(sampled) else ""))
         table = Table(show_header=True, box=None, pad_edge=False)
         for col in ("address", "samples", "% of kernel", "stalled on (share of the line's samples)", "instruction"):
             table.add_column(col, justify="right" if col in ("samples", "% of kernel") else "left")
