@@ -237,6 +237,28 @@ def parse_ncu_source(text: str) -> list[SampledKernel]:
     return kernels
 
 
+def loop_time(sampled: list, kernels: list) -> dict:
+    """{HGMMA shape: µs, "outside the wgmma loops": µs} of one profiled call: each kernel's duration split by its warp
+    samples (a loop's share of the kernel's samples x the kernel's time), loops of one shape summed over kernels.
+    A share of samples, not a count, so two reports compare whatever interval ncu sampled each at. The source page
+    lists the kernels in the raw page's order; a mismatch in their number is an error, never a guess."""
+    if len(sampled) != len(kernels):
+        raise ValueError(f"the source page has {len(sampled)} kernels and the raw page {len(kernels)}")
+    times: dict = {}
+    for k, timed in zip(sampled, kernels):
+        if not k.samples:
+            continue
+        loops = [loop for loop in k.loops() if loop.samples]
+        for loop in loops:
+            times[loop.shape] = times.get(loop.shape, 0.0) + timed.duration_us * loop.samples / k.samples
+        outside = k.samples - sum(loop.samples for loop in loops)
+        times[OUTSIDE_LOOPS] = times.get(OUTSIDE_LOOPS, 0.0) + timed.duration_us * outside / k.samples
+    return times
+
+
+OUTSIDE_LOOPS = "outside the wgmma loops"
+
+
 def unit_pcts(metrics: dict) -> dict:
     """{label: % of peak or None} of one kernel's metrics, per UNITS (the first name present)."""
     units = {label: None for label, _ in UNITS}

@@ -137,6 +137,28 @@ def test_source_page_loops_by_back_edge():
     assert loop.samples == 40 + 30 + 8 + 7 + 6 and loop.reasons == {"wait": 10 + 30 + 8 + 7 + 6}
 
 
+def test_loop_time_splits_each_kernels_time_by_its_samples():
+    loop_rows = [("0x110", "HGMMA.64x96x16.F32 R24, R80, gdesc[UR4], R24", 60), ("0x120", "@P1  BRA 0x110", 20),
+                 ("0x130", "EXIT", 20)]
+    page = "\n".join(['"Kernel Name","prepass",', SOURCE_HEADER, '"0x10","  LDG.E R2, desc[UR4][R2.64]","7","7","0","0"',
+                      '"Kernel Name","gemm",', SOURCE_HEADER] +
+                     [f'"{a}","  {s}","{n}","{n}","0","0"' for a, s, n in loop_rows])
+    sampled = profile.parse_ncu_source(page)
+    timed = [profile.NcuKernel("prepass", 2.0, 0.0), profile.NcuKernel("gemm", 10.0, 0.0)]
+    times = profile.loop_time(sampled, timed)
+    # the GEMM's 10 µs split 80 / 20 by its samples; the prepass has no loop: all of it outside
+    assert times == pytest.approx({"64x96x16": 8.0, profile.OUTSIDE_LOOPS: 2.0 + 2.0})
+    with pytest.raises(ValueError, match="2 kernels and the raw page 1"):
+        profile.loop_time(sampled, timed[:1])
+
+
+def test_cli_other_version_needs_ncu_sass_and_another_file():
+    r = invoke("profile", "gemm", "v0", "v1")
+    assert r.exit_code == 2 and "OTHER needs --ncu --sass" in r.stderr
+    r = invoke("profile", "gemm", "v0", "v0", "--ncu", "--sass", "3")
+    assert r.exit_code == 2 and "are the same file" in r.stderr
+
+
 @pytest.mark.parametrize("text, needle", [
     ("", "no source table"),
     ('"Kernel Name","k",\n"ID","Kernel Name"\n', "no source table"),
@@ -200,3 +222,12 @@ def test_gpu_ncu_sass_lines():
     out = " ".join(r.stdout.split())
     assert "copy_through_shared" in out and "warp samples, stalled in" in out and ".sass.csv" in out
     assert "wgmma loop" not in out  # the planted kernel has none
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_tools.find("ncu") is None, reason="needs ncu")
+def test_gpu_ncu_two_versions_by_loop():
+    r = invoke("profile", "gemm", "v1", "v2", "--shape", "tests:0", "--ncu", "--sass", "2")
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "by wgmma loop" in out and "outside the wgmma loops" in out and "all kernels" in out

@@ -208,9 +208,10 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
     cap = runner.local_capability()
     if cap is None:
         raise UserError("sanitize needs an NVIDIA GPU; this machine has none (nvfp4 doctor)")
-    why = machine.arch_refusal(sub.arch, cap)
-    if why:
-        raise UserError(f"{sub.label} {why}")
+    for each in (sub, sub_other):
+        why = machine.arch_refusal(each.arch, cap) if each is not None else None
+        if why:
+            raise UserError(f"{each.label} {why}")
     sanitizer = sanitize.find()
     if not sanitizer:
         raise UserError("compute-sanitizer not found on PATH or in the CUDA toolkit (nvfp4 doctor)")
@@ -231,6 +232,7 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
 @main.command("profile")
 @click.argument("problem")
 @click.argument("version")
+@click.argument("other", required=False)
 @click.option("--shape", "index", default=None,
               help="Shape index (benchmarks on a GPU, tests without), or tests:N / benchmarks:N, or a custom m=..,k=.. shape.")
 @click.option("--dist", type=click.Choice(list(DISTS)), default="competition", show_default=True)
@@ -242,8 +244,11 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
                    "sample, each wgmma loop's samples and the N SASS instructions most sampled.")
 @click.option("--timeout", type=SECONDS, default=900.0, show_default=True)
 @clean_errors
-def profile_cmd(problem, version, index, dist, use_ncu, calls, top, sass, timeout):
-    """Where a version's time goes on one shape: torch.profiler kernels, or --ncu's summary."""
+def profile_cmd(problem, version, other, index, dist, use_ncu, calls, top, sass, timeout):
+    """Where a version's time goes on one shape: torch.profiler kernels, or --ncu's summary.
+
+    With OTHER and --ncu --sass, a second version profiled the same way, then the two side by side by wgmma loop
+    (matched by HGMMA shape): each loop's time in a call, its kernel's time split by its warp samples."""
 
     from harness import cuda_tools, machine, profile
     from reference import problem_module
@@ -253,11 +258,17 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, sass, timeou
                          "torch.profiler's kernel table")
     else:
         refuse(("sass",), "without --ncu: the instructions' samples are Nsight Compute's")
+    if other is not None and sass is None:
+        raise UserError("OTHER needs --ncu --sass: two versions are compared by their loops' samples")
     sub = submissions.resolve(problem, version)
+    sub_other = submissions.resolve(problem, other) if other is not None else None
+    if sub_other is not None and sub_other.path == sub.path:
+        raise UserError(f"{version} and {other} are the same file: name two versions")
     cap = runner.local_capability()
-    why = machine.arch_refusal(sub.arch, cap)
-    if why:
-        raise UserError(f"{sub.label} {why}")
+    for each in (sub, sub_other):
+        why = machine.arch_refusal(each.arch, cap) if each is not None else None
+        if why:
+            raise UserError(f"{each.label} {why}")
     if index is None:
         shapes, _ = runner.select_shapes(problem, "0", (), cap is not None)
     elif "=" in index or index.lstrip().startswith("{"):
@@ -276,6 +287,12 @@ def profile_cmd(problem, version, index, dist, use_ncu, calls, top, sass, timeou
             res = profile.ncu_profile(sub, ncu, shape.params, dist, flops, calls=calls or 1, sass=sass is not None,
                                       timeout_s=timeout)
         render.print_ncu(problem, sub, shape, res, sass or 0)
+        if sub_other is not None:
+            with err_console.status(f"profile {problem} {sub_other.label} on {shape.label} under ncu..."):
+                res_other = profile.ncu_profile(sub_other, ncu, shape.params, dist, flops, calls=calls or 1, sass=True,
+                                                timeout_s=timeout)
+            render.print_ncu(problem, sub_other, shape, res_other, sass)
+            render.print_loop_comparison(sub, sub_other, res, res_other, calls or 1)
         return
     with err_console.status(f"profile {problem} {sub.label} on {shape.label}..."):
         res = profile.torch_profile(sub, shape.params, dist, calls=calls or 10, timeout_s=timeout)

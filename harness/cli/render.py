@@ -1003,6 +1003,31 @@ def print_ncu(problem: str, sub, shape, res: dict, sass: int = 0) -> None:
     console.print(f"[dim]{device_line(res['device'])}[/dim]")
 
 
+def print_loop_comparison(a, b, res_a: dict, res_b: dict, calls: int) -> None:
+    """Two versions' profiled calls by wgmma loop (profile.loop_time), B's time over A's per loop."""
+    from harness import profile
+    try:
+        times = [profile.loop_time(res["sampled"], res["kernels"]) for res in (res_a, res_b)]
+    except ValueError as exc:
+        console.print(f"[yellow]no loop comparison: {escape(str(exc))}[/yellow]")
+        return
+    table = Table(title=f"by wgmma loop, µs of a call (each kernel's time split by its warp samples): "
+                        f"A = {a.label}, B = {b.label}", title_justify="left")
+    for col in ("loop (HGMMA)", "A µs", "B µs", "B - A", "B / A"):
+        table.add_column(col, justify="left" if col.startswith("loop") else "right")
+    shapes = sorted({s for t in times for s in t if s != profile.OUTSIDE_LOOPS},
+                    key=lambda s: [int(x) for x in s.split("x")]) + [profile.OUTSIDE_LOOPS]
+    for shape in shapes:
+        ta, tb = (t.get(shape, 0.0) / calls for t in times)
+        table.add_row(shape, fmt_us(ta), fmt_us(tb), f"{tb - ta:+.2f}", f"{tb / ta:.3f}" if ta else "-")
+    total_a, total_b = (sum(t.values()) / calls for t in times)
+    table.add_row("all kernels", fmt_us(total_a), fmt_us(total_b), f"{total_b - total_a:+.2f}",
+                  f"{total_b / total_a:.3f}" if total_a else "-")
+    console.print(table)
+    console.print("[dim]ncu's replays, one process each: a ranking of where two versions differ, not a timing "
+                  "(compare times them)[/dim]")
+
+
 # ------------------------------------------------------------------------ diff, ceilings, doctor
 def print_diff(problem: str, a, b, d, show_docstring: bool) -> None:
     from rich.text import Text
