@@ -47,7 +47,9 @@ A marks build is another build: its stamps are code, so its loops land elsewhere
 stores. Beside two versions' timelines the probe therefore times their plain builds too (the builds ``compare``
 times, kernel method, in turn on the same input) and says when the two builds' B / A disagree
 (:func:`builds_verdict`): group_gemm's v76 against v80 (session 71) read the same 160-row loop 18% slower in v76's
-marks build, and a version built on that reading (v82) was 5% slower on the plain builds.
+marks build, and a version built on that reading (v82) was 5% slower on the plain builds. Session 74 again: the
+marks builds read a persistent copy's steady blocks 11-15% slower than v89's, where the plain builds' warp samples
+(`profile A B --ncu --sass`, the time by loop) put its tall loops at v89's.
 """
 
 from __future__ import annotations
@@ -457,7 +459,8 @@ def builds_verdict(plain_us: list[float], marks_us: list[float]) -> tuple[float,
         return plain, marked, None
     return plain, marked, (f"the marks builds' B / A ({marked:.3f}) is not the plain builds' ({plain:.3f}): their code "
                            "differs (the stamps move and reschedule the loops), so read B - A above as the marks "
-                           "builds'; `nvfp4 compare` decides")
+                           "builds'; `nvfp4 compare` decides, and `nvfp4 profile P A B --ncu --sass N` splits the plain "
+                           "builds' time by loop")
 
 
 def _plain_kernels(pair, say) -> tuple[list | None, str | None]:
