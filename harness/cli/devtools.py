@@ -208,10 +208,9 @@ def sanitize_cmd(problem, version, tool, shapes_spec, custom, dist, seeds, timeo
     cap = runner.local_capability()
     if cap is None:
         raise UserError("sanitize needs an NVIDIA GPU; this machine has none (nvfp4 doctor)")
-    for each in (sub, sub_other):
-        why = machine.arch_refusal(each.arch, cap) if each is not None else None
-        if why:
-            raise UserError(f"{each.label} {why}")
+    why = machine.arch_refusal(sub.arch, cap)
+    if why:
+        raise UserError(f"{sub.label} {why}")
     sanitizer = sanitize.find()
     if not sanitizer:
         raise UserError("compute-sanitizer not found on PATH or in the CUDA toolkit (nvfp4 doctor)")
