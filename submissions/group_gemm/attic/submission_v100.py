@@ -15,7 +15,18 @@ code: B 1.05-1.10x faster than v99 (the chain's ~6% of the samples and the fetch
 0.85-0.92x v89 (the loops' spread is left); A, C and D unchanged (no persistent launch there). What tells the two
 causes apart is `profile --ncu --sass`'s loop table against v99's and the cut copy's: the chain's lines gone, the
 96-row loop's no_instruction where it was.
-Measured: not yet run
+Measured: NVIDIA H200, session 75 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit 976fb58). `test
+--dist all` passes (40 of 40). `compare group_gemm v99 v100` (kernel method, one process): B 1.071x FASTER (1.071x A
+first, 1.070x B first), A, C, D SAME (D 1.004x [0.996, 1.012]), outputs v99's bit for bit; geomean 1.020x [1.017,
+1.022]. `compare group_gemm v89 v100`: A 0.991x, B ~0.86x SLOWER (0.858x A first, 0.863x B first), C 0.998x SAME, D
+0.988x [0.979, 0.996]; geomean 0.958x [0.955, 0.960] SLOWER; outputs v89's bit for bit. As predicted against v99
+(1.05-1.10x), at the low edge against v89 (0.85-0.92x). `profile group_gemm v89 v100 --ncu --sass 12 --shape 1`, µs
+of a call by loop (v89 -> v100): 64 rows 3.69 -> 4.66, 96 rows 8.76 -> 10.72, 160 rows 12.45 -> 14.46, 168 rows
+12.50 -> 13.86, 200 rows 7.32 -> 7.90, outside the loops 26.28 -> 24.88 (all 71.01 -> 76.48); v100's loops'
+no_instruction 22% (200 rows), 14% (168), 21% (160), 9% (96), 7% (64). The chain was a third of v99's loss; the rest
+is in every loop, the tall ones too, where the cut copy's (five loops' code) were at v89's: the code's size, not the
+path into it, is what the loops fetch against.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
