@@ -19,7 +19,17 @@ the loops (gemm v96: 32 fewer uniform ones bought nothing): B 1.01-1.03x, A 1.00
 code), C and D (deep ring, 9 stages -> runs of 3, the loop a third as long) 1.00-1.02x; outputs v89's bit for bit
 (the same wgmma sequence and promotion points). Refuted if any shape is slower by its interval: then the runs'
 bookkeeping costs more than the fetch it saves.
-Measured: not yet run
+Measured: NVIDIA H200, session 75 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit c96ee0b). `test
+--dist all` passes (40 of 40). `compare group_gemm v89 v101` (kernel method, one process): A 0.972x SLOWER (0.972x A
+first, 0.973x B first), B 0.999x [0.994, 1.003] SAME, C 0.944x [0.941, 0.947] SLOWER, D 0.972x [0.965, 0.980] SLOWER,
+geomean 0.972x [0.970, 0.973] SLOWER; outputs v89's bit for bit. `profile group_gemm v89 v101 --ncu --sass 4 --shape
+1`: no_instruction 1.01 -> 0.50 warps an issue (the fetch gone, as predicted), but by loop, µs of a call (v89 -> v101):
+64 rows 3.57 -> 3.94 (1.103), 96 rows 8.30 -> 9.43 (1.136; short_scoreboard 20 -> 22%, wait 25 -> 27%), 160 rows 11.79
+-> 11.41 (0.969), 168 rows 12.15 -> 11.66 (0.959), 200 rows 7.09 -> 6.78 (0.956), outside the loops 24.97 -> 23.82;
+the kernel 67.87 -> 67.04 under ncu. Refuted: the runs' bookkeeping (15 uniform instructions a block, the slot's
+addresses a register) costs the short loops, which the decode's issue paces, more than the fetch gains them, and C and
+D (deep ring, every loop at most 128 rows) lose 3-6%; the tall loops gain 3-4%. v102 keeps the runs for tall loops only.
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
