@@ -15,7 +15,13 @@ and the long-K kernel's are v89's instruction for instruction (975 / 650-745); t
 Prediction: B 1.01-1.03x v89 (its tall loops at v101's figures, ~1.2 µs of ~68, its short loops v89's), A, C, D SAME
 (their loops are v89's code; the binary's layout moves, +-1%); outputs v89's bit for bit. Refuted if B is not faster
 by its interval or any shape is slower by it.
-Measured: not yet run
+Measured: NVIDIA H200, session 75 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit 626ae39). `test
+--dist all` (40 of 40) and `--shapes edges --dist all` (16 of 16) pass. `compare group_gemm v89 v102` (kernel method,
+one process): A 1.002x, B 1.001x [1.000, 1.002], C 1.000x, D 1.004x, all SAME, geomean 1.002x [0.999, 1.004]; outputs
+v89's bit for bit. Refuted: B's tall loops in runs alone do not move it. What v101 gained in those loops came with the
+whole binary's shorter code (every loop in runs), as the cut copy's 1.015x came with fewer loops: the fetch v89's tall
+loops stall on is the kernel's code size, and the short loops cannot take runs without losing more (v101).
+Verdict: slower
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
