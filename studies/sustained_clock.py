@@ -9,7 +9,7 @@ reads NVML every 10 ms, and prints per case the median SM clock, power, the shar
 reason (sw_power_cap: the power limit holds the clock down) and the µs a call the device took (events around the
 whole run, over its calls).
 
-Cases: PROBLEM:VERSION:SHAPE (SHAPE a benchmarks index) or mm:M,N,K (torch.mm on bf16 operands, bf16 out: cuBLAS at
+Cases: PROBLEM:VERSION:SHAPE (SHAPE a benchmarks index, or key=value pairs as --shape takes them) or mm:M,N,K (torch.mm on bf16 operands, bf16 out: cuBLAS at
 every SM for comparison).
 Usage (a GPU machine, repository root): python3 studies/sustained_clock.py [--seconds 3] CASE [CASE ...]
 e.g. python3 studies/sustained_clock.py gemm:v100:0 gemm:v100:2 group_gemm:v89:0 mm:7168,128,16384
@@ -25,16 +25,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 
 def parse_case(text: str):
-    parts = text.split(":")
+    parts = text.split(":", 2)
     if parts[0] == "mm" and len(parts) == 2:
         try:
             m, n, k = (int(x) for x in parts[1].split(","))
         except ValueError:
             raise SystemExit(f"{text!r}: mm:M,N,K with three integers") from None
         return ("mm", (m, n, k))
-    if len(parts) != 3 or not parts[2].isdigit():
-        raise SystemExit(f"{text!r}: PROBLEM:VERSION:SHAPE (a benchmarks index) or mm:M,N,K")
-    return ("lab", (parts[0], parts[1], int(parts[2])))
+    if len(parts) != 3 or not parts[2]:
+        raise SystemExit(f"{text!r}: PROBLEM:VERSION:SHAPE (a benchmarks index or key=value pairs) or mm:M,N,K")
+    return ("lab", (parts[0], parts[1], parts[2]))
 
 
 def make_call(case, torch):
@@ -46,11 +46,15 @@ def make_call(case, torch):
         return (lambda: torch.mm(a, b)), f"torch.mm bf16 {m}x{n}x{k}"
     from harness import config, loader, submissions
     import importlib
-    problem, version, index = spec
-    benchmarks = config.load()[problem].benchmarks
-    if index >= len(benchmarks):
-        raise SystemExit(f"{problem} has {len(benchmarks)} benchmark shapes; no index {index}")
-    params = dict(benchmarks[index].params)
+    problem, version, shape = spec
+    if shape.isdigit():
+        benchmarks = config.load()[problem].benchmarks
+        if int(shape) >= len(benchmarks):
+            raise SystemExit(f"{problem} has {len(benchmarks)} benchmark shapes; no index {shape}")
+        params = dict(benchmarks[int(shape)].params)
+    else:
+        params = dict(config.parse_shape_option(problem, shape, 0).params)
+        params.setdefault("seed", 1111)
     sub = submissions.resolve(problem, version)
     kernel = loader.import_submission(sub.path, f"sustained-{version}")
     reference = importlib.import_module(f"reference.{problem}")
