@@ -1,29 +1,21 @@
-"""NVFP4 GEMM v109: stream-K on split launches that leave SMs idle (128x7168x16384: 132 CTAs of 104-112 K blocks, not 112 of 128).
+"""NVFP4 GEMM v110: v109's stream-K with its final sums loaded a batch of positions at a time (v100's sum_share's way).
 
-Version: v109
-Parent: v100
-Change: a split launch (S > 1) becomes a stream launch where that shortens its longest CTA by 8% or more (choose_stream):
-one CTA an SM, each an equal run of the launch's ring laps (8 K blocks) in tile order, so a run may end inside one tile
-and go on into the next (one piece a tile it touches, each whole laps: v100's loop, its chunks at the same K blocks).
-After each piece's loop the consumers write its fp32 sums from registers to the tile's partial slot (its place among
-the tile's CTAs in K order) and raise its flag; once every piece is out, the CTA waits for the flags of each tile it
-touched and sums its share of that tile's positions over all its partials in K order, then stores those rows of C.
-On the benchmarks only 128x7168x16384 changes: 56 tiles x 256 blocks as 132 runs of 13-14 laps (104-112 blocks against
-S = 2's 128), a tile shared by 2-4 CTAs. Other launches are v100's (128x4096x7168's S = 4 keeps 28 blocks a CTA: a
-stream run would be 32).
+Version: v110
+Parent: v109
+Change: v109's final sums read a batch of positions x partials before the first add (v100's sum_share's batching), not
+one position an iteration: S = 2 tiles 8 positions x 2 partials a batch, S = 3-4 4 x 4, more 1 x 8 (16 float4, 8 above
+S = 4: registers the dead accumulators leave; 16 x 8 spilled 28 bytes in the first compile).
 Arch: sm_90a
-Analogue: stream-K (Osama et al., CUTLASS's sm90 stream-K scheduler); gemm NOTES' "Stream-K inside a cluster" (never
-built); v35 (H100, stream-K through L2, lost 0.946x) and v40/v41 (helpers) lost to a slower block on every SM.
-Why: session 75 measured the premise those lacked on the H200 (`run gemm v100 --method kernel`, one process): 128 x N
-x 16384 with 112, 126 and 132 split CTAs of 128 blocks each (N 7168 / 8064 / 8448) ran 56.26 / 56.76 / 56.78 µs, so
-a block keeps its rate with every SM busy (back to back without flushes the card sits at its 700 W cap and the clock
-falls 1950 -> 1845 MHz, studies/sustained_clock.py; the competition's and the kernel method's calls are flushed).
+Analogue: v100's sum_share (the split launch's final sums, batches of kBatch positions x S parts)
+Why: v109 (attic) ran 128x7168x16384's loops as predicted (`probe marks`: K loop done 46.88 -> 42.30 µs median, last
+CTA 47.42 -> 43.38) and lost it after them (loop -> end 3.68 -> 5.50 µs median, the last CTA ending 54.16 against
+v100's 51.20): its sums paid an L2 round trip a position, 4-8 positions a tile, in turn for the one or two tiles a CTA
+touched. Batched, a share's loads are in flight together, as v100's exchange's are.
 Compile-only (nvcc 13.0): every kernel 168 registers, no spills, no stack.
-Prediction: 128x7168x16384: the loop 128 -> 112 blocks on the longest CTA (46.9 -> ~41 µs at v91's 648 cycles a
-block), the exchange as S = 2's or a little longer (each CTA writes 1-2 partials of 64 KB and reads its share of 2-4),
-~56.1 -> ~50.5-51.5 µs: `compare gemm v100 v109` 1.09-1.11x there, the other shapes SAME (their launches are v100's);
-exact on every distribution (outputs not v100's bit for bit on that shape: the partials' split points move). Refuted
-if that shape is under 1.05x: then a piece's switch or the wider exchange costs what the idle SMs give.
+Prediction: 128x7168x16384: loop -> end back near v100's (~3.7 µs median; the last CTA ~2 µs after the last loop, which
+ends 4.0 µs sooner than v100's): ~56.1 -> ~51.5-53 µs, `compare gemm v100 v110` 1.05-1.09x there, the others SAME.
+Refuted if under 1.03x on that shape: then what holds the tiles' ends is the wait for their slowest contributor (CTAs
+of 14 laps against 13) or the partials' writes, which marks per piece would tell apart.
 Measured: not yet run
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
@@ -81,7 +73,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v109"
+EXTENSION_NAME = "nvfp4_gemm_v110"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -736,6 +728,38 @@ __device__ __forceinline__ void produce_stream(const Problem& problem, uint32_t 
     }
 }
 
+// v110: this thread's positions j_begin .. j_end - 1 of a stream tile summed over its S partials in K order (slot 0
+// first) into the staged C tile, kBatch positions at a time: every load of a batch issued before its first add.
+template <int kMaxS, int kBatch>
+__device__ __forceinline__ void sum_stream_share(const float4* parts, int S, int cthread, int row, int tig, uint32_t c_stage,
+                                                 int j_begin, int j_end) {
+    #pragma unroll 1
+    for (int j0 = j_begin; j0 < j_end; j0 += kBatch) {
+        float4 part[kBatch][kMaxS];
+        #pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            #pragma unroll
+            for (int p = 0; p < kMaxS; ++p)
+                if (j0 + i < j_end && p < S)
+                    part[i][p] = __ldcg(parts + static_cast<int64_t>(p) * (PARTIAL_BYTES / 16) + (j0 + i) * kConsumerThreads + cthread);
+        }
+        #pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            const int j = j0 + i;
+            if (j >= j_end) break;
+            float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+            #pragma unroll
+            for (int p = 0; p < kMaxS; ++p)  // NOTE: in K order (v100's split order): the same sum whoever ends first
+                if (p < S) { sum.x += part[i][p].x; sum.y += part[i][p].y; sum.z += part[i][p].z; sum.w += part[i][p].w; }
+            const uint32_t at = c_stage + (8 * j + 2 * tig) * C_ROW_BYTES + row * 2;
+            st_shared_half(at, sum.x * 16384.f);  // undo B's 2^-14 (v100)
+            st_shared_half(at + 16, sum.z * 16384.f);
+            st_shared_half(at + C_ROW_BYTES, sum.y * 16384.f);
+            st_shared_half(at + C_ROW_BYTES + 16, sum.w * 16384.f);
+        }
+    }
+}
+
 // Consumers of a stream CTA: each piece's K loop (consume()'s, the ring's parity carried from piece to piece), its fp32
 // sums published to the tile's partial slot q (its place among the tile's CTAs in K order) with a flag; then, every
 // piece published, for each tile it touched the CTA sums its share of positions over the tile's S partials in K order
@@ -818,22 +842,11 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
         consumer_sync();  // NOTE: the flags seen (thread 0's acquires) before any thread reads a partial; the ring drained
         const float4* const parts = reinterpret_cast<const float4*>(problem.partials) +
                                     static_cast<int64_t>(tile * problem.splits) * (PARTIAL_BYTES / 16);
-        #pragma unroll 1
-        for (int j = j_begin; j < j_end; ++j) {
-            float4 part[kMaxSplits];
-            #pragma unroll
-            for (int p = 0; p < kMaxSplits; ++p)
-                if (p < S) part[p] = __ldcg(parts + static_cast<int64_t>(p) * (PARTIAL_BYTES / 16) + j * kConsumerThreads + cthread);
-            float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-            #pragma unroll
-            for (int p = 0; p < kMaxSplits; ++p)  // NOTE: in K order (v100's split order): the sum is the same whoever ends first
-                if (p < S) { sum.x += part[p].x; sum.y += part[p].y; sum.z += part[p].z; sum.w += part[p].w; }
-            const uint32_t at = c_stage + (8 * j + 2 * tig) * C_ROW_BYTES + row * 2;
-            st_shared_half(at, sum.x * 16384.f);  // undo B's 2^-14 (v100)
-            st_shared_half(at + 16, sum.z * 16384.f);
-            st_shared_half(at + C_ROW_BYTES, sum.y * 16384.f);
-            st_shared_half(at + C_ROW_BYTES + 16, sum.w * 16384.f);
-        }
+        // NOTE: v110: a batch of positions x partials in flight before the first add (v109 read one position an
+        // iteration and paid an L2 round trip for each); 16 float4 a batch up to S = 4, 8 above (the accumulators are dead).
+        if (S == 2) sum_stream_share<2, 8>(parts, S, cthread, row, tig, c_stage, j_begin, j_end);
+        else if (S <= 4) sum_stream_share<4, 4>(parts, S, cthread, row, tig, c_stage, j_begin, j_end);
+        else sum_stream_share<kMaxSplits, 1>(parts, S, cthread, row, tig, c_stage, j_begin, j_end);
         consumer_sync();  // NOTE: the share's rows are staged before any is stored
         const TileAt at = tile_at(problem, tile);
         store_staged_c(problem.groups[at.g], cthread, at.m0, at.n0, c_stage, 8 * j_begin, 8 * j_end);
