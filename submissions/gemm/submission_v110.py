@@ -2,16 +2,16 @@
 
 Version: v110
 Parent: v109
-Change: v109's final sums read a batch of positions x partials before the first add (v100's sum_share's batching), not
-one position an iteration: S = 2 tiles 8 positions x 2 partials a batch, S = 3-4 4 x 4, more 1 x 8 (16 float4, 8 above
-S = 4: registers the dead accumulators leave; 16 x 8 spilled 28 bytes in the first compile).
+Change: v109's final sums read a batch of positions x partials before the first add, as v100's sum_share does, not one
+position an iteration: 8 positions x 2 partials a batch where S = 2, 4 x 4 where S is 3-4, 1 x 8 above.
 Arch: sm_90a
 Analogue: v100's sum_share (the split launch's final sums, batches of kBatch positions x S parts)
 Why: v109 (attic) ran 128x7168x16384's loops as predicted (`probe marks`: K loop done 46.88 -> 42.30 µs median, last
 CTA 47.42 -> 43.38) and lost it after them (loop -> end 3.68 -> 5.50 µs median, the last CTA ending 54.16 against
 v100's 51.20): its sums paid an L2 round trip a position, 4-8 positions a tile, in turn for the one or two tiles a CTA
 touched. Batched, a share's loads are in flight together, as v100's exchange's are.
-Compile-only (nvcc 13.0): every kernel 168 registers, no spills, no stack.
+Compile-only (nvcc 13.0): every kernel 168 registers, no spills, no stack (batches of 2 x 8 above S = 4 spilled 28
+bytes in a first compile; 1 x 8 does not).
 Prediction: 128x7168x16384: loop -> end back near v100's (~3.7 µs median; the last CTA ~2 µs after the last loop, which
 ends 4.0 µs sooner than v100's): ~56.1 -> ~51.5-53 µs, `compare gemm v100 v110` 1.05-1.09x there, the others SAME.
 Refuted if under 1.03x on that shape: then what holds the tiles' ends is the wait for their slowest contributor (CTAs
