@@ -16,6 +16,8 @@ Prediction: 128x7168x16384: loop -> end back near v100's (~3.7 µs median; the l
 ends 4.0 µs sooner than v100's): ~56.1 -> ~51.5-53 µs, `compare gemm v100 v110` 1.05-1.09x there, the others SAME.
 Refuted if under 1.03x on that shape: then what holds the tiles' ends is the wait for their slowest contributor (CTAs
 of 14 laps against 13) or the partials' writes, which marks per piece would tell apart.
+The gpumode figure (50 calls back to back after one flush) may gain less: back to back the card reaches its 700 W cap
+on this shape, and with 132 CTAs busy its clock fell 1,950 -> 1,845 MHz (studies/sustained_clock.py, session 75).
 Measured: not yet run
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
