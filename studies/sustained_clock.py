@@ -75,9 +75,13 @@ def main() -> None:
     tele = telemetry.Telemetry(torch)
     if not tele.available:
         raise SystemExit("no NVML (nvidia-ml-py) on this machine: nothing to read")
+    from harness.errors import UserError
     print(f"{'case':58s} {'µs/call':>8s} {'SM MHz':>7s} {'W':>6s}  reasons (share of readings)")
     for case in cases:
-        call, label = make_call(case, torch)
+        try:
+            call, label = make_call(case, torch)
+        except (UserError, KeyError) as exc:  # an unknown problem, version or shape key: said, not a traceback
+            raise SystemExit(f"{case}: {exc}") from None
         for _ in range(20):  # warm-up: builds, caches, the clock's first ramp
             call()
         torch.cuda.synchronize()
