@@ -7,7 +7,8 @@ the schedule. The harness's telemetry samples one NVML reading a timed block, wh
 leave gaps; this runs each case back to back on one input (no flush, no synchronise) for a few seconds while a thread
 reads NVML every 10 ms, and prints per case the median SM clock, power, the share of readings with each clocks-event
 reason (sw_power_cap: the power limit holds the clock down) and the µs a call the device took (events around the
-whole run, over its calls).
+whole run, over its calls). A case whose host path is longer than its device time leaves the device idle between
+calls: its µs a call is then the host's, and its power below what the kernel alone would draw.
 
 Cases: PROBLEM:VERSION:SHAPE (SHAPE a benchmarks index, or key=value pairs as --shape takes them) or mm:M,N,K (torch.mm on bf16 operands, bf16 out: cuBLAS at
 every SM for comparison).
@@ -85,7 +86,7 @@ def main() -> None:
         for _ in range(20):  # warm-up: builds, caches, the clock's first ramp
             call()
         torch.cuda.synchronize()
-        # calls a batch so the host keeps ahead of the device: sized from one timed batch
+        # how many calls fill --seconds: from 20 timed ones
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(20):
@@ -115,8 +116,12 @@ def main() -> None:
         # the readings of the run's middle (the first and last tenth left out: ramp and drain)
         cut = len(samples) // 10
         mid = samples[cut:len(samples) - cut] or samples
-        mhz = statistics.median(s["sm_mhz"] for s in mid if "sm_mhz" in s)
-        watts = statistics.median(s["power_w"] for s in mid if "power_w" in s)
+        clocks = [s["sm_mhz"] for s in mid if "sm_mhz" in s]
+        powers = [s["power_w"] for s in mid if "power_w" in s]
+        if not clocks or not powers:  # NVML answered with errors only
+            print(f"{label[:58]:58s} {us:8.2f}  no clock or power readings ({len(samples)} samples)", flush=True)
+            continue
+        mhz, watts = statistics.median(clocks), statistics.median(powers)
         counts: dict = {}
         for s in mid:
             for r in s.get("reasons", []):
