@@ -17,6 +17,7 @@ profiler nor ncu watches a compiler. This module is also the child (``python -m 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
@@ -162,9 +163,11 @@ class SampledKernel:
                 total[reason] = total.get(reason, 0) + n
         return dict(sorted(total.items(), key=lambda kv: -kv[1]))
 
+    @functools.cached_property
     def loops(self) -> list:
         """Its wgmma loops (probe sass's rule: the innermost predicated back-edge around HGMMA), each with the samples
-        of its instructions: how a kernel's warp-time splits between its loops and the code around them."""
+        of its instructions: how a kernel's warp-time splits between its loops and the code around them. Cached: the
+        two-version profile reads them twice (the kernel's table, then the comparison by loop)."""
         from harness.probes.sass import wgmma_spans
         at = [(int(line.address, 16), line.source.strip()) for line in self.lines]
 
@@ -248,7 +251,7 @@ def loop_time(sampled: list, kernels: list) -> dict:
     for k, timed in zip(sampled, kernels):
         if not k.samples:
             continue
-        loops = [loop for loop in k.loops() if loop.samples]
+        loops = [loop for loop in k.loops if loop.samples]
         for loop in loops:
             times[loop.shape] = times.get(loop.shape, 0.0) + timed.duration_us * loop.samples / k.samples
         outside = k.samples - sum(loop.samples for loop in loops)

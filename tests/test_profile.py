@@ -132,7 +132,7 @@ def test_source_page_loops_by_back_edge():
     text = "\n".join(['"Kernel Name","k",', SOURCE_HEADER] +
                      [f'"{a}","  {s}","{n}","{w}","0","{n - w}"' for a, s, n, w in rows])
     (k,) = profile.parse_ncu_source(text)
-    (loop,) = k.loops()
+    (loop,) = k.loops
     assert (loop.first, loop.last, loop.instructions, loop.shape) == ("0x110", "0x150", 5, "64x96x16")
     assert loop.samples == 40 + 30 + 8 + 7 + 6 and loop.reasons == {"wait": 10 + 30 + 8 + 7 + 6}
 

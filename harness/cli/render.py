@@ -970,7 +970,7 @@ def print_ncu(problem: str, sub, shape, res: dict, sass: int = 0) -> None:
         stalled = sum(reasons.values())
         console.print(f"{escape(k.name[:100])}: {k.samples:,} warp samples, stalled in {stalled:,}: " + ", ".join(
             f"{r} {100 * n / k.samples:.0f}%" for r, n in list(reasons.items())[:6]))
-        loops = k.loops()
+        loops = k.loops
         sampled = [loop for loop in loops if loop.samples]
         if sampled:
             table = Table(show_header=True, box=None, pad_edge=False)
@@ -981,7 +981,7 @@ def print_ncu(problem: str, sub, shape, res: dict, sass: int = 0) -> None:
                 stalled = sum(loop.reasons.values())
                 table.add_row(f"{loop.first}-{loop.last}", f"{loop.instructions:,}", loop.shape, f"{loop.samples:,}",
                               f"{100 * loop.samples / k.samples:.1f}",
-                              f"{100 * (loop.samples - stalled) / loop.samples:.0f}" if loop.samples else "-",
+                              f"{100 * (loop.samples - stalled) / loop.samples:.0f}",
                               ", ".join(f"{r} {100 * n / loop.samples:.0f}%" for r, n in list(loop.reasons.items())[:4]))
             console.print(table)
             inside = sum(loop.samples for loop in loops)
