@@ -2,10 +2,11 @@
 
 Version: v113
 Parent: v112
-Change: a stream tile's owner (v112) no longer reads the other pieces' partials with __ldcg in batches of 8 float4;
-thread 0 issues one bulk copy of each partial into the drained ring as its flag is seen (two a round at 128 rows, the
-C stage's room), all on the `gather` mbarrier (v100's split exchange's mechanism), and every thread adds its positions
-from shared memory in K order.
+Change: the stream-K launch's tile owners (v109's stream over 132 CTAs, v112's owner: the CTA with the tile's first K
+blocks keeps its sums in registers) take the other pieces' partials by bulk copy into the drained ring, one a partial
+as its flag is seen, instead of __ldcg in batches of 8 float4: two a round at 128 rows (the C stage's room), all on the
+`gather` mbarrier (v100's split exchange's mechanism), every thread then adding its positions from shared memory in K
+order.
 Arch: sm_90a
 Analogue: v100's reduce_through_l2 (peers' parts by bulk copy on `gather`, taken in the order their flags rise)
 Why: `probe marks gemm v111 v112 --shapes benchmarks:0` (session 76): v112's loop -> end fell 3.36 -> 1.76 µs median,
@@ -17,7 +18,18 @@ Prediction: the last CTA's end ~2-3 µs after its loop (middle piece published ~
 ~0.7, adds and C ~0.5) against v111's ~6: 128x7168x16384 ~51.5-52.5 µs, `compare gemm v111 v113` 1.02-1.05x there,
 the others SAME (their code is v111's). Refuted if under 1.01x: then the path is the middle pieces' own publishing
 (their stores and gpu-scope release after the loop), which marks per piece would show.
-Measured: not yet run
+Measured: NVIDIA H200, session 76 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit 48419df). `test --dist all` (40 of 40), the
+edges (12 of 12), the four stream shapes of v112 on all four distributions and random:4 on mixed pass; racecheck and
+synccheck CLEAN on 200x3072x4608 (tiles of S = 2-4: one and two rounds of copies). `compare gemm v111 v113` (kernel
+method, one process): 128x7168x16384 54.28 -> 52.28 µs 1.038x [1.038, 1.039] FASTER, 128x4096x7168 0.990x [0.982,
+0.998] SAME, 128x7168x2048 0.994x SAME; geomean 1.007x; outputs v111's bit for bit (so v100's). Against v100 by the
+chain of this session's compares ~1.07x on 128x7168x16384 (v111 1.037x, v113 1.038x over it); not yet compared with
+v100 in one process. `probe marks gemm v111 v113 --shapes benchmarks:0` (20 calls, medians; B = v113): K loop done
+42.46 -> 40.58 (last CTA 43.34 -> 41.74), loop -> end 3.33 -> 1.82 µs, end 46.08 -> 43.20 median and 49.31 -> 47.60 for
+the last CTA: the slowest CTA still ends ~5.9 µs after the last loop, which the median CTA's 1.82 does not explain
+(next: marks at a piece's publication and at an owner's partials in). Recorded (`run --record`, same call): gpumode
+52.84 / 22.58 / 14.58 µs, kernel 52.49 / 21.20 / 12.82 µs. Prediction held on 128x7168x16384 (1.02-1.05x); issue 45's
+50 µs is 2.5 µs away.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the

@@ -1,20 +1,33 @@
-"""NVFP4 GEMM v111: v110 with a stream launch in a kernel instantiation of its own (split and plain launches run v100's code).
+"""NVFP4 GEMM v110: v109's stream-K with its final sums loaded a batch of positions at a time (v100's sum_share's way).
 
-Version: v111
-Parent: v110
-Change: the stream launch (v109's stream-K, v110's batched sums) is its own gemm_kernel instantiation (kStream), not a
-branch inside the split kernel: the split, paired and plain launches compile to v100's loops again (`probe sass`: the
-128-row split loop 851 instructions, v100's 851).
+Version: v110
+Parent: v109
+Change: v109's final sums read a batch of positions x partials before the first add, as v100's sum_share does, not one
+position an iteration: 8 positions x 2 partials a batch where S = 2, 4 x 4 where S is 3-4, 1 x 8 above.
 Arch: sm_90a
-Analogue: v66's paired launches (an instantiation per launch kind)
-Why: `compare gemm v100 v110` (session 76, H200, one process): 128x7168x16384 1.022x [1.015, 1.028] FASTER (55.99 ->
-54.81 µs), 128x4096x7168 0.972x [0.965, 0.980] SLOWER (21.19 -> 21.79), 128x7168x2048 SAME; geomean 0.997x. The
-4096 shape runs a split launch (S = 4; no stream launch: 4 laps a CTA would not beat 28 blocks by 8%), whose code
-carried v110's stream branch; separate, it is v100's.
-Prediction: `compare gemm v100 v111`: 128x7168x16384 ~1.02x (v110's), the other two SAME; a new best by a margin.
-Refuted if 128x4096x7168 is still slower: then the loss is not the kernel's code but something the stream change did
-on the host (the plan, the workspace).
-Measured: not yet run
+Analogue: v100's sum_share (the split launch's final sums, batches of kBatch positions x S parts)
+Why: v109 (attic) ran 128x7168x16384's loops as predicted (`probe marks`: K loop done 46.88 -> 42.30 µs median, last
+CTA 47.42 -> 43.38) and lost it after them (loop -> end 3.68 -> 5.50 µs median, the last CTA ending 54.16 against
+v100's 51.20): its sums paid an L2 round trip a position, 4-8 positions a tile, in turn for the one or two tiles a CTA
+touched. Batched, a share's loads are in flight together, as v100's exchange's are.
+Compile-only (nvcc 13.0): every kernel 168 registers, no spills, no stack (batches of 2 x 8 above S = 4 spilled 28
+bytes in a first compile; 1 x 8 does not).
+Prediction: 128x7168x16384: loop -> end back near v100's (~3.7 µs median; the last CTA ~2 µs after the last loop, which
+ends 4.0 µs sooner than v100's): ~56.1 -> ~51.5-53 µs, `compare gemm v100 v110` 1.05-1.09x there, the others SAME.
+Refuted if under 1.03x on that shape: then what holds the tiles' ends is the wait for their slowest contributor (CTAs
+of 14 laps against 13) or the partials' writes, which marks per piece would tell apart.
+The gpumode figure (50 calls back to back after one flush) may gain less: back to back the card reaches its 700 W cap
+on this shape, and with 132 CTAs busy its clock fell 1,950 -> 1,845 MHz (studies/sustained_clock.py, session 75).
+Measured: NVIDIA H200, session 76 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit d95f7a4). `test --dist all` (40 of 40) and
+the edges (12 of 12) pass. `compare gemm v100 v110` (kernel method, one process): 128x7168x16384 55.99 -> 54.81 µs
+1.022x [1.015, 1.028] FASTER, 128x4096x7168 21.19 -> 21.79 0.972x [0.965, 0.980] SLOWER (a split launch, no stream:
+its kernel carried the stream branch), 128x7168x2048 SAME 0.996x; geomean 0.997x SAME; outputs v100's bit for bit.
+Under the prediction's 1.05x: refuted. `probe marks gemm v100 v110 --shapes benchmarks:0` (20 calls, medians; B =
+v110): K loop done 46.82 -> 43.07 (last CTA 47.68 -> 44.16), end 50.56 -> 47.10 median but 51.31 -> 50.06 for the last
+CTA: loop -> end 3.71 -> 3.33 µs within a CTA, the slowest CTA's end still ~6 µs after the last loop (a CTA sums its
+shares of two tiles, each waiting for the tile's slowest piece). v111 (its own instantiation), v112 and v113 (the
+tile's owner) go on from here.
+Verdict: mixed
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -71,7 +84,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v111"
+EXTENSION_NAME = "nvfp4_gemm_v110"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -1098,13 +1111,10 @@ __device__ __forceinline__ void consume_paired(const GroupDesc& d, int m0, int n
 // NOTE: and one per split-or-not (v30: both epilogues in every kernel): kSplit launches have S > 1,
 // the others S = 1, so an unsplit kernel never reads problem.splits.
 // NOTE: v66: and one per paired-or-not (kPaired: unsplit, 64 rows of B a tile, consume_paired).
-// NOTE: v111: and a stream launch (kStream, v109) its own: v110 ran it as a branch of the split kernel, and the split
-// launches' code, though it never took the branch, lost 0.972x on 128x4096x7168 (`compare gemm v100 v110`, session 76).
-template <int kN, bool kSplit, bool kPaired, bool kStream>
+template <int kN, bool kSplit, bool kPaired>
 __global__ void __launch_bounds__(kThreads, 1)
 gemm_kernel(const __grid_constant__ Problem problem) {
     static_assert(!(kSplit && kPaired), "a paired launch is never split");
-    static_assert(!kStream || kSplit, "a stream launch is a split launch (S > 1: partials and flags)");
     extern __shared__ uint8_t smem_raw[];
     // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; the descriptor assumes tiles
     // that start on such a boundary (base offset 0).
@@ -1153,8 +1163,11 @@ gemm_kernel(const __grid_constant__ Problem problem) {
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
         if (threadIdx.x == 0) {
-            if constexpr (kStream) produce_stream<kN>(problem, ring, full, empty);  // v109
-            else produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
+            bool streamed = false;
+            if constexpr (kSplit) {
+                if (problem.stream) { produce_stream<kN>(problem, ring, full, empty); streamed = true; }  // v109
+            }
+            if (!streamed) produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
         }
         return;
     }
@@ -1164,38 +1177,23 @@ gemm_kernel(const __grid_constant__ Problem problem) {
         else consume_paired<kN, 1>(d, m0, n0, num_k, ring, ring_generic, full, empty);
     }
     else {
-        if constexpr (kStream) consume_stream<kN>(problem, ring, ring_generic, full, empty);  // v109
-        else consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);
+        bool streamed = false;
+        if constexpr (kSplit) {
+            if (problem.stream) { consume_stream<kN>(problem, ring, ring_generic, full, empty); streamed = true; }  // v109
+        }
+        if (!streamed) consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);
     }
     if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
 }
 
-// A launch's kind: which gemm_kernel instantiation runs it.
-enum LaunchKind { kSplitLaunch = 0, kPairedLaunch = 1, kPlainLaunch = 2, kStreamLaunch = 3, kLaunchKinds = 4 };
-
-static LaunchKind kind_of(const Problem& problem) {
-    if (problem.stream) return kStreamLaunch;
-    if (problem.splits > 1) return kSplitLaunch;
-    return problem.tile_n == PAIRED_N ? kPairedLaunch : kPlainLaunch;
-}
-
-template <int kN>
-static void (*kernel_of_kind(LaunchKind kind))(Problem) {
-    switch (kind) {
-        case kSplitLaunch: return gemm_kernel<kN, true, false, false>;
-        case kPairedLaunch: return gemm_kernel<kN, false, true, false>;
-        case kStreamLaunch: return gemm_kernel<kN, true, false, true>;
-        default: return gemm_kernel<kN, false, false, false>;
-    }
-}
-
-// The kernel for a launch whose M tiles are `rows` rows (a multiple of M_STEP up to BLOCK_M_MAX) of `kind`.
-static void (*kernel_for(int rows, LaunchKind kind))(Problem) {
+// The kernel for a launch whose M tiles are `rows` rows (a multiple of M_STEP up to BLOCK_M_MAX), split (S > 1),
+// paired (v66) or neither.
+static void (*kernel_for(int rows, bool split, bool paired))(Problem) {
     switch (rows) {
-        case 32: return kernel_of_kind<32>(kind);
-        case 64: return kernel_of_kind<64>(kind);
-        case 96: return kernel_of_kind<96>(kind);
-        default: return kernel_of_kind<128>(kind);
+        case 32: return split ? gemm_kernel<32, true, false> : paired ? gemm_kernel<32, false, true> : gemm_kernel<32, false, false>;
+        case 64: return split ? gemm_kernel<64, true, false> : paired ? gemm_kernel<64, false, true> : gemm_kernel<64, false, false>;
+        case 96: return split ? gemm_kernel<96, true, false> : paired ? gemm_kernel<96, false, true> : gemm_kernel<96, false, false>;
+        default: return split ? gemm_kernel<128, true, false> : paired ? gemm_kernel<128, false, true> : gemm_kernel<128, false, false>;
     }
 }
 
@@ -1357,8 +1355,8 @@ static int prepare_device(int& device, int& sms) {
     if (device >= 64) return static_cast<int>(cudaErrorInvalidDevice);
     if (!smem_opted_in[device]) {  // NOTE: above 48 KB a kernel must opt in, once per device
         for (int rows = M_STEP; rows <= BLOCK_M_MAX; rows += M_STEP) {
-            for (int kind = 0; kind < kLaunchKinds; ++kind) {
-                const cudaError_t err = cudaFuncSetAttribute(kernel_for(rows, static_cast<LaunchKind>(kind)),
+            for (int kind = 0; kind < 3; ++kind) {  // split, paired, neither
+                const cudaError_t err = cudaFuncSetAttribute(kernel_for(rows, kind == 0, kind == 1),
                                                              cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
                 if (err != cudaSuccess) return static_cast<int>(err);
             }
@@ -1512,7 +1510,8 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         config.numAttrs = 1;
         cudaError_t err = cudaGetLastError();  // NOTE: the prepass's launch error, if any
         if (err == cudaSuccess)
-            err = cudaLaunchKernelEx(&config, kernel_for(problem.groups[0].m_tile_rows, kind_of(problem)), problem);
+            err = cudaLaunchKernelEx(&config, kernel_for(problem.groups[0].m_tile_rows, problem.splits > 1, problem.tile_n == PAIRED_N),
+                                     problem);
         if (err != cudaSuccess) return static_cast<int>(err);
     }
     return 0;

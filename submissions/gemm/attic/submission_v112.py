@@ -19,7 +19,17 @@ Prediction: 128x7168x16384: the owners' loop -> end ~1.5-2.5 µs (a wait on the 
 shapes SAME (no stream launch: their code is v111's). Refuted if under 1.01x: then the owners' wait for the middle
 pieces (their loops end with the owner's) is the path, and a stream over 1-block units (no piece of 7 laps against 6)
 or an owner chosen by which piece ends first would be next.
-Measured: not yet run
+Measured: NVIDIA H200, session 76 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit 0a07846). `test --dist all` (40 of 40), the
+edges (12 of 12), four stream shapes (32x5760x4608, 200x3072x4608 with tiles of S = 2-4, 64x3072x4608 at L = 2,
+128x7168x16384) on all four distributions, random:4 on mixed and the bad inputs (12 of 12) pass; racecheck and
+synccheck CLEAN on 200x3072x4608. `compare gemm v111 v112` (one process): 128x7168x16384 53.80 -> 54.26 µs 0.992x
+[0.989, 0.994], the others SAME (0.995x, 0.993x); `compare gemm v100 v112`: 1.029x [1.024, 1.035] FASTER, 0.992x SAME,
+0.998x SAME, geomean 1.007x; outputs bit for bit the parents'. Refuted (under 1.01x). `probe marks gemm v111 v112
+--shapes benchmarks:0` (B = v112): loop -> end 3.36 -> 1.76 µs median, end 45.60 -> 43.65 median, but the last CTA's
+end 48.90 -> 49.84: an owner's 64-128 KB came in batches of 8 float4 a thread (16 spilled under the 168 registers
+ptxas allots), 2-4 L2 round trips in turn. Its rows were recorded in that call (gpumode 54.9 / kernel ~54.3 µs on
+128x7168x16384) but not merged: the version is in attic. v113 brings the partials in by bulk copy.
+Verdict: slower
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
