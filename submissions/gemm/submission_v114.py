@@ -732,8 +732,6 @@ __device__ __forceinline__ void produce_stream(const Problem& problem, uint32_t 
     }
 }
 
-// v110: this thread's positions j_begin .. j_end - 1 of a stream tile summed over its S partials in K order (slot 0
-// first) into the staged C tile, kBatch positions at a time: every load of a batch issued before its first add.
 // Consumers of a stream CTA: each piece's K loop (consume()'s, the ring's parity carried from piece to piece). A piece
 // that is not its tile's first K blocks (q > 0) publishes its fp32 sums to the tile's partial slot q with a flag and
 // the CTA goes on; a tile's first piece (q = 0: the owner) is the CTA's last (the host admits a stream launch only
