@@ -89,9 +89,10 @@ BLOCK_K = 64
 EXTENSION_NAME = "nvfp4_gemm_v115"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
-# v114: 6 and 7 only on stream launches (a CTA's last published piece; an owner's last round of partials landed)
-MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end",
-              "piece published", "partials in (owner)"]
+# v114: 5 and 6 only on stream launches (a CTA's last published piece; an owner's last round of partials landed), in
+# id order as in time (`probe marks` reads its phases from one mark to the next stamped one): "end" moved to 7
+MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done",
+              "piece published", "partials in (owner)", "end"]
 FUNCTIONS = ["gemm_function", "launch_counts"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -860,7 +861,7 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
             // one thread's acq_rel fence and relaxed store).
             if (cthread == 0) {
                 flag_release(problem.flags + tile * problem.splits + q);
-                NVFP4_MARK(6);  // NOTE: a CTA that publishes twice keeps its last stamp
+                NVFP4_MARK(5);  // NOTE: a CTA that publishes twice keeps its last stamp
             }
             continue;
         }
@@ -895,7 +896,7 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
                 }
             }
             mbar_wait(gather, round & 1);
-            if (cthread == 0 && p1 == S) NVFP4_MARK(7);
+            if (cthread == 0 && p1 == S) NVFP4_MARK(6);
             for (int p = p0; p < p1; ++p) {  // NOTE: in K order (v100's split order)
                 const uint32_t base = ring + (p - p0) * kPartBytes + cthread * 16;
                 #pragma unroll
@@ -1238,7 +1239,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
         if constexpr (kStream) consume_stream<kN>(problem, ring, ring_generic, full, empty, gather);  // v109
         else consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);
     }
-    if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
+    if (threadIdx.x == kProducerThreads) NVFP4_MARK(7);
 }
 
 // A launch's kind: which gemm_kernel instantiation runs it.
