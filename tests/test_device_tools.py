@@ -1,0 +1,114 @@
+"""tools/try_version.sh's decisions, with the harness replaced by a recorder: which steps a device round runs.
+
+A device call is 10 minutes of a 30-minute session budget; these check the script's choices without a GPU: custom
+SHAPES reach the tests and both sanitizers, and the recorded runs follow the compare's verdicts (RECORD).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tools" / "try_version.sh"
+
+# A stand-in `python3`: `-m harness ...` is logged (and compare / run write the CSV their -o names); the script's one
+# inline resolve (`-c ... resolve ...`) prints a source that names mbarrier (so the sanitizer steps run); anything
+# else (the script's CSV readers) runs on the real interpreter.
+FAKE = r'''#!{python}
+import os, sys
+args = sys.argv[1:]
+if args[:2] == ["-m", "harness"]:
+    with open(os.environ["FAKE_LOG"], "a") as log:
+        log.write(" ".join(args[2:]) + "\n")
+    out = args[args.index("-o") + 1] if "-o" in args else None
+    if args[2] == "compare" and out:
+        with open(out, "w") as f:
+            f.write("shape,status,speedup,lo,hi,verdict\n")
+            for i, verdict in enumerate(os.environ["FAKE_VERDICTS"].split(",")):
+                f.write(f"s{{i}},PASS,1.0,0.99,1.01,{{verdict}}\n")
+    if args[2] == "run" and out:
+        with open(out, "w") as f:
+            f.write("shape,status,mean_us\ns0,PASS,1.0\n")
+    sys.exit(0)
+if args[:1] == ["-c"] and "resolve" in args[1]:
+    print(os.environ["FAKE_SOURCE"])
+    sys.exit(0)
+os.execv({python!r}, [{python!r}] + args)
+'''
+
+
+@pytest.fixture
+def round_env(tmp_path):
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python3"
+    fake.write_text(FAKE.format(python=sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    source = tmp_path / "submission_v2.py"
+    source.write_text("# uses mbarrier\n")
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", NVFP4_GIT_COMMIT="abc1234",
+               OUT=str(tmp_path / "out"), FAKE_LOG=str(tmp_path / "calls.log"), FAKE_SOURCE=str(source))
+    for key in ("RECORD", "SHAPES", "SHAPES_gemm", "STEPS", "DEADLINE_AT"):
+        env.pop(key, None)
+    return tmp_path, env
+
+
+def try_version(round_env, verdicts: str, **extra) -> tuple[subprocess.CompletedProcess, list[str]]:
+    tmp_path, env = round_env
+    env = dict(env, FAKE_VERDICTS=verdicts, **extra)
+    done = subprocess.run(["bash", str(SCRIPT), "gemm", "v2", "v1"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    log = tmp_path / "calls.log"
+    return done, (log.read_text().splitlines() if log.exists() else [])
+
+
+def recorded(calls: list[str]) -> list[str]:
+    return [c for c in calls if c.startswith("run ") and "--record" in c]
+
+
+def test_a_version_faster_on_a_shape_and_slower_on_none_is_recorded_both_ways(round_env):
+    done, calls = try_version(round_env, "FASTER,SAME")
+    assert done.returncode == 0, done.stderr
+    assert len(recorded(calls)) == 2 and any("--method kernel" in c for c in recorded(calls))
+
+
+@pytest.mark.parametrize("verdicts", ["SAME,SAME", "FASTER,SLOWER"])
+def test_a_version_that_wins_nowhere_is_not_recorded_by_default(round_env, verdicts):
+    tmp_path, _ = round_env
+    done, calls = try_version(round_env, verdicts)
+    assert done.returncode == 0, done.stderr
+    assert recorded(calls) == [] and any(c.startswith("compare gemm v1 v2") for c in calls)
+    assert "not recorded (RECORD=if-faster" in (tmp_path / "out" / "summary.txt").read_text()
+
+
+def test_record_always_records_whatever_the_compare_said(round_env):
+    done, calls = try_version(round_env, "SLOWER", RECORD="always")
+    assert done.returncode == 0, done.stderr
+    assert len(recorded(calls)) == 2
+
+
+def test_an_unknown_record_value_is_refused_before_any_step(round_env):
+    done, calls = try_version(round_env, "FASTER", RECORD="sometimes")
+    assert done.returncode == 2 and "RECORD must be if-faster or always" in done.stderr
+    assert calls == []
+
+
+def test_the_problem_s_shapes_reach_the_tests_and_both_sanitizers(round_env):
+    shapes = "m=32,n=5760,k=4608,l=1|m=200,n=3072,k=4608,l=1"
+    done, calls = try_version(round_env, "SAME", SHAPES_gemm=shapes, SHAPES="m=1,n=1,k=1,l=1")
+    assert done.returncode == 0, done.stderr
+    wanted = "--shape m=32,n=5760,k=4608,l=1 --shape m=200,n=3072,k=4608,l=1"
+    assert any(c.startswith("test gemm v2") and wanted in c and "--dist all" in c for c in calls)
+    for tool in ("racecheck", "synccheck"):
+        with_shapes = [c for c in calls if c.startswith(f"sanitize gemm v2 --tool {tool}") and wanted in c]
+        assert len(with_shapes) == 1, calls
+    assert not any("m=1,n=1" in c for c in calls)  # NOTE: the problem's own SHAPES_<problem> wins over SHAPES
