@@ -108,7 +108,7 @@ for r in csv.DictReader(open(sys.argv[1])):
 PY
 grep -E "^geomean" "$log" | tail -1 | tee -a "$summary"
 # NOTE: a version that wins nowhere goes to attic and its rows are never read; recording them cost ~40 s of device time
-# a version (session 76 recorded gemm v112 before its parent's compare put it there).
+# a version (session 76 recorded gemm v112, SAME against its parent, on its way to attic).
 if [ "$record" = if-faster ] && ! python3 - "$OUT/compare.csv" <<'PY'
 import csv, sys
 verdicts = [r["verdict"] for r in csv.DictReader(open(sys.argv[1]))]

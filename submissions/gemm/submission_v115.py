@@ -18,7 +18,9 @@ middle's publication (64 KB of stores, the release) and a copy: `probe marks gem
 5.9 µs after the last loop, its median 1.82. A middle one unit (~1.5 µs) shorter publishes while the owner runs its
 last unit. A model of the runs (each unit 4 x 0.367 µs, publication P, the owner's copy, adds and C 1 µs): equal
 runs of laps 43.1 + (P - 1) µs to the last tile stored, v115's layout 42.1 + max(0, P - 1.5): 1.0-1.5 µs less
-for P of 1-3 µs.
+for P of 1-3 µs. v108 (attic, session 70) made the same trade on v100's S = 2 split and measured SAME: split 0's four
+more blocks made it the longest CTA and gave back what its partner's shorter run saved. Here no owner runs longer than
+v113's longest CTA (112 blocks both); only the middles are shorter (108 against 104-112).
 Checked on the CPU (nvcc, host code and the device's run lookups compiled for the host): over 40,960 launches (1-80
 tiles, K of 4-512 blocks, 78 / 114 / 132 / 160 SMs; 10,765 of them stream launches) the runs cover every unit once,
 each shorter than a tile, every tile shared by 2 to problem.splits CTAs, every tile's first piece its CTA's last,
