@@ -1298,12 +1298,12 @@ static int stream_layout(long long units, int upt, int run_short, int run_long, 
     return c;
 }
 
-// v109: a split launch (S > 1) as a stream launch when its longest CTA is no longer (v116; v109-v115: 8% shorter): at most one CTA
-// an SM, runs of the launch's units (stream_layout). Only where every batch has the same K blocks, a multiple of
-// kStreamUnit, at least 24 blocks a run (kMinBlocksPerSplitWave's), no run as long as a tile (v112: every tile has
-// S >= 2 and its head piece is its CTA's last, consume_stream's owner) and no tile shared by more than kMaxSplits CTAs
-// (its partial slots). problem.splits becomes the most CTAs any tile is shared by (its slots a tile), problem.ctas
-// the runs.
+// v109: a split launch (S > 1) as a stream launch when its longest CTA is no longer than the split's (v116; v109-v115:
+// 8% shorter): at most one CTA an SM, runs of the launch's units (stream_layout). Only where every batch has the same K
+// blocks, a multiple of kStreamUnit, at least 24 blocks a run (kMinBlocksPerSplitWave's), no run as long as a tile
+// (v112: every tile has S >= 2 and its head piece is its CTA's last, consume_stream's owner) and no tile shared by more
+// than kMaxSplits CTAs (its partial slots). problem.splits becomes the most CTAs any tile is shared by (its slots a
+// tile), problem.ctas the runs.
 // NOTE: v115: owners' runs one unit longer than the others' (run_long = run_short + 1) where that still fits the
 // SMs: an owner waits for its tile's middle pieces, whose loops end with its own in equal runs (v113's marks: the
 // slowest CTA 5.9 µs after the last loop); a middle one unit (4 blocks, ~1.5 µs) shorter publishes under the owner's
