@@ -27,6 +27,9 @@ args = sys.argv[1:]
 if args[:2] == ["-m", "harness"]:
     with open(os.environ["FAKE_LOG"], "a") as log:
         log.write(" ".join(args[2:]) + "\n")
+    if os.environ.get("FAKE_FAIL") and os.environ["FAKE_FAIL"] in " ".join(args[2:]):
+        print("FAKE FAILURE of", " ".join(args[2:]))
+        sys.exit(1)
     out = args[args.index("-o") + 1] if "-o" in args else None
     if args[2] == "compare" and out:
         with open(out, "w") as f:
@@ -57,7 +60,7 @@ def round_env(tmp_path):
     source.write_text("# uses mbarrier\n")
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", NVFP4_GIT_COMMIT="abc1234",
                OUT=str(tmp_path / "out"), FAKE_LOG=str(tmp_path / "calls.log"), FAKE_SOURCE=str(source))
-    for key in ("RECORD", "SHAPES", "SHAPES_gemm", "STEPS", "DEADLINE_AT"):
+    for key in ("RECORD", "SHAPES", "SHAPES_gemm", "STEPS", "DEADLINE_AT", "FAKE_FAIL"):
         env.pop(key, None)
     return tmp_path, env
 
@@ -112,3 +115,21 @@ def test_the_problem_s_shapes_reach_the_tests_and_both_sanitizers(round_env):
         with_shapes = [c for c in calls if c.startswith(f"sanitize gemm v2 --tool {tool}") and wanted in c]
         assert len(with_shapes) == 1, calls
     assert not any("m=1,n=1" in c for c in calls)  # NOTE: the problem's own SHAPES_<problem> wins over SHAPES
+
+
+def test_a_failed_check_stops_the_version_after_every_check_has_ended(round_env):
+    tmp_path, _ = round_env
+    done, calls = try_version(round_env, "FASTER", FAKE_FAIL="--tool racecheck")
+    assert done.returncode == 1
+    assert any("--tool synccheck" in c for c in calls) and any("--bad-inputs" in c for c in calls)  # NOTE: all ran
+    assert not any(c.startswith(("compare ", "run ")) for c in calls)  # NOTE: nothing timed after a failed check
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert "racecheck (smallest tests and benchmark shapes): FAILED" in summary and "FAKE FAILURE" in summary
+
+
+def test_a_failed_soft_check_is_said_and_the_version_goes_on_to_its_timing(round_env):
+    tmp_path, _ = round_env
+    done, calls = try_version(round_env, "FASTER", FAKE_FAIL="--bad-inputs")
+    assert done.returncode == 0, done.stderr
+    assert any(c.startswith("compare gemm v1 v2") for c in calls) and len(recorded(calls)) == 2
+    assert "bad inputs (test --bad-inputs): FAILED" in (tmp_path / "out" / "summary.txt").read_text()

@@ -2,7 +2,9 @@
 # One device call for a new kernel version: build, correctness (both distributions, the tests and
 # the edges shapes; racecheck and synccheck for versions using mbarriers), the bad inputs (a failure
 # said, not stopping), compare against its parent, then the recorded runs (gpumode, then kernel).
-# Stops at the first failure; a short summary is the last thing printed (and $OUT/summary.txt).
+# The checks after the build run side by side (nothing is timed until all have ended); a failed one stops the
+# version after them, a failed build or timed step at once; a short summary is the last thing printed (and
+# $OUT/summary.txt).
 # Usage (device machine, repo root): bash tools/try_version.sh PROBLEM VERSION PARENT
 # Env: NVFP4_GIT_COMMIT (required: the commit being run, which the copied tree cannot tell),
 # BUDGET (run seconds, default 3; compare stops on its own: decided and precise, or 10 s a shape),
@@ -58,6 +60,39 @@ attempt() {  # attempt NAME TAIL FATAL CMD...: run under the round's limits, log
 step() { local name=$1; shift; attempt "$name" 20 1 "$@"; }  # step NAME CMD...: run, log, and stop on failure
 # soft NAME CMD...: like step, but a failure is said and the steps go on (a finding, not a broken build)
 soft() { local name=$1; shift; attempt "$name" 16 0 "$@"; }
+# The checks (correctness only, nothing timed) run side by side: queue FATAL NAME CMD... adds one, checks runs them all
+# and says each outcome in queue order, stopping (finish 1) after them if a fatal one failed.
+# NOTE: session 76: one at a time they took ~110 s of a version's device call (tests 17, edges 15, custom shapes 15,
+# random 14, bad inputs 8, racecheck 30, synccheck 11), the longest of them 30; the timed steps start after all end.
+check_names=() check_fatal=() check_cmds=()
+queue() { local fatal=$1 name=$2; shift 2; check_names+=("$name"); check_fatal+=("$fatal"); check_cmds+=("$(printf '%q ' "$@")"); }
+checks() {
+  [ "${#check_names[@]}" -eq 0 ] && return
+  local t; t=$(limit); if [ "$t" -lt 20 ]; then say "checks: skipped (the round's deadline)"; finish 3; fi
+  local i rc stop=0 pids=()
+  for i in "${!check_names[@]}"; do
+    ( eval "timeout -k 10 $t ${check_cmds[$i]}" > "$OUT/.check-$i.log" 2>&1; echo $? > "$OUT/.check-$i.rc" ) &
+    pids+=("$!")
+  done
+  wait "${pids[@]}"
+  for i in "${!check_names[@]}"; do
+    local name=${check_names[$i]}
+    rc=$(cat "$OUT/.check-$i.rc" 2>/dev/null || echo 1)
+    { echo "### $name"; cat "$OUT/.check-$i.log"; } >> "$log"
+    if [ "$rc" -eq 0 ]; then
+      say "$name: ok"
+    elif { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$t" -lt "${STEP_TIMEOUT:-900}" ]; then
+      say "$name: stopped at the round's deadline (after its $t s)"; stop=3
+    else
+      say "$name: FAILED (see $log)"; tail -16 "$OUT/.check-$i.log" | tee -a "$summary"
+      if [ "${check_fatal[$i]}" = 1 ] && [ "$stop" -eq 0 ]; then stop=1; fi
+    fi
+    rm -f "$OUT/.check-$i.log" "$OUT/.check-$i.rc"
+  done
+  check_names=() check_fatal=() check_cmds=()
+  [ "$stop" -ne 0 ] && finish "$stop"
+  return 0
+}
 finish() {
   if [ -d "$OUT/leaderboard_runs" ]; then
     tar czf "$OUT/leaderboard_runs.tgz" -C "$OUT" leaderboard_runs && rm -rf "$OUT/leaderboard_runs"
@@ -67,29 +102,30 @@ finish() {
 steps="${STEPS:-all}"
 if [ "$steps" != time ] && [ "$steps" != record ]; then
 step "build $problem $version" python3 -m harness build "$problem" "$version"
-step "test (tests shapes, both distributions)" python3 -m harness test "$problem" "$version" --dist all --seeds 2
-step "test (edges shapes, both distributions)" python3 -m harness test "$problem" "$version" --shapes edges --dist all --seeds 2
+queue 1 "test (tests shapes, both distributions)" python3 -m harness test "$problem" "$version" --dist all --seeds 2
+queue 1 "test (edges shapes, both distributions)" python3 -m harness test "$problem" "$version" --shapes edges --dist all --seeds 2
 # NOTE: session 71: group_gemm v76, exact on every list's shapes, failed `mixed` on a random shape (a group of K 6400:
 # one fp32 chain over all of K drifts); the lists hold few K. A finding, not a broken build: said, and the steps go on.
 if [ "${#shape_args[@]}" -gt 0 ]; then
-step "test (SHAPES, every distribution)" python3 -m harness test "$problem" "$version" "${shape_args[@]}" --dist all --seeds 2
+queue 1 "test (SHAPES, every distribution)" python3 -m harness test "$problem" "$version" "${shape_args[@]}" --dist all --seeds 2
 fi
-soft "test (random shapes, mixed)" python3 -m harness test "$problem" "$version" --shapes random:4 --dist mixed --seeds 2
+queue 0 "test (random shapes, mixed)" python3 -m harness test "$problem" "$version" --shapes random:4 --dist mixed --seeds 2
 # NOTE: a bad input that ends the process is a bug to fix, not a reason to leave the version untimed
-soft "bad inputs (test --bad-inputs)" python3 -m harness test "$problem" "$version" --bad-inputs
+queue 0 "bad inputs (test --bad-inputs)" python3 -m harness test "$problem" "$version" --bad-inputs
 # NOTE: issue 5 asks every version that synchronises through mbarriers to be racecheck- and
 # synccheck-clean on a small shape; a version naming mbarrier gets both before any timing.
 src=$(python3 -c 'import sys; from harness.submissions import resolve; print(resolve(sys.argv[1], sys.argv[2]).path)' "$problem" "$version") || finish 2
 if grep -q "mbarrier" "$src"; then
 # NOTE: sanitize's default covers the smallest tests shape and the benchmark shape of fewest FLOPs (why: its
 # _sanitize_shapes in harness/cli/devtools.py).
-step "racecheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool racecheck
-step "synccheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool synccheck
+queue 1 "racecheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool racecheck
+queue 1 "synccheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool synccheck
 if [ "${#shape_args[@]}" -gt 0 ]; then
-step "racecheck (SHAPES)" python3 -m harness sanitize "$problem" "$version" --tool racecheck "${shape_args[@]}"
-step "synccheck (SHAPES)" python3 -m harness sanitize "$problem" "$version" --tool synccheck "${shape_args[@]}"
+queue 1 "racecheck (SHAPES)" python3 -m harness sanitize "$problem" "$version" --tool racecheck "${shape_args[@]}"
+queue 1 "synccheck (SHAPES)" python3 -m harness sanitize "$problem" "$version" --tool synccheck "${shape_args[@]}"
 fi
 fi
+checks
 fi
 [ "$steps" = check ] && finish 0
 if [ "$steps" != record ]; then
