@@ -459,16 +459,21 @@ def _time_kernels(b, fn, pool, flush_kind, telemetry, capture) -> Block:
     and inside its own profiler range (see the module's docstring); events and the wall clock
     bracket the block for the escape check."""
     from torch.profiler import ProfilerActivity
+    import contextlib
     import warnings
     before, end, captured = (b.Event(enable_timing=True) for _ in range(3))
     results, host_us, sample = [], [], None
+    session = contextlib.ExitStack()
     with warnings.catch_warnings():
-        # NOTE: torch warns once per session that events are cleared at the end of each cycle: we
-        # read every event of the one cycle there is
+        # NOTE: torch warns once a process that events are cleared at the end of each cycle: we read
+        # every event of the one cycle there is. It warns as a session starts (torch 2.11: from the
+        # second session of a process on, which `probe marks` printed in session 76), so the session
+        # is entered here too; the calls' own warnings, inside it, are not caught.
         warnings.simplefilter("ignore")
         prof = b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        session.enter_context(prof)
     _profiler.opened = True
-    with prof:
+    with session:
         b.synchronize()
         t0 = _now()
         b.record(before)
