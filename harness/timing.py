@@ -466,9 +466,9 @@ def _time_kernels(b, fn, pool, flush_kind, telemetry, capture) -> Block:
     session = contextlib.ExitStack()
     with warnings.catch_warnings():
         # NOTE: torch warns once a process that events are cleared at the end of each cycle: we read
-        # every event of the one cycle there is. It warns as a session starts (torch 2.11: from the
-        # second session of a process on, which `probe marks` printed in session 76), so the session
-        # is entered here too; the calls' own warnings, inside it, are not caught.
+        # every event of the one cycle there is. It can warn as a session starts (torch's
+        # prepare_trace; `probe marks` printed it in session 76 though construction was filtered), so
+        # the session is entered here too; the calls' own warnings, inside it, are not caught.
         warnings.simplefilter("ignore")
         prof = b.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         session.enter_context(prof)

@@ -345,9 +345,9 @@ def test_run_names_a_host_bound_shape_on_a_gpu_and_never_on_a_cpu(capsys):
 
 
 def test_the_kernel_method_keeps_the_profiler_s_cycle_warning_out_and_the_calls_own_in(monkeypatch):
-    """torch warns that a session clears its events each cycle as a session starts (torch 2.11, from a process's
-    second session: `probe marks` printed it, session 76); the kernel method reads its one cycle whole, so that
-    warning is not the user's, but a warning the version's call raises is."""
+    """torch can warn that a session clears its events each cycle as the session starts (`probe marks` printed it,
+    session 76); the kernel method reads its one cycle whole, so that warning is not the user's, but a warning the
+    version's call raises is."""
     import contextlib
     import warnings
     from types import SimpleNamespace
