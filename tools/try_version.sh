@@ -47,15 +47,23 @@ attempt() {  # attempt NAME TAIL FATAL CMD...: run under the round's limits, log
   local t; t=$(limit); if [ "$t" -lt 20 ]; then say "$name: skipped (the round's deadline)"; finish 3; fi
   # NOTE: a barrier mistake in a new kernel hangs rather than fails; the timeout turns it into a failure.
   timeout -k 10 "$t" "$@" >> "$log" 2>&1; local rc=$?
-  if [ "$rc" -eq 0 ]; then say "$name: ok"; return; fi
+  judge "$name" "$rc" "$t" "$log" "$tail_lines" "$fatal"; local stop=$?
+  if [ "$stop" -ne 0 ]; then finish "$stop"; fi
+}
+# judge NAME RC LIMIT OUTPUT TAIL FATAL: say a step's outcome; returns 0 (ok, or a soft failure), 1 (a fatal failure)
+# or 3 (stopped by the round's deadline)
+judge() {
+  local name=$1 rc=$2 t=$3 output=$4 tail_lines=$5 fatal=$6
+  if [ "$rc" -eq 0 ]; then say "$name: ok"; return 0; fi
   # NOTE: session 68 read a dual_gemm compare stopped by the deadline mid-build as "FAILED": its log ended
   # without an error, and only the clock said why. A timeout (124, or 137 after -k) under a limit the
   # deadline had cut below STEP_TIMEOUT is the deadline's.
   if { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$t" -lt "${STEP_TIMEOUT:-900}" ]; then
-    say "$name: stopped at the round's deadline (after its $t s)"; finish 3
+    say "$name: stopped at the round's deadline (after its $t s)"; return 3
   fi
-  say "$name: FAILED (see $log)"; tail -"$tail_lines" "$log" | tee -a "$summary"
-  if [ "$fatal" = 1 ]; then finish 1; fi
+  say "$name: FAILED (see $log)"; tail -"$tail_lines" "$output" | tee -a "$summary"
+  if [ "$fatal" = 1 ]; then return 1; fi
+  return 0
 }
 step() { local name=$1; shift; attempt "$name" 20 1 "$@"; }  # step NAME CMD...: run, log, and stop on failure
 # soft NAME CMD...: like step, but a failure is said and the steps go on (a finding, not a broken build)
@@ -69,7 +77,7 @@ queue() { local fatal=$1 name=$2; shift 2; check_names+=("$name"); check_fatal+=
 checks() {
   [ "${#check_names[@]}" -eq 0 ] && return
   local t; t=$(limit); if [ "$t" -lt 20 ]; then say "checks: skipped (the round's deadline)"; finish 3; fi
-  local i rc stop=0 pids=()
+  local i rc outcome stop=0 pids=()
   for i in "${!check_names[@]}"; do
     ( eval "timeout -k 10 $t ${check_cmds[$i]}" > "$OUT/.check-$i.log" 2>&1; echo $? > "$OUT/.check-$i.rc" ) &
     pids+=("$!")
@@ -79,14 +87,9 @@ checks() {
     local name=${check_names[$i]}
     rc=$(cat "$OUT/.check-$i.rc" 2>/dev/null || echo 1)
     { echo "### $name"; cat "$OUT/.check-$i.log"; } >> "$log"
-    if [ "$rc" -eq 0 ]; then
-      say "$name: ok"
-    elif { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$t" -lt "${STEP_TIMEOUT:-900}" ]; then
-      say "$name: stopped at the round's deadline (after its $t s)"; stop=3
-    else
-      say "$name: FAILED (see $log)"; tail -16 "$OUT/.check-$i.log" | tee -a "$summary"
-      if [ "${check_fatal[$i]}" = 1 ] && [ "$stop" -eq 0 ]; then stop=1; fi
-    fi
+    judge "$name" "$rc" "$t" "$OUT/.check-$i.log" 16 "${check_fatal[$i]}"; outcome=$?
+    # NOTE: the deadline's stop (3) outranks a failure's (1): the summary then says the round ran out, not that it failed
+    if [ "$outcome" -eq 3 ] || { [ "$outcome" -eq 1 ] && [ "$stop" -eq 0 ]; }; then stop=$outcome; fi
     rm -f "$OUT/.check-$i.log" "$OUT/.check-$i.rc"
   done
   check_names=() check_fatal=() check_cmds=()
