@@ -160,6 +160,25 @@ def reaped_group(pid: int):
         _LIVE.discard(group)
 
 
+def run_group(cmd: list[str], timeout_s: float, **popen) -> tuple[int | None, str]:
+    """Run ``cmd`` in a process group of its own; its exit code (None: past ``timeout_s``) and its output (stdout and
+    stderr together). On a timeout, on leaving by an exception and on SIGTERM/SIGHUP (``reaped_on_signals``) the whole
+    group is killed.
+    NOTE: the group, not the child: a tool that runs a program (compute-sanitizer, ncu) leaves it running when only
+    the tool is killed, and a spinning kernel under it held the GPU past its command's end (session 77)."""
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, **popen)
+        with reaped_group(proc.pid):
+            try:
+                code = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                code = None
+        proc.wait()
+        out.seek(0)
+        return code, out.read().decode(errors="replace")
+
+
 @contextlib.contextmanager
 def reaped_on_signals():
     """While inside: SIGTERM and SIGHUP (``timeout``, a closed terminal) kill every live child's

@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from harness import build, build_cache, ceilings, paths
+from harness import build, build_cache, ceilings, isolation, paths
 from harness.errors import UserError
 from harness.submissions import Submission
 
@@ -324,13 +324,7 @@ def _child_args(sub: Submission, params: dict, dist: str, mode: str, warmup: int
 
 def _run_child(cmd: list[str], timeout_s: float, log_name: str) -> tuple[int | None, str, str]:
     log = build_cache.logs_dir() / f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    try:
-        proc = subprocess.run(cmd, cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=timeout_s, start_new_session=True,
-                              env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        text, code = proc.stdout.decode(errors="replace"), proc.returncode
-    except subprocess.TimeoutExpired as exc:
-        text, code = (exc.stdout or b"").decode(errors="replace"), None
+    code, text = isolation.run_group(cmd, timeout_s, cwd=paths.REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     log.write_text(text)
     return code, text, str(log)
 

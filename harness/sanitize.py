@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from harness import build, build_cache, cuda_tools, paths
+from harness import build, build_cache, cuda_tools, isolation, paths
 from harness.submissions import Submission
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -152,13 +151,7 @@ def run(sub: Submission, sanitizer: str, shape_params: dict, dist: str, tool: st
         return Report(FAIL, f"the build failed: {built.message}"), str(log)
     args = [sub.problem, str(sub.path), sub.label, sub.source_hash, json.dumps(shape_params), dist, str(seeds)]
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", PYTHONUNBUFFERED="1")
-    try:
-        proc = subprocess.run(command(sanitizer, tool, args), cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout_s,
-                              start_new_session=True)
-        text, code = proc.stdout.decode(errors="replace"), proc.returncode
-    except subprocess.TimeoutExpired as exc:
-        text, code = (exc.stdout or b"").decode(errors="replace"), None
+    code, text = isolation.run_group(command(sanitizer, tool, args), timeout_s, cwd=paths.REPO_ROOT, env=env)
     log.write_text(text)
     return parse(text, code), str(log)
 

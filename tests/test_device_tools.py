@@ -60,7 +60,7 @@ def round_env(tmp_path):
     source.write_text("# uses mbarrier\n")
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", NVFP4_GIT_COMMIT="abc1234",
                OUT=str(tmp_path / "out"), FAKE_LOG=str(tmp_path / "calls.log"), FAKE_SOURCE=str(source))
-    for key in ("RECORD", "SHAPES", "SHAPES_gemm", "STEPS", "DEADLINE_AT", "FAKE_FAIL"):
+    for key in ("RECORD", "SHAPES", "SHAPES_gemm", "STEPS", "DEADLINE_AT", "FAKE_FAIL", "SANITIZE", "SANITIZE_TIMEOUT"):
         env.pop(key, None)
     return tmp_path, env
 
@@ -117,14 +117,39 @@ def test_the_problem_s_shapes_reach_the_tests_and_both_sanitizers(round_env):
     assert not any("m=1,n=1" in c for c in calls)  # NOTE: the problem's own SHAPES_<problem> wins over SHAPES
 
 
-def test_a_failed_check_stops_the_version_after_every_check_has_ended(round_env):
+def test_a_failed_check_stops_the_version_after_every_check_beside_it_has_ended(round_env):
+    tmp_path, _ = round_env
+    done, calls = try_version(round_env, "FASTER", FAKE_FAIL="--shapes edges")
+    assert done.returncode == 1
+    assert any("--shapes random" in c for c in calls) and any("--bad-inputs" in c for c in calls)  # NOTE: all ran
+    assert not any(c.startswith(("sanitize ", "compare ", "run ")) for c in calls)  # NOTE: nothing after a failed check
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert "test (edges shapes, both distributions): FAILED" in summary and "FAKE FAILURE" in summary
+
+
+def test_the_sanitizers_run_one_at_a_time_after_the_other_checks_each_bounded(round_env):
+    done, calls = try_version(round_env, "FASTER", SANITIZE_TIMEOUT="123")
+    assert done.returncode == 0, done.stderr
+    sanitizers = [i for i, c in enumerate(calls) if c.startswith("sanitize ")]
+    tests = [i for i, c in enumerate(calls) if c.startswith("test ")]
+    assert len(sanitizers) == 2 and min(sanitizers) > max(tests)
+    assert all("--timeout 123" in calls[i] for i in sanitizers)
+
+
+def test_a_failed_sanitizer_stops_the_version_before_the_next_and_the_timing(round_env):
     tmp_path, _ = round_env
     done, calls = try_version(round_env, "FASTER", FAKE_FAIL="--tool racecheck")
     assert done.returncode == 1
-    assert any("--tool synccheck" in c for c in calls) and any("--bad-inputs" in c for c in calls)  # NOTE: all ran
-    assert not any(c.startswith(("compare ", "run ")) for c in calls)  # NOTE: nothing timed after a failed check
-    summary = (tmp_path / "out" / "summary.txt").read_text()
-    assert "racecheck (smallest tests and benchmark shapes): FAILED" in summary and "FAKE FAILURE" in summary
+    assert not any("--tool synccheck" in c or c.startswith(("compare ", "run ")) for c in calls)
+    assert "racecheck (smallest tests and benchmark shapes): FAILED" in (tmp_path / "out" / "summary.txt").read_text()
+
+
+def test_sanitize_0_skips_the_sanitizers_and_says_so(round_env):
+    tmp_path, _ = round_env
+    done, calls = try_version(round_env, "FASTER", SANITIZE="0")
+    assert done.returncode == 0, done.stderr
+    assert not any(c.startswith("sanitize ") for c in calls) and any(c.startswith("compare ") for c in calls)
+    assert "skipped (SANITIZE=0)" in (tmp_path / "out" / "summary.txt").read_text()
 
 
 def test_a_failed_soft_check_is_said_and_the_version_goes_on_to_its_timing(round_env):
@@ -133,3 +158,10 @@ def test_a_failed_soft_check_is_said_and_the_version_goes_on_to_its_timing(round
     assert done.returncode == 0, done.stderr
     assert any(c.startswith("compare gemm v1 v2") for c in calls) and len(recorded(calls)) == 2
     assert "bad inputs (test --bad-inputs): FAILED" in (tmp_path / "out" / "summary.txt").read_text()
+
+
+@pytest.mark.parametrize("name,value", [("SANITIZE", "no"), ("SANITIZE_TIMEOUT", "4m"), ("SANITIZE_TIMEOUT", "0")])
+def test_a_bad_sanitize_setting_is_refused_before_any_step(round_env, name, value):
+    done, calls = try_version(round_env, "FASTER", **{name: value})
+    assert done.returncode == 2 and name in done.stderr
+    assert calls == []

@@ -4,6 +4,7 @@ out-of-bounds write and shared-memory race caught through the CLI."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,34 @@ def test_gpu_clean_version_is_clean():
     assert r.exit_code == 0 and "CLEAN 0 errors" in r.stdout, r.output
     r = invoke("sanitize", "gemv", "v0")
     assert r.exit_code == 0 and "CLEAN 0 errors" in r.stdout, r.output
+
+
+def test_a_timed_out_tool_takes_the_program_it_started_with_it(tmp_path):
+    # A stand-in for compute-sanitizer: it starts a program (which records its pid, then runs on) and waits on it.
+    pid_file = tmp_path / "program.pid"
+    tool = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
+            f"\"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)\"]); p.wait()")
+    from harness import isolation
+
+    code, _ = isolation.run_group([sys.executable, "-c", tool], timeout_s=2)
+    assert code is None
+    pid = int(pid_file.read_text())
+    import os
+    import time
+
+    for _ in range(50):  # NOTE: killed by SIGKILL, reaped by init: gone within moments
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the program the timed-out tool started is still running")
+
+
+def test_a_finished_tool_gives_its_code_and_output():
+    from harness import isolation
+
+    code, text = isolation.run_group([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); "
+                                      "sys.exit(3)"], timeout_s=30)
+    assert code == 3 and "out" in text and "err" in text
