@@ -11,7 +11,11 @@ preference) may be given the L1-heavy one, and an SM would then change its split
 outside the loops now: 256x3072x4096: GEMM start 2.88 µs after the call's first stamp (session 66's marks), 7 µs of its 29.2 outside the loop.
 Prediction: if the reconfiguration is paid today, every shape 0.5-2 µs faster (the short shapes most in ratio); if not,
 SAME everywhere with outputs bit for bit v52's (the kernels' code is unchanged).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 77 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit 705b92e). Tests, edges, random shapes and bad inputs pass (no sanitizer: the kernels' code
+is the parent's). `compare dual_gemm v52 v59`: 256x4096x7168 0.996x, 512x4096x7168 1.003x [1.002, 1.004], 256x3072x4096
+0.996x, 512x3072x7168 1.001x (kernel method, one process): SAME everywhere, outputs bit for bit. Refuted: no
+reconfiguration is paid between the two kernels that this preference removes (or none the timing sees); attic.
 
 Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
 

@@ -1,24 +1,43 @@
-"""NVFP4 GEMM v114: v113 with a stream piece's flag raised by st.release.gpu alone, and marks that split its tail.
+"""NVFP4 GEMM v115: v114's stream runs in half laps and laid by role: a tile's owner one unit longer than the others.
 
-Version: v114
-Parent: v113
-Change: a stream CTA that publishes a piece raises its flag with the release store alone, without the __threadfence
-(fence.sc.gpu) before it: the consumers' barrier orders every thread's stores of the partial before thread 0's
-st.release.gpu, which is cumulative over them. Marks builds also stamp "piece published" (5: a CTA's last flag raised)
-and "partials in (owner)" (6: an owner's last round of bulk copies landed), "end" moving to 7; plain builds carry no
-stamps.
+Version: v115
+Parent: v114
+Change: a stream launch's units are 4 K blocks (half a ring lap, one promotion chunk), not 8, and its runs are laid in
+order by role (stream_layout): a run that holds a tile's first unit (its owner, v112) takes run_long units, the others
+(middles, and runs ending on their tile's end) run_short = run_long - 1, the shortest such pair that fits the SMs. On
+128x7168x16384: 131 runs of 28 / 27 units (112 / 108 K blocks), tiles shared by 3 CTAs at most, where v113 ran 132
+runs of 13-14 laps (104-112 blocks) with tiles shared by up to 4 (two rounds of copies for their owners). A piece
+starts at ring slot 0 or 4, so consume_stream runs half laps (two unrolled bodies, base slot 0 or 4) and produce()
+counts the CTA's blocks through the ring (ring0). The runs reach the kernel as two lengths and a bit a run (the
+parameter's room), stream_start summing them.
 Arch: sm_90a
-Analogue: CUTLASS's generic barrier (cutlass/barrier.h: a CTA barrier, then one thread's acq_rel fence and a relaxed
-store: one fence, not two)
-Why: `probe marks gemm v111 v113 --shapes benchmarks:0` (session 76): v113's median CTA ends 1.82 µs after its loop,
-its slowest 5.9 µs after the last loop (41.74 -> 47.60): an owner waits for the tile's middle piece, which publishes
-only when its own loop ends (64 KB of stores, a fence, a release), then copies it in. The fence is one step of that
-path; the marks say how long the rest takes (publication against the owners' partials in against end).
-Prediction: 128x7168x16384 1.000-1.01x v113 (a fence.sc.gpu after 64 KB of stores is ~0.2-0.5 µs of the slowest
-chain), the others SAME (their code is v113's). The marks are the point: if "partials in" of the last owner sits
-~1 µs after the last "piece published", the copy is the path; if "piece published" sits ~2 µs or more after the last
-loop, the publication is (then: a middle piece's partial published in two halves, the first under its loop's last lap).
-Measured: not yet run
+Analogue: CUTLASS's stream-K keeps every CTA's share equal; here the owner's share is larger by the middle piece's
+publication (DeepGEMM's and CUTLASS's schedulers balance work, not a fix-up's wait)
+Why: v113's owners wait for their tile's middle pieces, whose loops end with their own (equal runs), and then for the
+middle's publication (64 KB of stores, the release) and a copy: `probe marks gemm v111 v113` put v113's slowest CTA
+5.9 µs after the last loop, its median 1.82. A middle one unit (~1.5 µs) shorter publishes while the owner runs its
+last unit. A model of the runs (each unit 4 x 0.367 µs, publication P, the owner's copy, adds and C 1 µs): equal
+runs of laps 43.1 + (P - 1) µs to the last tile stored, v115's layout 42.1 + max(0, P - 1.5): 1.0-1.5 µs less
+for P of 1-3 µs. v108 (attic, session 70) made the same trade on v100's S = 2 split and measured SAME: split 0's four
+more blocks made it the longest CTA and gave back what its partner's shorter run saved. Here no owner runs longer than
+v113's longest CTA (112 blocks both); only the middles are shorter (108 against 104-112).
+Checked on the CPU (nvcc, host code and the device's run lookups compiled for the host): over 40,960 launches (1-80
+tiles, K of 4-512 blocks, 78 / 114 / 132 / 160 SMs; 10,765 of them stream launches) the runs cover every unit once,
+each shorter than a tile, every tile shared by 2 to problem.splits CTAs, every tile's first piece its CTA's last,
+stream_cta_of the walk's. Compile-only (nvcc 13.0): 168 registers, no spills; the stream loop 801 instructions for 8
+blocks (v113's 822).
+Prediction: 128x7168x16384 ~1.0-1.5 µs faster than v114 (`compare gemm v114 v115` 1.02-1.03x; ~51 µs); the others
+SAME (their code is v114's). Marks: the last "piece published" before the last owner's "K loop done", the slowest
+CTA's end ~1 µs after the last loop. Refuted if under 1.01x: then the owners' wait is not the middle pieces' (v114's
+marks tell which part is).
+Verdict: slower
+Measured: NVIDIA H200, session 77 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit b8afa5b). Tests, edges, the two stream shapes on every distribution, random shapes and bad
+inputs pass. `compare gemm v114 v115`: 128x7168x16384 0.923x [0.918, 0.928] SLOWER (52.07 -> 56.38 µs), 128x4096x7168
+0.994x, 128x7168x2048 0.995x (SAME), outputs bit for bit. Refuted (predicted 1.02-1.03x). `probe marks gemm v113 v115`
+(long shape, medians (last CTA)): K loop done 40.19 -> 42.98 (41.42 -> 47.33), end 42.69 -> 44.61 (47.22 -> 52.08);
+v115's owner: loop -> partials in 3.20, partials in -> end 1.79; loop -> piece published 1.50. The half-lap loop runs
+2.8 µs longer at the median CTA and 5.9 at the slowest over the same 108-112 blocks, which points at the runs'
+bookkeeping every 4 blocks (as group_gemm v101's short runs measured), not at the layout (not taken apart further).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -76,7 +95,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v114"
+EXTENSION_NAME = "nvfp4_gemm_v115"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 # v114: 5 and 6 only on stream launches (a CTA's last published piece; an owner's last round of partials landed), in
@@ -145,6 +164,7 @@ extern "C" __attribute__((visibility("default"))) int nvfp4_marks_clear() {
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <type_traits>  // std::integral_constant: consume_stream's half laps
 #include <vector>
 
 constexpr int BLOCK_N = 128;            // rows of B (and of N) per CTA: wgmma's M, 64 per consumer warpgroup
@@ -227,7 +247,12 @@ struct Problem {
     int splits;              // S: CTAs per output tile, each over a contiguous range of K blocks (stream: the most
                              // CTAs any tile's K blocks are shared by, its partial and flag slots a tile)
     int ctas;                // the GEMM launch's CTAs: num_tiles x splits, or a stream launch's (v109)
-    int stream;              // v109: 1 when the CTAs take equal runs of ring laps across the tiles (stream-K)
+    int stream;              // v109: 1 when the CTAs take runs of the tiles' K blocks in turn (stream-K)
+    // v115: a stream launch's runs, in units of kStreamUnit K blocks: run c is run_long units where bit c of
+    // run_long_mask is set (a tile's owner: its run holds a tile's first unit), run_short otherwise; the last run ends
+    // at the last unit (stream_start)
+    int run_short, run_long;
+    uint32_t run_long_mask[5];
     int tile_n;              // rows of B per tile: BLOCK_N, or PAIRED_N for a paired launch (v66)
     float* partials;         // S > 1: [tile][split] PARTIAL_BYTES each, as the ring stages them (workspace)
     uint32_t* flags;         // S > 1: [tile][split], 1 once that partial is in `partials`; zeroed by the prepass
@@ -497,7 +522,7 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
 template <bool kSplit, bool kPaired>
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
-                                        uint32_t ring, uint32_t full, uint32_t empty, int lap0 = 0) {
+                                        uint32_t ring, uint32_t full, uint32_t empty, int ring0 = 0) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
     // NOTE: v66: a paired tile's 64 rows of B (the tensor map's box is 64 rows then); its scales are still
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
@@ -529,10 +554,10 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         kb_start = first_lap;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
-        const int s = kb % kStages, kg = kb_first + kb;
+        const int s = (ring0 + kb) % kStages, kg = kb_first + kb;
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
-        // v109: lap0, the ring laps a stream CTA's earlier pieces took (each piece whole laps)
-        mbar_wait(empty + 8 * s, ((kb / kStages + lap0) & 1) ^ 1);
+        // v115: ring0, the K blocks a stream CTA's earlier pieces put through the ring (half laps each)
+        mbar_wait(empty + 8 * s, (((ring0 + kb) / kStages) & 1) ^ 1);
         const Stage st = stage_of(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + b_value_bytes);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
@@ -696,19 +721,44 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
 }
 
 // ---------------------------------------------------------------- v109: stream-K over the split launch's CTAs
-// A stream launch's units are ring laps (kStages K blocks each, upt a tile), U = num_tiles x upt of them in tile order;
-// CTA c takes units [c U / G, (c + 1) U / G) of G = problem.ctas, so its run may end inside one tile and go on into the
-// next: one piece a tile it touches, each whole laps (a piece starts at ring slot 0, and chunks of kPromoteBlocks K
-// blocks start where v100's do, at multiples of 4 blocks of the matrix's K).
+// A stream launch's units are kStreamUnit K blocks (upt a tile), U = num_tiles x upt of them in tile order; CTA c takes
+// the run [stream_start(c), stream_start(c + 1)), so its run may end inside one tile and go on into the next: one piece
+// a tile it touches. v115: units of half a lap (v109-v114: whole laps), so a piece starts at ring slot 0 or 4; chunks
+// of kPromoteBlocks K blocks still start where v100's do, at multiples of 4 blocks of the matrix's K.
+constexpr int kStreamUnit = 4;
+static_assert(kStreamUnit == kPromoteBlocks && kStages == 2 * kStreamUnit, "a stream unit is a chunk and half a lap");
+constexpr int kMaxStreamCtas = 160;  // run_long_mask's bits
+static_assert(sizeof(Problem::run_long_mask) * 8 == kMaxStreamCtas, "a bit a run");
 struct StreamRange { int u0, u1, upt; long long units; };
-__device__ __forceinline__ StreamRange stream_range(const Problem& problem, int c) {
-    const int upt = problem.groups[0].k / BLOCK_K / kStages;
-    const long long units = static_cast<long long>(problem.num_tiles) * upt;
-    return {static_cast<int>(c * units / problem.ctas), static_cast<int>((c + 1) * units / problem.ctas), upt, units};
+// NOTE: host and device: the host's layout (choose_stream) is checked against these on the CPU.
+__host__ __device__ __forceinline__ int popcount32(uint32_t v) {
+#ifdef __CUDA_ARCH__
+    return __popc(v);
+#else
+    return __builtin_popcount(v);
+#endif
 }
-// The CTA whose run holds unit x (the largest c with c U / G <= x).
-__device__ __forceinline__ int stream_cta_of(const Problem& problem, long long units, long long x) {
-    return static_cast<int>(((x + 1) * problem.ctas - 1) / units);
+__host__ __device__ __forceinline__ int stream_start(const Problem& problem, int c) {
+    int longs = 0;  // runs of run_long before c
+    for (int w = 0; w < c / 32; ++w) longs += popcount32(problem.run_long_mask[w]);
+    if (c % 32 != 0) longs += popcount32(problem.run_long_mask[c / 32] & ((1u << (c % 32)) - 1u));
+    return c * problem.run_short + longs * (problem.run_long - problem.run_short);
+}
+__host__ __device__ __forceinline__ StreamRange stream_range(const Problem& problem, int c) {
+    const int upt = problem.groups[0].k / BLOCK_K / kStreamUnit;
+    const long long units = static_cast<long long>(problem.num_tiles) * upt;
+    const int u1 = c + 1 < problem.ctas ? stream_start(problem, c + 1) : static_cast<int>(units);
+    return {stream_start(problem, c), u1, upt, units};
+}
+// The CTA whose run holds unit x (the largest c with stream_start(c) <= x).
+__host__ __device__ __forceinline__ int stream_cta_of(const Problem& problem, long long x) {
+    int lo = 0, hi = problem.ctas - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (stream_start(problem, mid) <= x) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
 }
 // A tile's group, M tile, and its first rows of A (m0) and of B (n0).
 struct TileAt { int g, t, m0, n0; };
@@ -725,12 +775,13 @@ __device__ __forceinline__ TileAt tile_at(const Problem& problem, int tile) {
 template <int kN>
 __device__ __forceinline__ void produce_stream(const Problem& problem, uint32_t ring, uint32_t full, uint32_t empty) {
     const StreamRange r = stream_range(problem, blockIdx.x);
-    int lap = 0;
+    int ring_at = 0;  // K blocks through the ring so far
     for (int tile = r.u0 / r.upt; tile * r.upt < r.u1; ++tile) {
         const int a = max(r.u0, tile * r.upt) - tile * r.upt, b = min(r.u1, (tile + 1) * r.upt) - tile * r.upt;
         const TileAt at = tile_at(problem, tile);
-        produce<true, false>(problem.groups[at.g], at.t, at.n0, kN, a * kStages, (b - a) * kStages, ring, full, empty, lap);
-        lap += b - a;
+        produce<true, false>(problem.groups[at.g], at.t, at.n0, kN, a * kStreamUnit, (b - a) * kStreamUnit, ring, full,
+                             empty, ring_at);
+        ring_at += (b - a) * kStreamUnit;
     }
 }
 
@@ -762,38 +813,48 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
         decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, row, tig, f);
     };
     const int first_tile = r.u0 / r.upt;
-    uint32_t phase = 0;  // parity of the ring's current lap, carried across pieces (each whole laps)
+    int ring_at = 0;  // K blocks through the ring so far: a piece's block j sits in slot (ring_at + j) % kStages
     for (int tile = first_tile; tile * r.upt < r.u1; ++tile) {
         const int a = max(r.u0, tile * r.upt) - tile * r.upt, b = min(r.u1, (tile + 1) * r.upt) - tile * r.upt;
-        const int num_k = (b - a) * kStages;
+        const int num_k = (b - a) * kStreamUnit;
         float acc[kN / 2], chunk[kN / 2];
         #pragma unroll
         for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
         uint32_t frag[2][4][4];
-        decode_slot(0, phase, frag[0]);
-        for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
+        decode_slot(ring_at % kStages, static_cast<uint32_t>(ring_at / kStages) & 1u, frag[0]);
+        // NOTE: v115: a piece starts at slot 0 or 4, so its loop runs half laps, each an unrolled body for its base
+        // slot: descriptors, fragment sets, barriers and the chunk's FADD stay compile-time, as in v113's whole laps.
+        auto half_lap = [&](auto base, int j0) {
+            constexpr int kBase = decltype(base)::value;
+            const uint32_t lap = static_cast<uint32_t>((ring_at + j0) / kStages) & 1u;  // this half's lap parity
             #pragma unroll
-            for (int slot = 0; slot < kStages; ++slot) {  // NOTE: num_k is whole laps: no block past the piece's end
+            for (int u = 0; u < kStreamUnit; ++u) {
+                const int slot = kBase + u;
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < 4; ++s)
                     wgmma_m64k16<kN>(chunk, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),
-                                     s > 0 || slot % kPromoteBlocks != 0);
+                                     s > 0 || u != 0);
                 wgmma_commit();
-                if (kb + slot > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
-                if (kb + slot + 1 < num_k) {
+                if (j0 + u > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
+                if (j0 + u + 1 < num_k) {
                     const int next = (slot + 1) % kStages;
-                    decode_slot(next, next == 0 ? phase ^ 1 : phase, frag[(slot + 1) % 2]);
+                    decode_slot(next, next == 0 ? lap ^ 1u : lap, frag[(slot + 1) % 2]);
                 }
                 wgmma_wait_all();
-                if (slot % kPromoteBlocks == kPromoteBlocks - 1) {
+                if (u == kStreamUnit - 1) {  // NOTE: a unit is one chunk: its sum joins acc, rounded to nearest
                     #pragma unroll
                     for (int i = 0; i < kN / 2; ++i) acc[i] += chunk[i];
                 }
             }
+        };
+        for (int j0 = 0; j0 < num_k; j0 += kStreamUnit) {
+            if ((ring_at + j0) % kStages == 0) half_lap(std::integral_constant<int, 0>{}, j0);
+            else half_lap(std::integral_constant<int, kStreamUnit>{}, j0);
         }
-        mbar_arrive(empty + 8 * (kStages - 1));  // NOTE: the piece's last block's stage (whole laps)
-        const int c_first = stream_cta_of(problem, r.units, static_cast<long long>(tile) * r.upt);
+        mbar_arrive(empty + 8 * ((ring_at + num_k - 1) % kStages));  // NOTE: the piece's last block's stage
+        ring_at += num_k;
+        const int c_first = stream_cta_of(problem, static_cast<long long>(tile) * r.upt);
         const int q = static_cast<int>(blockIdx.x) - c_first;
         if (cthread == 0 && (tile + 1) * r.upt >= r.u1) NVFP4_MARK(4);  // the CTA's last piece
         if (q > 0) {
@@ -814,7 +875,7 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
             continue;
         }
         // The owner: this is the CTA's last piece (see above), so the ring is drained once every consumer is here.
-        const int c_last = stream_cta_of(problem, r.units, static_cast<long long>(tile + 1) * r.upt - 1);
+        const int c_last = stream_cta_of(problem, static_cast<long long>(tile + 1) * r.upt - 1);
         const int S = c_last - c_first + 1;
         // NOTE: v113: the others' partials come into the drained ring by bulk copies (one instruction each, issued as
         // each flag is seen), kRound of them a round (the C stage's room), then every thread adds its positions from
@@ -1230,47 +1291,86 @@ static void (*kernel_for(int rows, LaunchKind kind))(Problem) {
 // NOTE: v10-v26 added one condition, all `tiles` clusters of S CTAs resident at once (a cluster
 // lives inside one GPC); v30 exchanges partials through L2 and needs only every CTA resident, which
 // tiles x S <= SMs gives (one CTA per SM) and the cooperative launch guarantees.
+constexpr int kMinBlocksPerSplitWave = 24;  // v115: at file scope, choose_stream's floor on a run too
 static int choose_splits(int tiles, int min_blocks, int sms) {
-    constexpr int kMinBlocksPerSplitWave = 24;
     int best = 1;
     for (int S = 2; S <= kMaxSplits && static_cast<long>(tiles) * S <= sms && min_blocks / S >= kMinBlocksPerSplitWave; ++S)
         best = S;
     return best;
 }
 
-// v109: a split launch (S > 1) as a stream launch when that shortens its longest CTA by 8% or more: one CTA an SM,
-// each an equal run of the launch's ring laps (stream_range). Only where every batch's K blocks are whole laps
-// (pieces of whole laps keep v100's loop and chunking), at least three laps a CTA (kMinBlocksPerSplitWave's 24
-// blocks), and no tile shared by more than kMaxSplits CTAs (its partial slots). problem.splits becomes the most CTAs
-// any tile is shared by (its slots a tile), problem.ctas the SMs.
+// v115: the runs of a stream launch of `units` units (upt a tile), laid in order: a run that starts at a tile's first
+// unit, or that cannot end inside its tile as a short run, is its next tile's owner (its last piece is that tile's
+// head) and takes run_long units; the others (middles, and runs ending on their tile's end) take run_short. Returns
+// the runs, or -1 past max_runs; marks the long ones in `mask` (kMaxStreamCtas bits) when given.
+static int stream_layout(long long units, int upt, int run_short, int run_long, int max_runs, uint32_t* mask) {
+    long long x = 0;
+    int c = 0;
+    while (x < units) {
+        if (c >= max_runs) return -1;
+        const long long left = upt - x % upt;  // units to the end of x's tile
+        const bool owner = x % upt == 0 || left < run_short;
+        if (owner && mask != nullptr) mask[c / 32] |= 1u << (c % 32);
+        x += owner ? run_long : run_short;
+        ++c;
+    }
+    return c;
+}
+
+// v109: a split launch (S > 1) as a stream launch when that shortens its longest CTA by 8% or more: at most one CTA
+// an SM, runs of the launch's units (stream_layout). Only where every batch has the same K blocks, a multiple of
+// kStreamUnit, at least 24 blocks a run (kMinBlocksPerSplitWave's), no run as long as a tile (v112: every tile has
+// S >= 2 and its head piece is its CTA's last, consume_stream's owner) and no tile shared by more than kMaxSplits CTAs
+// (its partial slots). problem.splits becomes the most CTAs any tile is shared by (its slots a tile), problem.ctas
+// the runs.
+// NOTE: v115: owners' runs one unit longer than the others' (run_long = run_short + 1) where that still fits the
+// SMs: an owner waits for its tile's middle pieces, whose loops end with its own in equal runs (v113's marks: the
+// slowest CTA 5.9 µs after the last loop); a middle one unit (4 blocks, ~1.5 µs) shorter publishes under the owner's
+// last unit. On 128x7168x16384: runs of 28 and 27 units on 131 CTAs, tiles shared by 3 at most (v113: 13-14 laps on
+// 132, up to 4).
 // NOTE: session 75 (`run gemm v100 --method kernel`, one process, H200): 128 x N x 16384 with 112, 126 and 132 split
 // CTAs of 128 K blocks each (N 7168, 8064, 8448) took 56.26, 56.76 and 56.78 µs: the blocks hold their rate on every SM,
 // so 128x7168x16384's 20 idle SMs are worth their share of the loop.
 static void choose_stream(Problem& problem, int sms) {
-    if (problem.splits < 2) return;
+    if (problem.splits < 2 || sms > kMaxStreamCtas) return;
     const int blocks = problem.groups[0].k / BLOCK_K;
     for (int g = 1; g < problem.num_groups; ++g)
         if (problem.groups[g].k != problem.groups[0].k) return;
-    if (blocks % kStages != 0) return;
-    const int upt = blocks / kStages;
-    const long long units = static_cast<long long>(problem.num_tiles) * upt, ctas = sms;
-    if (units < 3 * ctas) return;
-    // NOTE: v112: no run as long as a tile, so none covers one whole: every tile has S >= 2 and its head piece is its
-    // CTA's last (consume_stream's owner). A split launch has tiles <= SMs / 2, so runs are about half a tile or less.
-    if ((units + ctas - 1) / ctas >= upt) return;
-    const long long longest = (units + ctas - 1) / ctas * kStages;  // K blocks of the longest stream CTA
+    if (blocks % kStreamUnit != 0) return;
+    const int upt = blocks / kStreamUnit;
+    const long long units = static_cast<long long>(problem.num_tiles) * upt;
+    int run_long = static_cast<int>((units + sms - 1) / sms), run_short = 0;
+    if (run_long * kStreamUnit < kMinBlocksPerSplitWave) return;
+    for (; run_long < upt && run_short == 0; ++run_long) {
+        for (int d = 1; d >= 0 && run_short == 0; --d)
+            if (run_long - d >= 1 && stream_layout(units, upt, run_long - d, run_long, sms, nullptr) > 0) run_short = run_long - d;
+    }
+    if (run_short == 0) return;
+    --run_long;  // NOTE: the loop stepped past the run_long that fitted
     const long long split_longest = (blocks + problem.splits - 1) / problem.splits;
-    if (longest * 100 > split_longest * 92) return;
+    if (static_cast<long long>(run_long) * kStreamUnit * 100 > split_longest * 92) return;
+    uint32_t mask[kMaxStreamCtas / 32] = {};
+    const int runs = stream_layout(units, upt, run_short, run_long, sms, mask);
+    // The most runs any tile's units are shared by: walk the runs' starts, counting each tile's.
     int most = 1;
-    for (int tile = 0; tile < problem.num_tiles; ++tile) {
-        const long long x0 = static_cast<long long>(tile) * upt, x1 = x0 + upt - 1;
-        const long long c0 = ((x0 + 1) * ctas - 1) / units, c1 = ((x1 + 1) * ctas - 1) / units;
-        if (c1 - c0 + 1 > most) most = static_cast<int>(c1 - c0 + 1);
+    long long x = 0;
+    int tile = 0, in_tile = 0;
+    for (int c = 0; c < runs; ++c) {
+        const long long end = x + (((mask[c / 32] >> (c % 32)) & 1u) ? run_long : run_short);
+        const long long last = (end < units ? end : units) - 1;
+        for (long long t = x / upt; t <= last / upt; ++t) {
+            if (t != tile) { tile = static_cast<int>(t); in_tile = 0; }
+            if (++in_tile > most) most = in_tile;
+        }
+        x = end;
     }
     if (most < 2 || most > kMaxSplits) return;  // NOTE: 1 would run the unsplit kernel, which reads no slots
     problem.splits = most;
-    problem.ctas = sms;
+    problem.ctas = runs;
     problem.stream = 1;
+    problem.run_short = run_short;
+    problem.run_long = run_long;
+    for (int w = 0; w < kMaxStreamCtas / 32; ++w) problem.run_long_mask[w] = mask[w];
 }
 
 // Fills one chunk's Problem (up to kMaxGroups batches from `first`) with M tiles of at most
@@ -1318,6 +1418,8 @@ static int64_t fill_chunk_rows(const int64_t* desc, int num_groups, int first, i
     problem.splits = choose_splits(tiles, min_blocks, sms);
     problem.ctas = tiles * problem.splits;
     problem.stream = 0;
+    problem.run_short = problem.run_long = 0;
+    for (uint32_t& w : problem.run_long_mask) w = 0u;
     choose_stream(problem, sms);  // v109
     problem.tile_n = BLOCK_N;
     return bytes;

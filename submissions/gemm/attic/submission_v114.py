@@ -1,17 +1,33 @@
-"""NVFP4 gemm v117: the prepass asks for the GEMM kernel's shared-memory carveout.
+"""NVFP4 GEMM v114: v113 with a stream piece's flag raised by st.release.gpu alone, and marks that split its tail.
 
-Version: v117
+Version: v114
 Parent: v113
-Change: the prepass kernel asks for the GEMM kernel's shared-memory carveout (cudaSharedmemCarveoutMaxShared) at the module's first call, beside the GEMM kernels' opt-in; nothing else.
+Change: a stream CTA that publishes a piece raises its flag with the release store alone, without the __threadfence
+(fence.sc.gpu) before it: the consumers' barrier orders every thread's stores of the partial before thread 0's
+st.release.gpu, which is cumulative over them. Marks builds also stamp "piece published" (5: a CTA's last flag raised)
+and "partials in (owner)" (6: an owner's last round of bulk copies landed), "end" moving to 7; plain builds carry no
+stamps.
 Arch: sm_90a
-Analogue: CUDA programming guide, "shared memory carveout": a kernel's preference, and a reconfiguration of the SM's
-L1 / shared split where consecutive kernels ask for different ones
-Why: the GEMM kernels' 227 KB of dynamic shared memory force the largest carveout; the prepass (no shared memory, no
-preference) may be given the L1-heavy one, and an SM would then change its split twice a call (prepass, GEMM). What is
-outside the loops now: 128x7168x16384: ~4.7 µs pass before the GEMM's first stamp (session 77: the prepass 4.51 µs under ncu, 3.26 on 128x7168x2048).
-Prediction: if the reconfiguration is paid today, every shape 0.5-2 µs faster (the short shapes most in ratio); if not,
-SAME everywhere with outputs bit for bit v113's (the kernels' code is unchanged).
-Measured: not yet run
+Analogue: CUTLASS's generic barrier (cutlass/barrier.h: a CTA barrier, then one thread's acq_rel fence and a relaxed
+store: one fence, not two)
+Why: `probe marks gemm v111 v113 --shapes benchmarks:0` (session 76): v113's median CTA ends 1.82 µs after its loop,
+its slowest 5.9 µs after the last loop (41.74 -> 47.60): an owner waits for the tile's middle piece, which publishes
+only when its own loop ends (64 KB of stores, a fence, a release), then copies it in. The fence is one step of that
+path; the marks say how long the rest takes (publication against the owners' partials in against end).
+Prediction: 128x7168x16384 1.000-1.01x v113 (a fence.sc.gpu after 64 KB of stores is ~0.2-0.5 µs of the slowest
+chain), the others SAME (their code is v113's). The marks are the point: if "partials in" of the last owner sits
+~1 µs after the last "piece published", the copy is the path; if "piece published" sits ~2 µs or more after the last
+loop, the publication is (then: a middle piece's partial published in two halves, the first under its loop's last lap).
+Verdict: slower
+Measured: NVIDIA H200, session 77 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit b8afa5b). Tests, edges, the two stream shapes (32x5760x4608 and 200x3072x4608) on every
+distribution, random shapes and bad inputs pass; racecheck CLEAN on 200x3072x4608 (alone: 27 s; the session's first
+call ran the four sanitizer runs beside the tests and none had ended 471 s later). `compare gemm v113 v114` (kernel
+method, one process): 128x7168x16384 1.003x [1.003, 1.004] (52.16 -> 51.98 µs), 128x4096x7168 1.006x, 128x7168x2048
+0.992x, all SAME, outputs bit for bit v113's. No gain by the 2% margin: attic. Its marks (the tail split, v113's
+layout; 128x7168x16384, 20 calls, medians (last CTA), µs after the call's first stamp): K loop done 40.45 (41.49),
+piece published 41.86 (43.04), partials in (owner) 43.52 (45.89), end 43.04 (47.33); within a CTA, loop -> piece
+published 1.50, an owner's loop -> its partials in 3.81, partials in -> end 1.70. The last owner has its partials
+2.85 µs after the last publication: the wait is not only for middle pieces.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -69,10 +85,13 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v117"
+EXTENSION_NAME = "nvfp4_gemm_v114"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
-MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
+# v114: 5 and 6 only on stream launches (a CTA's last published piece; an owner's last round of partials landed), in
+# id order as in time (`probe marks` reads its phases from one mark to the next stamped one): "end" moved to 7
+MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done",
+              "piece published", "partials in (owner)", "end"]
 FUNCTIONS = ["gemm_function", "launch_counts"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -724,8 +743,6 @@ __device__ __forceinline__ void produce_stream(const Problem& problem, uint32_t 
     }
 }
 
-// v110: this thread's positions j_begin .. j_end - 1 of a stream tile summed over its S partials in K order (slot 0
-// first) into the staged C tile, kBatch positions at a time: every load of a batch issued before its first add.
 // Consumers of a stream CTA: each piece's K loop (consume()'s, the ring's parity carried from piece to piece). A piece
 // that is not its tile's first K blocks (q > 0) publishes its fp32 sums to the tile's partial slot q with a flag and
 // the CTA goes on; a tile's first piece (q = 0: the owner) is the CTA's last (the host admits a stream launch only
@@ -795,9 +812,13 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
             for (int j = 0; j < kPositions; ++j)
                 __stcg(mine + j * kConsumerThreads + cthread, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
             consumer_sync();  // NOTE: every consumer thread's stores of the partial precede thread 0's release
+            // NOTE: v114: the release alone, no __threadfence (a fence.sc.gpu) before it: the CTA barrier orders the
+            // other threads' stores before thread 0's st.release.gpu, whose release is cumulative over them (PTX memory
+            // model: causality order is transitive through the barrier), CUTLASS's barrier's pattern (a CTA barrier, then
+            // one thread's acq_rel fence and relaxed store).
             if (cthread == 0) {
-                __threadfence();
                 flag_release(problem.flags + tile * problem.splits + q);
+                NVFP4_MARK(5);  // NOTE: a CTA that publishes twice keeps its last stamp
             }
             continue;
         }
@@ -832,6 +853,7 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
                 }
             }
             mbar_wait(gather, round & 1);
+            if (cthread == 0 && p1 == S) NVFP4_MARK(6);
             for (int p = p0; p < p1; ++p) {  // NOTE: in K order (v100's split order)
                 const uint32_t base = ring + (p - p0) * kPartBytes + cthread * 16;
                 #pragma unroll
@@ -1174,7 +1196,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
         if constexpr (kStream) consume_stream<kN>(problem, ring, ring_generic, full, empty, gather);  // v109
         else consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);
     }
-    if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
+    if (threadIdx.x == kProducerThreads) NVFP4_MARK(7);
 }
 
 // A launch's kind: which gemm_kernel instantiation runs it.
@@ -1373,12 +1395,6 @@ static int prepare_device(int& device, int& sms) {
                 if (err != cudaSuccess) return static_cast<int>(err);
             }
         }
-        // NOTE: v117's change: the prepass asks for the shared-memory carveout the GEMM kernel needs (its 227 KB force the
-        // largest); without a preference a kernel of no shared memory may run with the L1-heavy split, and an SM that ran
-        // it would change its split before taking a GEMM CTA, once each way every call.
-        const cudaError_t err = cudaFuncSetAttribute(decode_a_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                     cudaSharedmemCarveoutMaxShared);
-        if (err != cudaSuccess) return static_cast<int>(err);
         cudaDeviceGetAttribute(&sm_count[device], cudaDevAttrMultiProcessorCount, device);
         smem_opted_in[device] = true;
     }

@@ -11,7 +11,11 @@ preference) may be given the L1-heavy one, and an SM would then change its split
 outside the loops now: C and D: 2.9-3.6 µs from the call's start to the GEMM's first CTA (NOTES' timelines), the prepass ~1 µs of it.
 Prediction: if the reconfiguration is paid today, every shape 0.5-2 µs faster (the short shapes most in ratio); if not,
 SAME everywhere with outputs bit for bit v89's (the kernels' code is unchanged).
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 77 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit 705b92e). Tests, edges, random shapes and bad inputs pass (no sanitizer: the kernels' code
+is the parent's). `compare group_gemm v89 v104`: A 0.990x [0.982, 0.998], B 1.003x [1.001, 1.005], C 1.003x,
+D 1.003x (kernel method, one process): SAME everywhere, outputs bit for bit. Refuted: no
+reconfiguration is paid between the two kernels that this preference removes (or none the timing sees); attic.
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.

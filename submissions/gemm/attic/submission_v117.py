@@ -1,24 +1,21 @@
-"""NVFP4 GEMM v116: v115's stream launch wherever its longest run is no longer than the split's: 128x4096x7168's too.
+"""NVFP4 gemm v117: the prepass asks for the GEMM kernel's shared-memory carveout.
 
-Version: v116
-Parent: v115
-Change: choose_stream takes a split launch as a stream launch when its longest run is no longer than the split's
-longest CTA (v109-v115: 8% shorter). On 128x4096x7168 that is 128 runs of 7 units (28 K blocks), each tile's four
-CTAs as the split's, but finished by the owner's exchange (v113: the head piece's CTA adds the others' partials, by
-bulk copy, in two rounds at S = 4) instead of v100's share exchange (each CTA stages, bulk-stores and flags its
-partial, copies in its peers' parts of its share, sums a quarter of the tile). 128x7168x16384 as v115.
+Version: v117
+Parent: v113
+Change: the prepass kernel asks for the GEMM kernel's shared-memory carveout (cudaSharedmemCarveoutMaxShared) at the module's first call, beside the GEMM kernels' opt-in; nothing else.
 Arch: sm_90a
-Analogue: gemm v113 on the long shape
-Why: v100's account of 128x4096x7168 (session 66, v91's marks): loop 10.82 µs, then 4.45 after it and 0.34 of spread,
-the exchange paced by its synchronisations (v57: each bulk-store completion, release, flag, poll a round trip). v113's
-owners end 1.82 µs after their loops (median) at S = 2-4 on the long shape. A model of the runs (units at the
-loop's 0.386 µs a block, a publication P, the owner's copy 0.5 µs a partial plus 0.5): 13.8-14.8 µs from the first
-stamp for P of 1-2 µs against the split's 15.6. Checked on the CPU as v115's layout (40,960 launches, 18,161 of them
-stream launches now, every one valid).
-Prediction: `compare gemm v115 v116`: 128x4096x7168 1.03-1.08x (21.2 -> ~19.6-20.6 µs), 128x7168x16384 and
-128x7168x2048 SAME (their launches are v115's). Refuted if 128x4096x7168 is not faster: then three partials a tile
-through one owner cost more than four CTAs' shares (v114's marks on that shape say which step).
-Measured: not yet run
+Analogue: CUDA programming guide, "shared memory carveout": a kernel's preference, and a reconfiguration of the SM's
+L1 / shared split where consecutive kernels ask for different ones
+Why: the GEMM kernels' 227 KB of dynamic shared memory force the largest carveout; the prepass (no shared memory, no
+preference) may be given the L1-heavy one, and an SM would then change its split twice a call (prepass, GEMM). What is
+outside the loops now: 128x7168x16384: ~4.7 µs pass before the GEMM's first stamp (session 77: the prepass 4.51 µs under ncu, 3.26 on 128x7168x2048).
+Prediction: if the reconfiguration is paid today, every shape 0.5-2 µs faster (the short shapes most in ratio); if not,
+SAME everywhere with outputs bit for bit v113's (the kernels' code is unchanged).
+Verdict: slower
+Measured: NVIDIA H200, session 77 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit 705b92e). Tests, edges, random shapes and bad inputs pass (no sanitizer: the kernels' code
+is the parent's). `compare gemm v113 v117`: 128x7168x16384 1.000x [0.997, 1.002] (52.25 -> 52.25 µs), 128x4096x7168 0.991x
+[0.983, 0.999], 128x7168x2048 0.990x [0.983, 0.998] (kernel method, one process): SAME everywhere, outputs bit for bit. Refuted: no
+reconfiguration is paid between the two kernels that this preference removes (or none the timing sees); attic.
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -76,13 +73,10 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v116"
+EXTENSION_NAME = "nvfp4_gemm_v117"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
-# v114: 5 and 6 only on stream launches (a CTA's last published piece; an owner's last round of partials landed), in
-# id order as in time (`probe marks` reads its phases from one mark to the next stamped one): "end" moved to 7
-MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done",
-              "piece published", "partials in (owner)", "end"]
+MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
 FUNCTIONS = ["gemm_function", "launch_counts"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -145,7 +139,6 @@ extern "C" __attribute__((visibility("default"))) int nvfp4_marks_clear() {
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
-#include <type_traits>  // std::integral_constant: consume_stream's half laps
 #include <vector>
 
 constexpr int BLOCK_N = 128;            // rows of B (and of N) per CTA: wgmma's M, 64 per consumer warpgroup
@@ -228,12 +221,7 @@ struct Problem {
     int splits;              // S: CTAs per output tile, each over a contiguous range of K blocks (stream: the most
                              // CTAs any tile's K blocks are shared by, its partial and flag slots a tile)
     int ctas;                // the GEMM launch's CTAs: num_tiles x splits, or a stream launch's (v109)
-    int stream;              // v109: 1 when the CTAs take runs of the tiles' K blocks in turn (stream-K)
-    // v115: a stream launch's runs, in units of kStreamUnit K blocks: run c is run_long units where bit c of
-    // run_long_mask is set (a tile's owner: its run holds a tile's first unit), run_short otherwise; the last run ends
-    // at the last unit (stream_start)
-    int run_short, run_long;
-    uint32_t run_long_mask[5];
+    int stream;              // v109: 1 when the CTAs take equal runs of ring laps across the tiles (stream-K)
     int tile_n;              // rows of B per tile: BLOCK_N, or PAIRED_N for a paired launch (v66)
     float* partials;         // S > 1: [tile][split] PARTIAL_BYTES each, as the ring stages them (workspace)
     uint32_t* flags;         // S > 1: [tile][split], 1 once that partial is in `partials`; zeroed by the prepass
@@ -503,7 +491,7 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
 template <bool kSplit, bool kPaired>
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
-                                        uint32_t ring, uint32_t full, uint32_t empty, int ring0 = 0) {
+                                        uint32_t ring, uint32_t full, uint32_t empty, int lap0 = 0) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
     // NOTE: v66: a paired tile's 64 rows of B (the tensor map's box is 64 rows then); its scales are still
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
@@ -535,10 +523,10 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         kb_start = first_lap;
     }
     for (int kb = kb_start; kb < num_k; ++kb) {
-        const int s = (ring0 + kb) % kStages, kg = kb_first + kb;
+        const int s = kb % kStages, kg = kb_first + kb;
         // NOTE: parity of the previous use of this slot; a fresh barrier counts as completed for parity 1.
-        // v115: ring0, the K blocks a stream CTA's earlier pieces put through the ring (half laps each)
-        mbar_wait(empty + 8 * s, (((ring0 + kb) / kStages) & 1) ^ 1);
+        // v109: lap0, the ring laps a stream CTA's earlier pieces took (each piece whole laps)
+        mbar_wait(empty + 8 * s, ((kb / kStages + lap0) & 1) ^ 1);
         const Stage st = stage_of(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + b_value_bytes);
         bulk_copy(st.a, d.a16 + a16_offset(d, t, kg, 0, 0), a_bytes, full + 8 * s);
@@ -702,44 +690,19 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
 }
 
 // ---------------------------------------------------------------- v109: stream-K over the split launch's CTAs
-// A stream launch's units are kStreamUnit K blocks (upt a tile), U = num_tiles x upt of them in tile order; CTA c takes
-// the run [stream_start(c), stream_start(c + 1)), so its run may end inside one tile and go on into the next: one piece
-// a tile it touches. v115: units of half a lap (v109-v114: whole laps), so a piece starts at ring slot 0 or 4; chunks
-// of kPromoteBlocks K blocks still start where v100's do, at multiples of 4 blocks of the matrix's K.
-constexpr int kStreamUnit = 4;
-static_assert(kStreamUnit == kPromoteBlocks && kStages == 2 * kStreamUnit, "a stream unit is a chunk and half a lap");
-constexpr int kMaxStreamCtas = 160;  // run_long_mask's bits
-static_assert(sizeof(Problem::run_long_mask) * 8 == kMaxStreamCtas, "a bit a run");
+// A stream launch's units are ring laps (kStages K blocks each, upt a tile), U = num_tiles x upt of them in tile order;
+// CTA c takes units [c U / G, (c + 1) U / G) of G = problem.ctas, so its run may end inside one tile and go on into the
+// next: one piece a tile it touches, each whole laps (a piece starts at ring slot 0, and chunks of kPromoteBlocks K
+// blocks start where v100's do, at multiples of 4 blocks of the matrix's K).
 struct StreamRange { int u0, u1, upt; long long units; };
-// NOTE: host and device: the host's layout (choose_stream) is checked against these on the CPU.
-__host__ __device__ __forceinline__ int popcount32(uint32_t v) {
-#ifdef __CUDA_ARCH__
-    return __popc(v);
-#else
-    return __builtin_popcount(v);
-#endif
-}
-__host__ __device__ __forceinline__ int stream_start(const Problem& problem, int c) {
-    int longs = 0;  // runs of run_long before c
-    for (int w = 0; w < c / 32; ++w) longs += popcount32(problem.run_long_mask[w]);
-    if (c % 32 != 0) longs += popcount32(problem.run_long_mask[c / 32] & ((1u << (c % 32)) - 1u));
-    return c * problem.run_short + longs * (problem.run_long - problem.run_short);
-}
-__host__ __device__ __forceinline__ StreamRange stream_range(const Problem& problem, int c) {
-    const int upt = problem.groups[0].k / BLOCK_K / kStreamUnit;
+__device__ __forceinline__ StreamRange stream_range(const Problem& problem, int c) {
+    const int upt = problem.groups[0].k / BLOCK_K / kStages;
     const long long units = static_cast<long long>(problem.num_tiles) * upt;
-    const int u1 = c + 1 < problem.ctas ? stream_start(problem, c + 1) : static_cast<int>(units);
-    return {stream_start(problem, c), u1, upt, units};
+    return {static_cast<int>(c * units / problem.ctas), static_cast<int>((c + 1) * units / problem.ctas), upt, units};
 }
-// The CTA whose run holds unit x (the largest c with stream_start(c) <= x).
-__host__ __device__ __forceinline__ int stream_cta_of(const Problem& problem, long long x) {
-    int lo = 0, hi = problem.ctas - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (stream_start(problem, mid) <= x) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
+// The CTA whose run holds unit x (the largest c with c U / G <= x).
+__device__ __forceinline__ int stream_cta_of(const Problem& problem, long long units, long long x) {
+    return static_cast<int>(((x + 1) * problem.ctas - 1) / units);
 }
 // A tile's group, M tile, and its first rows of A (m0) and of B (n0).
 struct TileAt { int g, t, m0, n0; };
@@ -756,16 +719,17 @@ __device__ __forceinline__ TileAt tile_at(const Problem& problem, int tile) {
 template <int kN>
 __device__ __forceinline__ void produce_stream(const Problem& problem, uint32_t ring, uint32_t full, uint32_t empty) {
     const StreamRange r = stream_range(problem, blockIdx.x);
-    int ring_at = 0;  // K blocks through the ring so far
+    int lap = 0;
     for (int tile = r.u0 / r.upt; tile * r.upt < r.u1; ++tile) {
         const int a = max(r.u0, tile * r.upt) - tile * r.upt, b = min(r.u1, (tile + 1) * r.upt) - tile * r.upt;
         const TileAt at = tile_at(problem, tile);
-        produce<true, false>(problem.groups[at.g], at.t, at.n0, kN, a * kStreamUnit, (b - a) * kStreamUnit, ring, full,
-                             empty, ring_at);
-        ring_at += (b - a) * kStreamUnit;
+        produce<true, false>(problem.groups[at.g], at.t, at.n0, kN, a * kStages, (b - a) * kStages, ring, full, empty, lap);
+        lap += b - a;
     }
 }
 
+// v110: this thread's positions j_begin .. j_end - 1 of a stream tile summed over its S partials in K order (slot 0
+// first) into the staged C tile, kBatch positions at a time: every load of a batch issued before its first add.
 // Consumers of a stream CTA: each piece's K loop (consume()'s, the ring's parity carried from piece to piece). A piece
 // that is not its tile's first K blocks (q > 0) publishes its fp32 sums to the tile's partial slot q with a flag and
 // the CTA goes on; a tile's first piece (q = 0: the owner) is the CTA's last (the host admits a stream launch only
@@ -794,48 +758,38 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
         decode_b(b_values0 + slot * STAGE_BYTES, b_scales0 + slot * STAGE_BYTES, row, row, tig, f);
     };
     const int first_tile = r.u0 / r.upt;
-    int ring_at = 0;  // K blocks through the ring so far: a piece's block j sits in slot (ring_at + j) % kStages
+    uint32_t phase = 0;  // parity of the ring's current lap, carried across pieces (each whole laps)
     for (int tile = first_tile; tile * r.upt < r.u1; ++tile) {
         const int a = max(r.u0, tile * r.upt) - tile * r.upt, b = min(r.u1, (tile + 1) * r.upt) - tile * r.upt;
-        const int num_k = (b - a) * kStreamUnit;
+        const int num_k = (b - a) * kStages;
         float acc[kN / 2], chunk[kN / 2];
         #pragma unroll
         for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
         uint32_t frag[2][4][4];
-        decode_slot(ring_at % kStages, static_cast<uint32_t>(ring_at / kStages) & 1u, frag[0]);
-        // NOTE: v115: a piece starts at slot 0 or 4, so its loop runs half laps, each an unrolled body for its base
-        // slot: descriptors, fragment sets, barriers and the chunk's FADD stay compile-time, as in v113's whole laps.
-        auto half_lap = [&](auto base, int j0) {
-            constexpr int kBase = decltype(base)::value;
-            const uint32_t lap = static_cast<uint32_t>((ring_at + j0) / kStages) & 1u;  // this half's lap parity
+        decode_slot(0, phase, frag[0]);
+        for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
             #pragma unroll
-            for (int u = 0; u < kStreamUnit; ++u) {
-                const int slot = kBase + u;
+            for (int slot = 0; slot < kStages; ++slot) {  // NOTE: num_k is whole laps: no block past the piece's end
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < 4; ++s)
                     wgmma_m64k16<kN>(chunk, frag[slot % 2][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),
-                                     s > 0 || u != 0);
+                                     s > 0 || slot % kPromoteBlocks != 0);
                 wgmma_commit();
-                if (j0 + u > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
-                if (j0 + u + 1 < num_k) {
+                if (kb + slot > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
+                if (kb + slot + 1 < num_k) {
                     const int next = (slot + 1) % kStages;
-                    decode_slot(next, next == 0 ? lap ^ 1u : lap, frag[(slot + 1) % 2]);
+                    decode_slot(next, next == 0 ? phase ^ 1 : phase, frag[(slot + 1) % 2]);
                 }
                 wgmma_wait_all();
-                if (u == kStreamUnit - 1) {  // NOTE: a unit is one chunk: its sum joins acc, rounded to nearest
+                if (slot % kPromoteBlocks == kPromoteBlocks - 1) {
                     #pragma unroll
                     for (int i = 0; i < kN / 2; ++i) acc[i] += chunk[i];
                 }
             }
-        };
-        for (int j0 = 0; j0 < num_k; j0 += kStreamUnit) {
-            if ((ring_at + j0) % kStages == 0) half_lap(std::integral_constant<int, 0>{}, j0);
-            else half_lap(std::integral_constant<int, kStreamUnit>{}, j0);
         }
-        mbar_arrive(empty + 8 * ((ring_at + num_k - 1) % kStages));  // NOTE: the piece's last block's stage
-        ring_at += num_k;
-        const int c_first = stream_cta_of(problem, static_cast<long long>(tile) * r.upt);
+        mbar_arrive(empty + 8 * (kStages - 1));  // NOTE: the piece's last block's stage (whole laps)
+        const int c_first = stream_cta_of(problem, r.units, static_cast<long long>(tile) * r.upt);
         const int q = static_cast<int>(blockIdx.x) - c_first;
         if (cthread == 0 && (tile + 1) * r.upt >= r.u1) NVFP4_MARK(4);  // the CTA's last piece
         if (q > 0) {
@@ -845,18 +799,14 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
             for (int j = 0; j < kPositions; ++j)
                 __stcg(mine + j * kConsumerThreads + cthread, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
             consumer_sync();  // NOTE: every consumer thread's stores of the partial precede thread 0's release
-            // NOTE: v114: the release alone, no __threadfence (a fence.sc.gpu) before it: the CTA barrier orders the
-            // other threads' stores before thread 0's st.release.gpu, whose release is cumulative over them (PTX memory
-            // model: causality order is transitive through the barrier), CUTLASS's barrier's pattern (a CTA barrier, then
-            // one thread's acq_rel fence and relaxed store).
             if (cthread == 0) {
+                __threadfence();
                 flag_release(problem.flags + tile * problem.splits + q);
-                NVFP4_MARK(5);  // NOTE: a CTA that publishes twice keeps its last stamp
             }
             continue;
         }
         // The owner: this is the CTA's last piece (see above), so the ring is drained once every consumer is here.
-        const int c_last = stream_cta_of(problem, static_cast<long long>(tile + 1) * r.upt - 1);
+        const int c_last = stream_cta_of(problem, r.units, static_cast<long long>(tile + 1) * r.upt - 1);
         const int S = c_last - c_first + 1;
         // NOTE: v113: the others' partials come into the drained ring by bulk copies (one instruction each, issued as
         // each flag is seen), kRound of them a round (the C stage's room), then every thread adds its positions from
@@ -886,7 +836,6 @@ __device__ __forceinline__ void consume_stream(const Problem& problem, uint32_t 
                 }
             }
             mbar_wait(gather, round & 1);
-            if (cthread == 0 && p1 == S) NVFP4_MARK(6);
             for (int p = p0; p < p1; ++p) {  // NOTE: in K order (v100's split order)
                 const uint32_t base = ring + (p - p0) * kPartBytes + cthread * 16;
                 #pragma unroll
@@ -1229,7 +1178,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
         if constexpr (kStream) consume_stream<kN>(problem, ring, ring_generic, full, empty, gather);  // v109
         else consume<kN, kSplit>(problem, d, tile, split, m0, n0, num_k, ring, ring_generic, full, empty, gather);
     }
-    if (threadIdx.x == kProducerThreads) NVFP4_MARK(7);
+    if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
 }
 
 // A launch's kind: which gemm_kernel instantiation runs it.
@@ -1272,90 +1221,47 @@ static void (*kernel_for(int rows, LaunchKind kind))(Problem) {
 // NOTE: v10-v26 added one condition, all `tiles` clusters of S CTAs resident at once (a cluster
 // lives inside one GPC); v30 exchanges partials through L2 and needs only every CTA resident, which
 // tiles x S <= SMs gives (one CTA per SM) and the cooperative launch guarantees.
-constexpr int kMinBlocksPerSplitWave = 24;  // v115: at file scope, choose_stream's floor on a run too
 static int choose_splits(int tiles, int min_blocks, int sms) {
+    constexpr int kMinBlocksPerSplitWave = 24;
     int best = 1;
     for (int S = 2; S <= kMaxSplits && static_cast<long>(tiles) * S <= sms && min_blocks / S >= kMinBlocksPerSplitWave; ++S)
         best = S;
     return best;
 }
 
-// v115: the runs of a stream launch of `units` units (upt a tile), laid in order: a run that starts at a tile's first
-// unit, or that cannot end inside its tile as a short run, is its next tile's owner (its last piece is that tile's
-// head) and takes run_long units; the others (middles, and runs ending on their tile's end) take run_short. Returns
-// the runs, or -1 past max_runs; marks the long ones in `mask` (kMaxStreamCtas bits) when given.
-static int stream_layout(long long units, int upt, int run_short, int run_long, int max_runs, uint32_t* mask) {
-    long long x = 0;
-    int c = 0;
-    while (x < units) {
-        if (c >= max_runs) return -1;
-        const long long left = upt - x % upt;  // units to the end of x's tile
-        const bool owner = x % upt == 0 || left < run_short;
-        if (owner && mask != nullptr) mask[c / 32] |= 1u << (c % 32);
-        x += owner ? run_long : run_short;
-        ++c;
-    }
-    return c;
-}
-
-// v109: a split launch (S > 1) as a stream launch when its longest CTA is no longer than the split's (v116; v109-v115:
-// 8% shorter): at most one CTA an SM, runs of the launch's units (stream_layout). Only where every batch has the same K
-// blocks, a multiple of kStreamUnit, at least 24 blocks a run (kMinBlocksPerSplitWave's), no run as long as a tile
-// (v112: every tile has S >= 2 and its head piece is its CTA's last, consume_stream's owner) and no tile shared by more
-// than kMaxSplits CTAs (its partial slots). problem.splits becomes the most CTAs any tile is shared by (its slots a
-// tile), problem.ctas the runs.
-// NOTE: v115: owners' runs one unit longer than the others' (run_long = run_short + 1) where that still fits the
-// SMs: an owner waits for its tile's middle pieces, whose loops end with its own in equal runs (v113's marks: the
-// slowest CTA 5.9 µs after the last loop); a middle one unit (4 blocks, ~1.5 µs) shorter publishes under the owner's
-// last unit. On 128x7168x16384: runs of 28 and 27 units on 131 CTAs, tiles shared by 3 at most (v113: 13-14 laps on
-// 132, up to 4).
+// v109: a split launch (S > 1) as a stream launch when that shortens its longest CTA by 8% or more: one CTA an SM,
+// each an equal run of the launch's ring laps (stream_range). Only where every batch's K blocks are whole laps
+// (pieces of whole laps keep v100's loop and chunking), at least three laps a CTA (kMinBlocksPerSplitWave's 24
+// blocks), and no tile shared by more than kMaxSplits CTAs (its partial slots). problem.splits becomes the most CTAs
+// any tile is shared by (its slots a tile), problem.ctas the SMs.
 // NOTE: session 75 (`run gemm v100 --method kernel`, one process, H200): 128 x N x 16384 with 112, 126 and 132 split
 // CTAs of 128 K blocks each (N 7168, 8064, 8448) took 56.26, 56.76 and 56.78 µs: the blocks hold their rate on every SM,
 // so 128x7168x16384's 20 idle SMs are worth their share of the loop.
 static void choose_stream(Problem& problem, int sms) {
-    if (problem.splits < 2 || sms > kMaxStreamCtas) return;
+    if (problem.splits < 2) return;
     const int blocks = problem.groups[0].k / BLOCK_K;
     for (int g = 1; g < problem.num_groups; ++g)
         if (problem.groups[g].k != problem.groups[0].k) return;
-    if (blocks % kStreamUnit != 0) return;
-    const int upt = blocks / kStreamUnit;
-    const long long units = static_cast<long long>(problem.num_tiles) * upt;
-    int run_long = static_cast<int>((units + sms - 1) / sms), run_short = 0;
-    if (run_long * kStreamUnit < kMinBlocksPerSplitWave) return;
-    for (; run_long < upt && run_short == 0; ++run_long) {
-        for (int d = 1; d >= 0 && run_short == 0; --d)
-            if (run_long - d >= 1 && stream_layout(units, upt, run_long - d, run_long, sms, nullptr) > 0) run_short = run_long - d;
-    }
-    if (run_short == 0) return;
-    --run_long;  // NOTE: the loop stepped past the run_long that fitted
+    if (blocks % kStages != 0) return;
+    const int upt = blocks / kStages;
+    const long long units = static_cast<long long>(problem.num_tiles) * upt, ctas = sms;
+    if (units < 3 * ctas) return;
+    // NOTE: v112: no run as long as a tile, so none covers one whole: every tile has S >= 2 and its head piece is its
+    // CTA's last (consume_stream's owner). A split launch has tiles <= SMs / 2, so runs are about half a tile or less.
+    if ((units + ctas - 1) / ctas >= upt) return;
+    const long long longest = (units + ctas - 1) / ctas * kStages;  // K blocks of the longest stream CTA
     const long long split_longest = (blocks + problem.splits - 1) / problem.splits;
-    // NOTE: v116: no longer than the split's longest CTA, where v109-v115 asked 8% shorter: with the owner's exchange
-    // (v113) the stream launch pays less after its loops than the split's share exchange (v113's loop -> end 1.82 µs
-    // median against v100's 3.71 at S = 2), so a layout of the split's own lengths is worth it for that alone
-    // (128x4096x7168: the split's 4 CTAs a tile, 28 blocks each, as 128 runs of 7 units, the tile's first its owner).
-    if (static_cast<long long>(run_long) * kStreamUnit > split_longest) return;
-    uint32_t mask[kMaxStreamCtas / 32] = {};
-    const int runs = stream_layout(units, upt, run_short, run_long, sms, mask);
-    // The most runs any tile's units are shared by: walk the runs' starts, counting each tile's.
+    if (longest * 100 > split_longest * 92) return;
     int most = 1;
-    long long x = 0;
-    int tile = 0, in_tile = 0;
-    for (int c = 0; c < runs; ++c) {
-        const long long end = x + (((mask[c / 32] >> (c % 32)) & 1u) ? run_long : run_short);
-        const long long last = (end < units ? end : units) - 1;
-        for (long long t = x / upt; t <= last / upt; ++t) {
-            if (t != tile) { tile = static_cast<int>(t); in_tile = 0; }
-            if (++in_tile > most) most = in_tile;
-        }
-        x = end;
+    for (int tile = 0; tile < problem.num_tiles; ++tile) {
+        const long long x0 = static_cast<long long>(tile) * upt, x1 = x0 + upt - 1;
+        const long long c0 = ((x0 + 1) * ctas - 1) / units, c1 = ((x1 + 1) * ctas - 1) / units;
+        if (c1 - c0 + 1 > most) most = static_cast<int>(c1 - c0 + 1);
     }
     if (most < 2 || most > kMaxSplits) return;  // NOTE: 1 would run the unsplit kernel, which reads no slots
     problem.splits = most;
-    problem.ctas = runs;
+    problem.ctas = sms;
     problem.stream = 1;
-    problem.run_short = run_short;
-    problem.run_long = run_long;
-    for (int w = 0; w < kMaxStreamCtas / 32; ++w) problem.run_long_mask[w] = mask[w];
 }
 
 // Fills one chunk's Problem (up to kMaxGroups batches from `first`) with M tiles of at most
@@ -1403,8 +1309,6 @@ static int64_t fill_chunk_rows(const int64_t* desc, int num_groups, int first, i
     problem.splits = choose_splits(tiles, min_blocks, sms);
     problem.ctas = tiles * problem.splits;
     problem.stream = 0;
-    problem.run_short = problem.run_long = 0;
-    for (uint32_t& w : problem.run_long_mask) w = 0u;
     choose_stream(problem, sms);  // v109
     problem.tile_n = BLOCK_N;
     return bytes;
@@ -1473,6 +1377,12 @@ static int prepare_device(int& device, int& sms) {
                 if (err != cudaSuccess) return static_cast<int>(err);
             }
         }
+        // NOTE: v117's change: the prepass asks for the shared-memory carveout the GEMM kernel needs (its 227 KB force the
+        // largest); without a preference a kernel of no shared memory may run with the L1-heavy split, and an SM that ran
+        // it would change its split before taking a GEMM CTA, once each way every call.
+        const cudaError_t err = cudaFuncSetAttribute(decode_a_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                     cudaSharedmemCarveoutMaxShared);
+        if (err != cudaSuccess) return static_cast<int>(err);
         cudaDeviceGetAttribute(&sm_count[device], cudaDevAttrMultiProcessorCount, device);
         smem_opted_in[device] = true;
     }

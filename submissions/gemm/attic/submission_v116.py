@@ -1,36 +1,28 @@
-"""NVFP4 GEMM v115: v114's stream runs in half laps and laid by role: a tile's owner one unit longer than the others.
+"""NVFP4 GEMM v116: v115's stream launch wherever its longest run is no longer than the split's: 128x4096x7168's too.
 
-Version: v115
-Parent: v114
-Change: a stream launch's units are 4 K blocks (half a ring lap, one promotion chunk), not 8, and its runs are laid in
-order by role (stream_layout): a run that holds a tile's first unit (its owner, v112) takes run_long units, the others
-(middles, and runs ending on their tile's end) run_short = run_long - 1, the shortest such pair that fits the SMs. On
-128x7168x16384: 131 runs of 28 / 27 units (112 / 108 K blocks), tiles shared by 3 CTAs at most, where v113 ran 132
-runs of 13-14 laps (104-112 blocks) with tiles shared by up to 4 (two rounds of copies for their owners). A piece
-starts at ring slot 0 or 4, so consume_stream runs half laps (two unrolled bodies, base slot 0 or 4) and produce()
-counts the CTA's blocks through the ring (ring0). The runs reach the kernel as two lengths and a bit a run (the
-parameter's room), stream_start summing them.
+Version: v116
+Parent: v115
+Change: choose_stream takes a split launch as a stream launch when its longest run is no longer than the split's
+longest CTA (v109-v115: 8% shorter). On 128x4096x7168 that is 128 runs of 7 units (28 K blocks), each tile's four
+CTAs as the split's, but finished by the owner's exchange (v113: the head piece's CTA adds the others' partials, by
+bulk copy, in two rounds at S = 4) instead of v100's share exchange (each CTA stages, bulk-stores and flags its
+partial, copies in its peers' parts of its share, sums a quarter of the tile). 128x7168x16384 as v115.
 Arch: sm_90a
-Analogue: CUTLASS's stream-K keeps every CTA's share equal; here the owner's share is larger by the middle piece's
-publication (DeepGEMM's and CUTLASS's schedulers balance work, not a fix-up's wait)
-Why: v113's owners wait for their tile's middle pieces, whose loops end with their own (equal runs), and then for the
-middle's publication (64 KB of stores, the release) and a copy: `probe marks gemm v111 v113` put v113's slowest CTA
-5.9 µs after the last loop, its median 1.82. A middle one unit (~1.5 µs) shorter publishes while the owner runs its
-last unit. A model of the runs (each unit 4 x 0.367 µs, publication P, the owner's copy, adds and C 1 µs): equal
-runs of laps 43.1 + (P - 1) µs to the last tile stored, v115's layout 42.1 + max(0, P - 1.5): 1.0-1.5 µs less
-for P of 1-3 µs. v108 (attic, session 70) made the same trade on v100's S = 2 split and measured SAME: split 0's four
-more blocks made it the longest CTA and gave back what its partner's shorter run saved. Here no owner runs longer than
-v113's longest CTA (112 blocks both); only the middles are shorter (108 against 104-112).
-Checked on the CPU (nvcc, host code and the device's run lookups compiled for the host): over 40,960 launches (1-80
-tiles, K of 4-512 blocks, 78 / 114 / 132 / 160 SMs; 10,765 of them stream launches) the runs cover every unit once,
-each shorter than a tile, every tile shared by 2 to problem.splits CTAs, every tile's first piece its CTA's last,
-stream_cta_of the walk's. Compile-only (nvcc 13.0): 168 registers, no spills; the stream loop 801 instructions for 8
-blocks (v113's 822).
-Prediction: 128x7168x16384 ~1.0-1.5 µs faster than v114 (`compare gemm v114 v115` 1.02-1.03x; ~51 µs); the others
-SAME (their code is v114's). Marks: the last "piece published" before the last owner's "K loop done", the slowest
-CTA's end ~1 µs after the last loop. Refuted if under 1.01x: then the owners' wait is not the middle pieces' (v114's
-marks tell which part is).
-Measured: not yet run
+Analogue: gemm v113 on the long shape
+Why: v100's account of 128x4096x7168 (session 66, v91's marks): loop 10.82 µs, then 4.45 after it and 0.34 of spread,
+the exchange paced by its synchronisations (v57: each bulk-store completion, release, flag, poll a round trip). v113's
+owners end 1.82 µs after their loops (median) at S = 2-4 on the long shape. A model of the runs (units at the
+loop's 0.386 µs a block, a publication P, the owner's copy 0.5 µs a partial plus 0.5): 13.8-14.8 µs from the first
+stamp for P of 1-2 µs against the split's 15.6. Checked on the CPU as v115's layout (40,960 launches, 18,161 of them
+stream launches now, every one valid).
+Prediction: `compare gemm v115 v116`: 128x4096x7168 1.03-1.08x (21.2 -> ~19.6-20.6 µs), 128x7168x16384 and
+128x7168x2048 SAME (their launches are v115's). Refuted if 128x4096x7168 is not faster: then three partials a tile
+through one owner cost more than four CTAs' shares (v114's marks on that shape say which step).
+Verdict: slower
+Measured: NVIDIA H200, session 77 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit b8afa5b). Tests, edges, the two stream shapes on every distribution, random shapes and bad
+inputs pass. `compare gemm v115 v116`: 128x4096x7168 0.878x [0.870, 0.887] SLOWER (21.31 -> 24.24 µs), the other two
+SAME (1.001x, 0.991x), outputs bit for bit. Refuted (predicted 0.8-1.8 µs less): the stream launch's owners on S = 4
+cost ~2.9 µs more than the split's share exchange there (v115's half-lap loop included).
 
 Bad inputs (each a Python exception, one line, raised before anything is launched; the message starts
 "gemm: "; built on a miss only, except the first four rows, checked on every call: a hit's key holds the
@@ -88,7 +80,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v115"
+EXTENSION_NAME = "nvfp4_gemm_v116"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 # v114: 5 and 6 only on stream launches (a CTA's last published piece; an owner's last round of partials landed), in
@@ -1310,12 +1302,12 @@ static int stream_layout(long long units, int upt, int run_short, int run_long, 
     return c;
 }
 
-// v109: a split launch (S > 1) as a stream launch when that shortens its longest CTA by 8% or more: at most one CTA
-// an SM, runs of the launch's units (stream_layout). Only where every batch has the same K blocks, a multiple of
-// kStreamUnit, at least 24 blocks a run (kMinBlocksPerSplitWave's), no run as long as a tile (v112: every tile has
-// S >= 2 and its head piece is its CTA's last, consume_stream's owner) and no tile shared by more than kMaxSplits CTAs
-// (its partial slots). problem.splits becomes the most CTAs any tile is shared by (its slots a tile), problem.ctas
-// the runs.
+// v109: a split launch (S > 1) as a stream launch when its longest CTA is no longer than the split's (v116; v109-v115:
+// 8% shorter): at most one CTA an SM, runs of the launch's units (stream_layout). Only where every batch has the same K
+// blocks, a multiple of kStreamUnit, at least 24 blocks a run (kMinBlocksPerSplitWave's), no run as long as a tile
+// (v112: every tile has S >= 2 and its head piece is its CTA's last, consume_stream's owner) and no tile shared by more
+// than kMaxSplits CTAs (its partial slots). problem.splits becomes the most CTAs any tile is shared by (its slots a
+// tile), problem.ctas the runs.
 // NOTE: v115: owners' runs one unit longer than the others' (run_long = run_short + 1) where that still fits the
 // SMs: an owner waits for its tile's middle pieces, whose loops end with its own in equal runs (v113's marks: the
 // slowest CTA 5.9 µs after the last loop); a middle one unit (4 blocks, ~1.5 µs) shorter publishes under the owner's
@@ -1341,7 +1333,11 @@ static void choose_stream(Problem& problem, int sms) {
     if (run_short == 0) return;
     --run_long;  // NOTE: the loop stepped past the run_long that fitted
     const long long split_longest = (blocks + problem.splits - 1) / problem.splits;
-    if (static_cast<long long>(run_long) * kStreamUnit * 100 > split_longest * 92) return;
+    // NOTE: v116: no longer than the split's longest CTA, where v109-v115 asked 8% shorter: with the owner's exchange
+    // (v113) the stream launch pays less after its loops than the split's share exchange (v113's loop -> end 1.82 µs
+    // median against v100's 3.71 at S = 2), so a layout of the split's own lengths is worth it for that alone
+    // (128x4096x7168: the split's 4 CTAs a tile, 28 blocks each, as 128 runs of 7 units, the tile's first its owner).
+    if (static_cast<long long>(run_long) * kStreamUnit > split_longest) return;
     uint32_t mask[kMaxStreamCtas / 32] = {};
     const int runs = stream_layout(units, upt, run_short, run_long, sms, mask);
     // The most runs any tile's units are shared by: walk the runs' starts, counting each tile's.

@@ -21,7 +21,12 @@ Prediction: `compare group_gemm v89 v103`: A 1.005-1.02x (the 248- and 176-row h
 launch's later tiles starting that much sooner on their SMs), B, C, D SAME (no long-K group: their kernels are v89's);
 outputs bit for bit v89's (partial + own in fp32, as before). Refuted if A is under 1.003x: then the halves' path is
 the wait for the writer's release (its 127 KB of stores and fence), not the read, or the longer loops gave it back.
-Measured: not yet run
+Verdict: slower
+Measured: NVIDIA H200, session 77 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit b8afa5b). Tests, edges, random shapes, bad inputs pass; racecheck and synccheck clean (one at
+a time, 39 and 22 s). `compare group_gemm v89 v103` (kernel method, one process): A 0.991x [0.986, 0.996] (124.44 ->
+125.49 µs), B 1.006x, C 0.991x, D 0.998x, all SAME by the 2% margin, outputs bit for bit v89's. Refuted (predicted A
+1.005-1.02x): the 7.6 µs from a 248-row half's loop to its C staged is not the partial's read, scalar or bulk; the
+wait for the other half (not co-scheduled) is what is left (NOTES).
 
 Bad inputs: v50's table (its docstring), unchanged: this version adds no check, and its host path's checks,
 messages and cache are v57's.
