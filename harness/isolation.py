@@ -164,9 +164,10 @@ def run_group(cmd: list[str], timeout_s: float, **popen) -> tuple[int | None, st
     """Run ``cmd`` in a process group of its own; its exit code (None: past ``timeout_s``) and its output (stdout and
     stderr together). On a timeout, on leaving by an exception and on SIGTERM/SIGHUP (``reaped_on_signals``) the whole
     group is killed.
-    NOTE: the group, not the child: a tool that runs a program (compute-sanitizer, ncu) leaves it running when only
-    the tool is killed, and a spinning kernel under it held the GPU past its command's end (session 77)."""
-    with tempfile.TemporaryFile() as out:
+    NOTE: the group, not the child: a tool that runs a program (compute-sanitizer, ncu) leaves that program running
+    when only the tool is killed (subprocess.run's timeout did so until session 77, whose first device call lost its
+    deadline to sanitizer runs that never ended), and a hung kernel then holds the GPU past the command's end."""
+    with tempfile.TemporaryFile() as out, reaped_on_signals():
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, **popen)
         with reaped_group(proc.pid):

@@ -196,3 +196,33 @@ def test_a_finished_tool_gives_its_code_and_output():
     code, text = isolation.run_group([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); "
                                       "sys.exit(3)"], timeout_s=30)
     assert code == 3 and "out" in text and "err" in text
+
+
+def test_a_terminated_harness_takes_the_tool_s_program_with_it(tmp_path):
+    # `timeout` ends a harness command with SIGTERM: the tool it runs (and the tool's program) must not outlive it.
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pid_file = tmp_path / "program.pid"
+    tool = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
+            f"\"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)\"]); p.wait()")
+    harness = ("import sys; from harness import isolation; "
+               f"isolation.run_group([sys.executable, '-c', {tool!r}], timeout_s=60)")
+    proc = subprocess.Popen([sys.executable, "-c", harness], cwd=Path(__file__).resolve().parents[1])
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) != 0
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the tool's program outlived the terminated harness")
