@@ -3,8 +3,8 @@
 # the edges shapes; racecheck and synccheck for versions using mbarriers), the bad inputs (a failure
 # said, not stopping), compare against its parent, then the recorded runs (gpumode, then kernel).
 # The checks after the build run side by side (nothing is timed until all have ended), then the sanitizers one at a
-# time; a failed check stops the version after them, a failed build or timed step at once; a short summary is the last thing printed (and
-# $OUT/summary.txt).
+# time; a failed check stops the version after them, a failed build or timed step at once; a short summary is the
+# last thing printed (and $OUT/summary.txt).
 # Usage (device machine, repo root): bash tools/try_version.sh PROBLEM VERSION PARENT
 # Env: NVFP4_GIT_COMMIT (required: the commit being run, which the copied tree cannot tell),
 # BUDGET (run seconds, default 3; compare stops on its own: decided and precise, or 10 s a shape),
