@@ -379,9 +379,8 @@ __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
 // K block fastest. A warp is 4 rows x 4 K blocks x 2 halves: each store instruction writes, per
 // (row, K block), chunks 2s and 2s + 1, which the swizzle (c ^ r % 8) keeps an aligned 32-byte pair:
 // 16 full sectors. Its loads read 128 contiguous bytes of each row's A and 16 of its scales.
-// Decodes prepass unit u of batch d (u < decode_threads_of(d)): the row's chunks 2s + j of K block kb, whole.
-// v118: the prepass kernel's body, also run by a split or stream launch's consumer warps (decode_a_share).
-// A prepass unit's inputs (v118: loaded apart from their use, so a thread can have two units' loads in flight).
+// v118: the prepass's body as two functions, run by the prepass kernel and by a split or stream launch's consumer
+// warps (decode_a_share). A prepass unit's inputs (v118: loaded apart from their use, so a thread can have two units' loads in flight).
 struct UnitIn { uint4 lo, hi; uint32_t sc; };
 __device__ __forceinline__ UnitIn decode_a_load(const GroupDesc& d, int u) {
     const int num_kb = d.k / BLOCK_K;
