@@ -14,8 +14,8 @@
 # each line's output in extra-N.txt; rows an extra line records go to extra/leaderboard.csv, its sidecars
 # beside it, so they come back in round.tgz: merge them with `nvfp4 leaderboard merge`).
 # The archives are rewritten after every version, so a call stopped at its limit keeps the rest.
-# try_version.sh's SHAPES_<problem> (custom shapes for its tests and sanitizers) and RECORD (if-faster, the default, or
-# always) pass through to every version of the round.
+# try_version.sh's SHAPES_<problem> (custom shapes for its tests and sanitizers), RECORD (if-faster, the default, or
+# always), SANITIZE and SANITIZE_TIMEOUT pass through to every version of the round.
 set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
 # session's first commit, dirty); every recorded row must name the commit that actually ran.

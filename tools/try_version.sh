@@ -130,16 +130,17 @@ elif grep -q "mbarrier" "$src"; then
 # alone in session 76), so the round's whole deadline went to them. A sanitizer that hangs is a failure, not the round.
 # NOTE: sanitize's default covers the smallest tests shape and the benchmark shape of fewest FLOPs (why: its
 # _sanitize_shapes in harness/cli/devtools.py).
-st="${SANITIZE_TIMEOUT:-240}"
-queue 1 "racecheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool racecheck --timeout "$st"
-checks
-queue 1 "synccheck (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool synccheck --timeout "$st"
-checks
+for tool in racecheck synccheck; do
+  queue 1 "$tool (smallest tests and benchmark shapes)" python3 -m harness sanitize "$problem" "$version" --tool "$tool" \
+    --timeout "${SANITIZE_TIMEOUT:-240}"
+  checks
+done
 if [ "${#shape_args[@]}" -gt 0 ]; then
-queue 1 "racecheck (SHAPES)" python3 -m harness sanitize "$problem" "$version" --tool racecheck --timeout "$st" "${shape_args[@]}"
-checks
-queue 1 "synccheck (SHAPES)" python3 -m harness sanitize "$problem" "$version" --tool synccheck --timeout "$st" "${shape_args[@]}"
-checks
+  for tool in racecheck synccheck; do
+    queue 1 "$tool (SHAPES)" python3 -m harness sanitize "$problem" "$version" --tool "$tool" \
+      --timeout "${SANITIZE_TIMEOUT:-240}" "${shape_args[@]}"
+    checks
+  done
 fi
 fi
 fi
