@@ -22,7 +22,20 @@ most a thread) and the barrier (~1 µs) against the prepass's launch, run and ga
 the same loops). Marks: "A ready" ~2-3 µs after "start". Refuted if under 1.02x on 128x7168x2048.
 Compile-only (nvcc 13.0): 168 registers; the split kernels spill nothing, the stream kernel's 40-register producer 16
 bytes (a value a stage around its first lap's arrivals; v113: none).
-Measured: not yet run
+Measured: NVIDIA H200, session 78 (a one-GPU machine; `compare gemm v113 v118`, kernel method, one process; commit
+6584ab6): 128x7168x16384 52.25 -> 58.59 µs 0.892x [0.886, 0.898] SLOWER, 128x4096x7168 21.23 -> 23.15 0.917x [0.909,
+0.925] SLOWER, 128x7168x2048 1.002x SAME (a paired launch: unsplit, it keeps the prepass, so "every benchmark shape"
+above was wrong for it); outputs bit for bit v113's. Tests (every distribution, edges, SHAPES, random), bad inputs,
+racecheck and synccheck (the smallest and benchmark shapes, then SHAPES) pass. Marks on 128x7168x16384 (20 calls,
+medians (last CTA), µs after the call's first stamp): B armed 2.05, A share decoded 4.03 (4.67), A ready 7.14 (7.25):
+the barrier returned 2.5 µs after the last CTA's arrival; A ready -> K loop done 43.81 against v113's whole start -> K
+loop done 40.19; end 53.79 (58.14) against 43.07 (47.34). The plain builds' time outside the marks fell 5.3 -> 1.0 µs
+(52.64 - 47.34 against 59.15 - 58.14): the prepass and its launch were ~4.3 µs of the call, as priced, and this start
+spent 7.1 µs of the GEMM's own time plus a 3.6 µs longer loop to take them. Refuted. Not settled: why the barrier's
+release lags the last arrival by 2.5 µs (132 acquiring pollers on one word, and each CTA's fence behind 30 KB of its
+own decoded stores, are the candidates) and why the loop after it runs longer (every CTA's first lap of A at once from
+lines still dirty in L2 is one candidate; the stream producer's 16-byte spill another).
+Verdict: slower
 """
 
 import torch
