@@ -1,18 +1,29 @@
-"""NVFP4 dual_gemm v62: in each pair of silu_times_pair, the second output's exp2 by a degree-5 polynomial on the FMA pipe (range split by the 1.5 x 2^23 rounding trick, exponent added as an integer) instead of MUFU.EX2: two MUFU operations a pair where v61 used three
+"""NVFP4 dual_gemm v61: silu x up by pairs of outputs with three MUFU operations where v60 used four: one reciprocal of the two denominators' product, each output's reciprocal that times the other's denominator; a tile where any pair's product leaves the reciprocal's normal range (a gate below ~-43) is staged again by v60's silu
 
-Version: v62
-Parent: v61
-Change: in each pair of silu_times_pair, the second output's exp2 by a degree-5 polynomial on the FMA pipe (range split by the 1.5 x 2^23 rounding trick, exponent added as an integer) instead of MUFU.EX2: two MUFU operations a pair where v61 used three
+Version: v61
+Parent: v60
+Change: silu x up by pairs of outputs with three MUFU operations where v60 used four: one reciprocal of the two denominators' product, each output's reciprocal that times the other's denominator; a tile where any pair's product leaves the reciprocal's normal range (a gate below ~-43) is staged again by v60's silu
 Arch: sm_90a
 Analogue: none
-Why: v61's pairs spend one MUFU operation and ~8 issue slots an output's worth; if a MUFU operation costs a warp
-16 cycles (8 results a clock a SM) rather than 8, the pipe still paces the staging, and moving one exp2 of a pair to
-the FMA pipe (~12 issue slots) balances the two.
-Prediction: against v61, faster only if a MUFU operation costs a warp more than ~12 cycles of its SM sub-partition:
-then marks 9 -> 10 ~30% shorter than v61's; otherwise slower by ~15% of that phase (the issue slots added). Either
-way the marks settle which pipe paces the staging. Exactness: the polynomial's 2^-22.2 relative error, as
-ex2.approx's (checked on the CPU over x in [-30, 126], 4M points).
-Measured: not yet run
+Why: v60's staging runs two MUFU operations an output beside ~6.3 issue slots: at 16 MUFU results a clock a SM
+that is 16 cycles a warp's output, the MUFU pipe's, not the issue's. Three operations a pair (~8 issue slots an
+output) take a quarter of it.
+Prediction: marks 9 -> 10 on 256x4096x7168 ~25% shorter than v60's if the MUFU pipe paces them (~0.3-0.6 µs);
+`compare dual_gemm v60 v61` 1.005-1.015x on every shape. Outputs may differ from v60's in the last bit where an
+output lies within ~2^-22 of an fp16 rounding boundary.
+Exactness: v52's silu (its note above silu_times); outputs as said below.
+Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
+Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 2549cbe): tests (both distributions), edges, random
+shapes (mixed) and bad inputs pass. `compare dual_gemm v60 v61` (kernel method, one process): 256x4096x7168 0.976x
+[0.967, 0.986], 512x4096x7168 0.977x, 256x3072x4096 0.966x [0.960, 0.971], 512x3072x7168 0.973x: SLOWER on all four
+(outputs v60's bit for bit except 256x3072x4096's, which differ on 8 of 8 input sets: the pairs' rounding). Marks
+(`probe marks dual_gemm v52 v61`, 20 calls, medians): "sums complete" -> "C staged" 2.69 -> 3.68 µs on
+256x4096x7168 and 2.66 -> 3.65 on 256x3072x4096, the call +1.0 µs on both. Fewer MUFU operations did not shorten
+the phase (v62: fewer still, SAME): the MUFU pipe was not its pace either. What cost the microsecond is not read
+from SASS here; the S = 2 sum now runs twice in the source (the range fallback), which keeps the peer's parts and
+the tail live past the first staging; the 256-row kernel's SASS shows a branch a position in the new staging loop
+(one position's chain at a time, where v60's interleaves them).
+Verdict: slower
 """
 
 import torch
@@ -22,7 +33,7 @@ BLOCK_N = 64
 BLOCK_M_MAX = 256
 TILE_ROWS = (32, 64, 96, 128, 160, 192, 256)
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_dual_gemm_v62"
+EXTENSION_NAME = "nvfp4_dual_gemm_v61"
 # `nvfp4 probe marks`: ids 0-1 are the prepass's blocks, 2-6 the GEMM kernel's CTAs (3 and 4: v38's
 # kTailsEarly launch only, its first blocks' A decoded in the ring, and the producer's griddepcontrol.wait
 # returned; every other launch skips them); helper CTAs stamp only 2, 3 (4 in kTailsEarly) and 11-13.
@@ -518,29 +529,11 @@ __device__ __forceinline__ uint32_t stage_lane_offset(int warp, int lane) {
 // output depends on this path's range.
 // NOTE: exactness: the product's rounding and the reciprocal's product's (2^-24 each) beside rcp's 1 ulp, ~2^-22
 // relative, against e's 1.2e-5 above: still under 3% of fp16's half ulp.
-// v62: 2^x on the FMA pipe (no MUFU), for silu_times_pair's second output. x is clamped to [-30, 126]: below -30
-// 1 + 2^x is 1 either way (2^-30 < 2^-25); above 126 the pair's product reaches 2^111 and the tile takes
-// silu_times (pairs_in_range), so no output depends on the clamp. round(x) by adding 1.5 x 2^23 (x's integer part in
-// the sum's low mantissa bits), f = x - round(x) in [-0.5, 0.5] exactly, 2^f by a degree-5 polynomial (coefficients
-// fitted to 2^f's relative error on [-0.5, 0.5]: 2^-22.2 at most in fp32 FMA arithmetic, as ex2.approx's ~2^-22),
-// then round(x) added to the exponent field (the sum's bits shifted by 23 are round(x) modulo 2^32).
-__device__ __forceinline__ float exp2_fma(float x) {
-    x = fminf(fmaxf(x, -30.f), 126.f);
-    const float t = x + 12582912.f;
-    const float f = x - (t - 12582912.f);
-    float p = 0x1.5c08ccp-10f;
-    p = fmaf(p, f, 0x1.3d0c52p-7f);
-    p = fmaf(p, f, 0x1.c6b6e6p-5f);
-    p = fmaf(p, f, 0x1.ebf918p-3f);
-    p = fmaf(p, f, 0x1.62e428p-1f);
-    p = fmaf(p, f, 0x1.000002p+0f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
 __device__ __forceinline__ float2 silu_times_pair(float gate1, float up1, float gate2, float up2, float& pmax) {
     constexpr float kMinus128Log2e = -128.f * 1.44269504088896340736f;
     float e1, e2, r;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(e1) : "f"(gate1 * kMinus128Log2e));
-    e2 = exp2_fma(gate2 * kMinus128Log2e);  // v62: off the MUFU
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(e2) : "f"(gate2 * kMinus128Log2e));
     const float d1 = 1.f + e1, d2 = 1.f + e2;
     const float p = d1 * fmaf(e2, 0x1p-14f, 0x1p-14f);
     asm("max.NaN.f32 %0, %0, %1;\n" : "+f"(pmax) : "f"(p));

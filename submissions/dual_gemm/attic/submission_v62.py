@@ -1,20 +1,27 @@
-"""NVFP4 dual_gemm v60: C staged by stmatrix .trans (one instruction a position where v52 converted, moved and stored each output alone) and silu x up in six instructions an output (B's 2^14 folded into the reciprocal's argument by one FMA that replaces the 1 + e add)
+"""NVFP4 dual_gemm v62: in each pair of silu_times_pair, the second output's exp2 by a degree-5 polynomial on the FMA pipe (range split by the 1.5 x 2^23 rounding trick, exponent added as an integer) instead of MUFU.EX2: two MUFU operations a pair where v61 used three
 
-Version: v60
-Parent: v52
-Change: C staged by stmatrix .trans (one instruction a position where v52 converted, moved and stored each output alone) and silu x up in six instructions an output (B's 2^14 folded into the reciprocal's argument by one FMA that replaces the 1 + e add)
+Version: v62
+Parent: v61
+Change: in each pair of silu_times_pair, the second output's exp2 by a degree-5 polynomial on the FMA pipe (range split by the 1.5 x 2^23 rounding trick, exponent added as an integer) instead of MUFU.EX2: two MUFU operations a pair where v61 used three
 Arch: sm_90a
 Analogue: none
-Why: session 66's marks put 2.69 µs between "sums complete" and "C staged" on 256x4096x7168 (store_tile's exchange of
-halves and silu x up over a 256-row tile: 64 outputs a thread) and 2.66 on 256x3072x4096, of 4.93 and 5.70 µs after
-the loop; issue 47 asks 1.4 µs of 256x4096x7168. v52's SASS stages an output in ~11 instructions (three FMULs by
-128 and log2 e, MUFU.EX2, FADD, MUFU.RCP, two FMULs, F2FP, PRMT, STS.U16, a quarter LDS.128); this one in ~6.3
-(FMUL, EX2, FFMA, RCP, two FMULs, half an F2FP, an eighth of an STSM), the same two MUFU operations.
-Prediction: if the staging's issue paced it, "halves exchanged" -> "C staged" (marks 9 -> 10) shorter by up to ~40%
-(~0.5-0.9 µs) and `compare dual_gemm v52 v60` 1.01-1.02x on every shape (all run 256-row tiles); if the MUFU pipe
-paces it (two operations an output at 16 a clock a SM: 16 cycles a warp's output, against ~11 issue cycles), SAME.
-Outputs v52's bit for bit unless rcp.approx of a power-of-two-scaled argument is not exactly scaled.
-Measured: not yet run
+Why: v61's pairs spend one MUFU operation and ~8 issue slots an output's worth; if a MUFU operation costs a warp
+16 cycles (8 results a clock a SM) rather than 8, the pipe still paces the staging, and moving one exp2 of a pair to
+the FMA pipe (~12 issue slots) balances the two.
+Prediction: against v61, faster only if a MUFU operation costs a warp more than ~12 cycles of its SM sub-partition:
+then marks 9 -> 10 ~30% shorter than v61's; otherwise slower by ~15% of that phase (the issue slots added). Either
+way the marks settle which pipe paces the staging. Exactness: the polynomial's 2^-22.2 relative error, as
+ex2.approx's (checked on the CPU over x in [-30, 126], 4M points).
+Exactness: v52's silu (its note above silu_times); outputs as said below.
+Bad inputs, their messages and the host's checks: v44's (v38's table), unchanged.
+Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 2549cbe): tests (both distributions), edges, random
+shapes (mixed) and bad inputs pass. `compare dual_gemm v61 v62` (kernel method, one process): 0.997x / 0.996x /
+0.996x / 0.991x [0.987, 0.995]: SAME on all four (512x3072x7168 slower by its interval, inside the ±2% margin),
+outputs v61's bit for bit where v61's were v60's. Marks (`probe marks dual_gemm v61 v62`, 256x4096x7168): "sums
+complete" -> "C staged" 3.68 -> 3.71 µs. One MUFU operation an output against v61's 1.5 moved nothing: the MUFU
+pipe does not pace the staging (refuted either way the prediction allowed: neither faster nor slower by the
+issue slots added).
+Verdict: slower
 """
 
 import torch
@@ -24,7 +31,7 @@ BLOCK_N = 64
 BLOCK_M_MAX = 256
 TILE_ROWS = (32, 64, 96, 128, 160, 192, 256)
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_dual_gemm_v60"
+EXTENSION_NAME = "nvfp4_dual_gemm_v62"
 # `nvfp4 probe marks`: ids 0-1 are the prepass's blocks, 2-6 the GEMM kernel's CTAs (3 and 4: v38's
 # kTailsEarly launch only, its first blocks' A decoded in the ring, and the producer's griddepcontrol.wait
 # returned; every other launch skips them); helper CTAs stamp only 2, 3 (4 in kTailsEarly) and 11-13.
@@ -512,6 +519,56 @@ __device__ __forceinline__ void stage_position(uint32_t position, float x, float
 __device__ __forceinline__ uint32_t stage_lane_offset(int warp, int lane) {
     return (lane % 8) * C_ROW_BYTES + (16 * warp + 8 * ((lane / 8) % 2)) * 2;
 }
+// v61: silu(gate) x up for two outputs with three MUFU operations where silu_times takes four: one reciprocal of the
+// denominators' product, each output's reciprocal that times the other's denominator. The product is taken x 2^-14
+// (fma(e2, 2^-14, 2^-14), silu_times' exact scaling), so r d2 is silu_times' r for gate1, 2^14 / (1 + e1).
+// `pmax` keeps the largest product, NaN if any (max.NaN): the caller stages the tile again by silu_times when it
+// reaches 2^111 (the denominators' 2^125, past which rcp.approx.ftz leaves the normal range: a gate below ~-43), so no
+// output depends on this path's range.
+// NOTE: exactness: the product's rounding and the reciprocal's product's (2^-24 each) beside rcp's 1 ulp, ~2^-22
+// relative, against e's 1.2e-5 above: still under 3% of fp16's half ulp.
+// v62: 2^x on the FMA pipe (no MUFU), for silu_times_pair's second output. x is clamped to [-30, 126]: below -30
+// 1 + 2^x is 1 either way (2^-30 < 2^-25); above 126 the pair's product reaches 2^111 and the tile takes
+// silu_times (pairs_in_range), so no output depends on the clamp. round(x) by adding 1.5 x 2^23 (x's integer part in
+// the sum's low mantissa bits), f = x - round(x) in [-0.5, 0.5] exactly, 2^f by a degree-5 polynomial (coefficients
+// fitted to 2^f's relative error on [-0.5, 0.5]: 2^-22.2 at most in fp32 FMA arithmetic, as ex2.approx's ~2^-22),
+// then round(x) added to the exponent field (the sum's bits shifted by 23 are round(x) modulo 2^32).
+__device__ __forceinline__ float exp2_fma(float x) {
+    x = fminf(fmaxf(x, -30.f), 126.f);
+    const float t = x + 12582912.f;
+    const float f = x - (t - 12582912.f);
+    float p = 0x1.5c08ccp-10f;
+    p = fmaf(p, f, 0x1.3d0c52p-7f);
+    p = fmaf(p, f, 0x1.c6b6e6p-5f);
+    p = fmaf(p, f, 0x1.ebf918p-3f);
+    p = fmaf(p, f, 0x1.62e428p-1f);
+    p = fmaf(p, f, 0x1.000002p+0f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+__device__ __forceinline__ float2 silu_times_pair(float gate1, float up1, float gate2, float up2, float& pmax) {
+    constexpr float kMinus128Log2e = -128.f * 1.44269504088896340736f;
+    float e1, e2, r;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(e1) : "f"(gate1 * kMinus128Log2e));
+    e2 = exp2_fma(gate2 * kMinus128Log2e);  // v62: off the MUFU
+    const float d1 = 1.f + e1, d2 = 1.f + e2;
+    const float p = d1 * fmaf(e2, 0x1p-14f, 0x1p-14f);
+    asm("max.NaN.f32 %0, %0, %1;\n" : "+f"(pmax) : "f"(p));
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(p));
+    return make_float2(gate1 * (r * d2) * up1, gate2 * (r * d1) * up2);
+}
+// v61: a pair path's products all below 2^111 (pmax: silu_times_pair's), false for NaN.
+__device__ __forceinline__ bool pairs_in_range(float pmax) { return pmax < 0x1p111f; }
+template <bool kValue> struct Pairs { static constexpr bool value = kValue; };
+// v61: one position's four outputs by silu_times_pair (kPairs, x with y and z with w) or by silu_times, staged.
+template <bool kPairs>
+__device__ __forceinline__ void silu_stage_position(uint32_t position, float4 g, float4 up, float& pmax) {
+    if constexpr (kPairs) {
+        const float2 xy = silu_times_pair(g.x, up.x, g.y, up.y, pmax), zw = silu_times_pair(g.z, up.z, g.w, up.w, pmax);
+        stage_position(position, xy.x, xy.y, zw.x, zw.y);
+    } else {
+        stage_position(position, silu_times(g.x, up.x), silu_times(g.y, up.y), silu_times(g.z, up.z), silu_times(g.w, up.w));
+    }
+}
 
 // ---------------------------------------------------------------- mbarriers and bulk copies
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
@@ -555,6 +612,13 @@ __device__ __forceinline__ int64_t a16_offset(const GroupDesc& d, int t, int kb,
 // compiler from moving shared or global accesses across it.
 __device__ __forceinline__ void consumer_sync() {
     asm volatile("bar.sync %0, %1;\n" ::"n"(kConsumerBarrier), "n"(kConsumerThreads) : "memory");
+}
+// v61: consumer_sync that also returns whether any consumer thread passed `pred` true (one bar.red.or).
+__device__ __forceinline__ bool consumer_sync_or(bool pred) {
+    uint32_t any;
+    asm volatile("{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n selp.u32 %0, 1, 0, q;\n}\n"
+                 : "=r"(any) : "r"(static_cast<uint32_t>(pred)), "n"(kConsumerBarrier), "n"(kConsumerThreads) : "memory");
+    return any != 0;
 }
 
 // Prepass threads of one batch: one per (row of its M tiles, K block, half j); the kernel's bound
@@ -823,45 +887,57 @@ __device__ __forceinline__ void reduce_in_cluster(const GroupDesc& d, int S, int
     // NOTE: position (j, v) was written by thread v of each warpgroup: its fragment rows and columns
     const int v_warp = u / 32, v_lane = u % 32;
     const uint32_t stage_lane = ring + C_STAGE_OFFSET + stage_lane_offset(v_warp, v_lane);  // v60: stmatrix's rows
+    // NOTE: kN is a multiple of 32, so at S = 2 a split's share is kN / 16 positions and each consumer
+    // thread sums kN / 32 of them (j_begin + operand + 2i). Every read of the peer is issued
+    // here, before the first add (64 registers at kN = 256; acc is dead): the sum's arithmetic
+    // on the first positions overlaps the arrival of the later ones (dsmem_rate.py).
+    constexpr int kPositions = kN / 32;
+    float4 peer_g[kPositions], peer_up[kPositions];
     if (S == 2) {
-        // NOTE: kN is a multiple of 32, so a split's share is kN / 16 positions and each consumer
-        // thread sums kN / 32 of them (j_begin + operand + 2i). Every read of the peer is issued
-        // here, before the first add (64 registers at kN = 256; acc is dead): the sum's arithmetic
-        // on the first positions overlaps the arrival of the later ones (dsmem_rate.py).
-        constexpr int kPositions = kN / 32;
-        float4 peer_g[kPositions], peer_up[kPositions];
         #pragma unroll
         for (int i = 0; i < kPositions; ++i) {
             const uint32_t addr = ring + ((j_begin + operand + 2 * i) * kOperandThreads + u) * 16;
             peer_g[i] = ld_cluster_f4(addr, split ^ 1);
             peer_up[i] = ld_cluster_f4(addr + kUpOffset, split ^ 1);
         }
-        #pragma unroll
-        for (int i = 0; i < kPositions; ++i) {
-            const int j = j_begin + operand + 2 * i;
-            const uint32_t addr = ring + (j * kOperandThreads + u) * 16;
-            const float4 own_g = ld_shared_f4(addr), own_up = ld_shared_f4(addr + kUpOffset);
-            // NOTE: split order, as cluster_sum: ((0 + part 0) + part 1); v32: then + the tail
-            float4 g = add_in_order(split == 0 ? own_g : peer_g[i], split == 0 ? peer_g[i] : own_g);
-            float4 up = add_in_order(split == 0 ? own_up : peer_up[i], split == 0 ? peer_up[i] : own_up);
-            if constexpr (kWithTail) {
-                g.x += tail_g[i].x; g.y += tail_g[i].y; g.z += tail_g[i].z; g.w += tail_g[i].w;
-                up.x += tail_up[i].x; up.y += tail_up[i].y; up.z += tail_up[i].z; up.w += tail_up[i].w;
+    }
+    // v61: the share's sums staged by pairs (Pairs<true>), then by silu_times only if a pair anywhere in the tile left
+    // the pairs' range: the sums read again (the peer's parts and the tail stay in registers, every CTA's partials in
+    // its shared memory until the last cluster barrier).
+    float pmax = 0.f;
+    auto stage = [&](auto pairs) {
+        if (S == 2) {
+            #pragma unroll
+            for (int i = 0; i < kPositions; ++i) {
+                const int j = j_begin + operand + 2 * i;
+                const uint32_t addr = ring + (j * kOperandThreads + u) * 16;
+                const float4 own_g = ld_shared_f4(addr), own_up = ld_shared_f4(addr + kUpOffset);
+                // NOTE: split order, as cluster_sum: ((0 + part 0) + part 1); v32: then + the tail
+                float4 g = add_in_order(split == 0 ? own_g : peer_g[i], split == 0 ? peer_g[i] : own_g);
+                float4 up = add_in_order(split == 0 ? own_up : peer_up[i], split == 0 ? peer_up[i] : own_up);
+                if constexpr (kWithTail) {
+                    g.x += tail_g[i].x; g.y += tail_g[i].y; g.z += tail_g[i].z; g.w += tail_g[i].w;
+                    up.x += tail_up[i].x; up.y += tail_up[i].y; up.z += tail_up[i].z; up.w += tail_up[i].w;
+                }
+                silu_stage_position<decltype(pairs)::value>(stage_lane + 8 * j * C_ROW_BYTES, g, up, pmax);
             }
-            stage_position(stage_lane + 8 * j * C_ROW_BYTES, silu_times(g.x, up.x), silu_times(g.y, up.y),
-                           silu_times(g.z, up.z), silu_times(g.w, up.w));
+        } else {
+            // NOTE: no tail here: the host gives a split launch helpers only at S = 2 (choose_split_tails).
+            #pragma unroll 1
+            for (int j = j_begin + operand; j < j_end; j += 2) {
+                const uint32_t addr = ring + (j * kOperandThreads + u) * 16;
+                const float4 g = cluster_sum(addr, S, split), up = cluster_sum(addr + kUpOffset, S, split);
+                // g, up: tile rows (n) 16 v_warp + v_lane / 4 and + 8, columns (m) 8j + 2 (v_lane % 4) and + 1
+                silu_stage_position<decltype(pairs)::value>(stage_lane + 8 * j * C_ROW_BYTES, g, up, pmax);
+            }
         }
+    };
+    stage(Pairs<true>{});
+    // NOTE: every thread's results are in the C rows before any of them is stored
+    if (consumer_sync_or(!pairs_in_range(pmax))) {
+        stage(Pairs<false>{});
+        consumer_sync();
     }
-    // NOTE: no tail here: the host gives a split launch helpers only at S = 2 (choose_split_tails).
-    #pragma unroll 1
-    for (int j = j_begin + operand; j < j_end && S > 2; j += 2) {
-        const uint32_t addr = ring + (j * kOperandThreads + u) * 16;
-        const float4 g = cluster_sum(addr, S, split), up = cluster_sum(addr + kUpOffset, S, split);
-        // g, up: tile rows (n) 16 v_warp + v_lane / 4 and + 8, columns (m) 8j + 2 (v_lane % 4) and + 1
-        stage_position(stage_lane + 8 * j * C_ROW_BYTES, silu_times(g.x, up.x), silu_times(g.y, up.y),
-                       silu_times(g.z, up.z), silu_times(g.w, up.w));
-    }
-    consumer_sync();  // NOTE: every thread's results are in the C rows before any of them is stored
     if (cthread == 0) NVFP4_MARK(10);
     store_staged_c(d, cthread, m0, n0, ring + C_STAGE_OFFSET, 8 * j_begin, 8 * j_end);
     cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it
@@ -1013,17 +1089,26 @@ __device__ __forceinline__ void store_tile(const GroupDesc& d, int m0, int n0, u
             st_shared_f4(ring + (j * kOperandThreads + u) * 16, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
     consumer_sync();  // NOTE: both halves' sums are in shared memory before either warpgroup reads them
     if (cthread == 0) NVFP4_MARK(9);
-    #pragma unroll
-    for (int j = 0; j < kN / 8; ++j) {
-        if ((j < kHalfJ) == (operand == 0)) {  // NOTE: this warpgroup's half
-            const float4 other = ld_shared_f4(ring + (j * kOperandThreads + u) * 16);
-            const float4 mine = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
-            const float4 gate = operand == 0 ? mine : other, up = operand == 0 ? other : mine;
-            stage_position(stage_lane + 8 * j * C_ROW_BYTES, silu_times(gate.x, up.x), silu_times(gate.y, up.y),
-                           silu_times(gate.z, up.z), silu_times(gate.w, up.w));
+    // v61: this warpgroup's half staged by pairs (Pairs<true>), then by silu_times only if a pair anywhere in the
+    // tile left the pairs' range (the other half's sums stay in the ring; C is staged past them)
+    float pmax = 0.f;
+    auto stage = [&](auto pairs) {
+        #pragma unroll
+        for (int j = 0; j < kN / 8; ++j) {
+            if ((j < kHalfJ) == (operand == 0)) {  // NOTE: this warpgroup's half
+                const float4 other = ld_shared_f4(ring + (j * kOperandThreads + u) * 16);
+                const float4 mine = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+                const float4 gate = operand == 0 ? mine : other, up = operand == 0 ? other : mine;
+                silu_stage_position<decltype(pairs)::value>(stage_lane + 8 * j * C_ROW_BYTES, gate, up, pmax);
+            }
         }
+    };
+    stage(Pairs<true>{});
+    // NOTE: the whole C tile is staged before any row of it is stored (rows past M are not)
+    if (consumer_sync_or(!pairs_in_range(pmax))) {
+        stage(Pairs<false>{});
+        consumer_sync();
     }
-    consumer_sync();  // NOTE: the whole C tile is staged before any row of it is stored (rows past M are not)
     if (cthread == 0) NVFP4_MARK(10);
     store_staged_c(d, cthread, m0, n0, c_stage, 0, kN);
 }
