@@ -34,7 +34,9 @@ EXTENSION_NAME = "nvfp4_group_gemm_v106"
 # 8 is still the whole first lap's A issued, now paced (each copy after stage k - 2 landed), so it comes after 9.
 MARK_NAMES = ["GEMM start", "first stage's B decoded", "K loop done", "C staged", "end", "prepass start",
               "prepass stores issued", "wait returned (prepass visible)", "first lap's A issued",
-              "stage 0 landed (deep ring: its A)", "first lap landed", "stages 0-1's A issued"]
+              "stage 0 landed (deep ring: its A)", "first lap landed", "stages 0-1's A issued",
+              "stream: piece 1's first block decoded", "stream: a piece's partial counted",
+              "stream: piece 2's first block decoded", "stream: the owner's partials added"]
 FUNCTIONS = ["group_gemm_function"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -1207,7 +1209,7 @@ __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0,
 template <class R, int kN>
 __device__ __forceinline__ void consume_piece(const Problem& problem, const GroupDesc& d, int tile, int m0, int n0,
                                               int num_k, uint32_t phase0, int slot, int expected, uint32_t ring,
-                                              const uint8_t* ring_generic, uint32_t full, uint32_t empty) {
+                                              const uint8_t* ring_generic, uint32_t full, uint32_t empty, int mark) {
     constexpr int kStages = R::kStages, STAGE_BYTES = R::STAGE_BYTES;
     const int cthread = threadIdx.x - kProducerThreads;
     const int warp = cthread / 32, lane = cthread % 32;
@@ -1227,6 +1229,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
         decode_b(b_values0 + s * STAGE_BYTES, b_scales0 + s * STAGE_BYTES, row, tig, f);
     };
     decode_slot(0, phase0, frag[0]);
+    if (cthread == 0) NVFP4_MARK(mark);  // NOTE: 12 in a CTA's first piece, 14 in its second (marks builds only)
     uint32_t phase = phase0;  // parity of the ring's current lap
     for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
         #pragma unroll
@@ -1258,6 +1261,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
             // fence and release; the owner's acquire load and barrier mirror it.
             __threadfence();
             asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(problem.stream.counters + tile) : "memory");
+            NVFP4_MARK(13);
         }
         return;
     }
@@ -1280,6 +1284,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
             for (int i = 0; i < kN / 2; ++i) acc[i] += __ldcg(partial + i * kConsumerThreads + cthread);
         }
     }
+    if (cthread == 0) NVFP4_MARK(15);
     // This warpgroup's 64 columns of C as [m_tile_rows][64] fp16, 128-byte rows, chunk c of row m at
     // chunk c ^ (m % 8) (the tensor map's SWIZZLE_128B); the halves are 1024-aligned since
     // m_tile_rows x 128 is a multiple of 1024 (m_tile_rows a multiple of 32, or 112: of 8 either way).
@@ -1401,14 +1406,14 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         }
         const uint32_t phase0 = lap0 & 1;
         switch (n_cols / M_STEP) {
-            case 1: consume_piece<R, 32>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 2: consume_piece<R, 64>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 3: consume_piece<R, 96>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 4: consume_piece<R, 128>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 5: consume_piece<R, 160>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 6: consume_piece<R, 192>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 7: consume_piece<R, 224>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            default: consume_piece<R, 256>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 1: consume_piece<R, 32>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 2: consume_piece<R, 64>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 3: consume_piece<R, 96>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 4: consume_piece<R, 128>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 5: consume_piece<R, 160>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 6: consume_piece<R, 192>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 7: consume_piece<R, 224>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            default: consume_piece<R, 256>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
         }
         // v106: the producer's empty stages after a first piece: waited for and released unread (every consumer
         // thread, as a loaded stage's release)
