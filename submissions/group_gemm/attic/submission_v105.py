@@ -1,19 +1,31 @@
-"""NVFP4 group_gemm v107: the stream launch's CTA positions computed once per call by one extra prepass block (a thread a position, beside zeroing the counters) into the workspace, where each GEMM CTA reads the six it needs; v106's CTAs each computed them with 64-bit divisions before their first copy and between their pieces (marks: 6 µs from start to the first decoded block, 4.5-6.6 µs between pieces)
+"""NVFP4 group_gemm v105: a chunk whose tall tiles would leave SMs idle (the model: every group of K <= 4096, its modelled stream time under 0.9x its tiles' makespan; C) runs a stream launch: one CTA an SM, each taking an even share of the chunk's K blocks weighted by their tiles' cycles, at most two pieces a CTA; a tile is finished by the CTA holding its first blocks, which adds the others' fp32 partials (at most three, written to the workspace and counted) before storing C
 
-Version: v107
-Parent: v106
-Change: the stream launch's CTA positions computed once per call by one extra prepass block (a thread a position, beside zeroing the counters) into the workspace, where each GEMM CTA reads the six it needs; v106's CTAs each computed them with 64-bit divisions before their first copy and between their pieces (marks: 6 µs from start to the first decoded block, 4.5-6.6 µs between pieces)
+Version: v105
+Parent: v89
+Change: a chunk whose tall tiles would leave SMs idle (the model: every group of K <= 4096, its modelled stream time under 0.9x its tiles' makespan; C) runs a stream launch: one CTA an SM, each taking an even share of the chunk's K blocks weighted by their tiles' cycles, at most two pieces a CTA; a tile is finished by the CTA holding its first blocks, which adds the others' fp32 partials (at most three, written to the workspace and counted) before storing C
 Arch: sm_90a
 Analogue: none
-Why: v106's marks on C (`probe marks group_gemm v106 --shapes benchmarks:2 --ctas ...`, session 78, medians over
-ranges of 33 CTAs): GEMM start -> piece 1's first block decoded 5.7-6.5 µs (v89's tall launches ~2.5-2.9), a writer's
-partial counted -> its next piece's first block decoded 4.5-6.6 µs, while the loops themselves ran at the cost table's
-rate (a single-piece CTA's ~36 blocks in 16-17.5 µs). Before each of those steps every thread computed several CTAs'
-positions (stream_position: 64-bit divisions in a loop over the groups, two to five calls a thread).
-Prediction: C's call ~5-8 µs shorter than v106's (46.4 µs in session 78's compare): the start ~3 µs shorter, each
-transition ~3-4 µs; against v89 (28.3) about even to 1.1x: `compare group_gemm v89 v107` C 0.95-1.10x, A, B, D SAME
-(v89's launches). The outputs are v106's bit for bit (the same pieces, sums in the same order).
-Measured: not yet run
+Why: C (g2, 192 and 320 rows, N 3072, K 4096) runs 120 CTAs of 112 / 96-row tiles (the deep ring) on 132 SMs at
+~0.38 µs a K block (session 63's marks: the loop 24.16 µs of its ~28.3): tiles short enough to fill the SMs run
+below the tensor rate (the decode's issue), taller ones leave SMs idle. The stream launch takes both: tall tiles
+(192 and 2 x 160 rows: 823 / 725 cycles a block by the cost table) over all 132 SMs, ~26,400 cycles of blocks a CTA
+against ~42,400 (64 x 662) today. gemm v113's measured mechanism (the owner adds the others' partials; loop -> end
+1.82 µs median there). NOTES (2b) priced it at ~22-23 µs.
+Prediction: C 1.15-1.28x (`compare group_gemm v89 v105`: 28.3 -> 22-24.5 µs): the loop ~15.1 µs at the mean CTA
+(~17.4 at the slowest: CTA starts snapped to whole laps put 28-42 blocks in a CTA, studies/group_gemm_stream_plan.py's
+replica of the plan), the owners' sums ~1.5-2 µs after their loops, the start as today's. A, B, D SAME (they keep v89's
+launches: A's K is above 4096, B's tiles outnumber the SMs, D's model says no: 28.9k cycles against 24.3k).
+Refuted if C is under 1.08x.
+Bad inputs: v50's table (its docstring), unchanged: the host's checks and messages are v89's.
+Exactness: a stream tile's sum is one fp32 chain per piece (each at most K 4096), the owner adding the others'
+partials in slot order: the same sum every call; other launches v89's.
+Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 928cb65): tests, edges, random shapes (mixed), bad
+inputs and three custom shapes that take the stream launch (C; g2 m[200,330] n2048/3072 k3072/4096; g3 m[40,256,300]
+n1024/2048/1536 k4096/2048/3072; `--dist all`) pass. `compare group_gemm v89 v105` (kernel method, one process): C
+28.85 -> 47.12 µs 0.612x [0.609, 0.616] SLOWER, A 1.001x, B 0.997x, D 0.994x SAME (v89's launches), outputs v89's bit
+for bit on the checked inputs. Refuted (predicted 1.15-1.28x on C). v106's marks (the same pieces but unsnapped)
+place the loss outside the loops: see v106 and v107.
+Verdict: slower
 """
 
 import torch
@@ -23,7 +35,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v107"
+EXTENSION_NAME = "nvfp4_group_gemm_v105"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -37,9 +49,7 @@ EXTENSION_NAME = "nvfp4_group_gemm_v107"
 # 8 is still the whole first lap's A issued, now paced (each copy after stage k - 2 landed), so it comes after 9.
 MARK_NAMES = ["GEMM start", "first stage's B decoded", "K loop done", "C staged", "end", "prepass start",
               "prepass stores issued", "wait returned (prepass visible)", "first lap's A issued",
-              "stage 0 landed (deep ring: its A)", "first lap landed", "stages 0-1's A issued",
-              "stream: piece 1's first block decoded", "stream: a piece's partial counted",
-              "stream: piece 2's first block decoded", "stream: the owner's partials added"]
+              "stage 0 landed (deep ring: its A)", "first lap landed", "stages 0-1's A issued"]
 FUNCTIONS = ["group_gemm_function"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -149,6 +159,7 @@ struct Ring {
 };
 using TallRing = Ring<256, 6>;  // v31's: any tile up to BLOCK_M_MAX rows
 using DeepRing = Ring<128, 9>;  // v32's: launches whose tiles are all at most 128 rows
+static_assert(TallRing::kStages == 6, "stream_position snaps CTAs to the tall ring's laps of 6 blocks");
 // v75: a tall launch's tile heights (wgmma N): rows rounded up to 8 above 32 (to 32 up to it), where v74 rounded
 // every tile up to a multiple of 32. The padded rows cost tensor cycles on the tiles above ~160 rows (v74's cost
 // table: 4.2-4.3 cycles a row a block, the tensor rate's 4) and ~2.5 cycles a row a block on shorter ones (the
@@ -213,7 +224,6 @@ struct GroupDesc {
 struct StreamWork {
     float* partials;
     unsigned int* counters;
-    unsigned int* positions;             // v107: stream_position(c) for c = 0 .. ctas, as tile << 16 | block (the prepass's)
     int ctas;
     int tiles;
 };
@@ -626,8 +636,9 @@ __device__ __forceinline__ unsigned int* pair_words(const GroupDesc& d, int pair
 // v105: a stream launch's positions. The chunk's tiles in index order (GroupDesc::tile_begin), each of its group's
 // K / 64 blocks; a block of a tile costs stream_block_cycles(its group's m_tile_rows) (the host's cost table, v74's
 // measured cycles). CTA c starts at stream_position(c): the block where the cost summed from the first tile reaches
-// c / ctas of the whole (v106: not moved to whole ring laps; a two-piece CTA passes the rest of its first piece's last
-// lap as empty stages, stream_pad_lap). The host (stream_plan_holds) checks what the kernel relies on: positions strictly
+// c / ctas of the whole, moved to the nearest block b with (blocks - b) a multiple of TallRing's depth (or to 0), so
+// that a CTA's first piece that runs to its tile's end is whole ring laps and its next piece (a tile's first blocks)
+// starts at slot 0 of a lap. The host (stream_plan_holds) checks what the kernel relies on: positions strictly
 // increasing, at most two pieces a CTA, at most kStreamSlots CTAs starting inside any tile.
 __host__ __device__ inline int stream_block_cycles(int rows) {
     constexpr int kRows[] = {32, 64, 96, 128, 160, 192, 256};  // NOTE: kCostRows / kCostCycles (host), by M_STEP
@@ -658,8 +669,11 @@ __host__ __device__ inline StreamPos stream_position(const Problem& problem, int
             const int local = static_cast<int>((target - done) / tile_cost);
             const int64_t rest = target - done - local * tile_cost;
             const int b = static_cast<int>((rest + cost - 1) / cost);  // in [0, blocks]
-            if (b >= blocks) return {d.tile_begin + local + 1, 0};
-            return {d.tile_begin + local, b};
+            constexpr int kLap = 6;  // NOTE: TallRing::kStages (the stream kernel's ring), checked below its definition
+            const int laps = (blocks - b + kLap / 2) / kLap;
+            const int snapped = blocks - kLap * laps;
+            if (snapped >= blocks) return {d.tile_begin + local + 1, 0};
+            return {d.tile_begin + local, snapped > 0 ? snapped : 0};
         }
         done += span;
     }
@@ -671,10 +685,10 @@ __host__ __device__ inline int stream_group_of(const Problem& problem, int tile)
     while (g + 1 < problem.num_groups && tile >= problem.groups[g + 1].tile_begin) ++g;
     return g;
 }
-// A CTA's pieces (at most two): its tile, first block and blocks. Returns how many.
+// CTA c's pieces (at most two): its tile, first block and blocks. Returns how many.
 struct StreamPiece { int tile, kb0, count; };
-// v107: from its start and its end (the next CTA's start).
-__host__ __device__ inline int stream_pieces(const Problem& problem, StreamPos begin, StreamPos end, StreamPiece (&out)[2]) {
+__host__ __device__ inline int stream_pieces(const Problem& problem, int c, StreamPiece (&out)[2]) {
+    const StreamPos begin = stream_position(problem, c), end = stream_position(problem, c + 1);
     int n = 0;
     for (StreamPos at = begin; stream_before(at, end) && n < 2; at = {at.tile + 1, 0}) {
         const int blocks = problem.groups[stream_group_of(problem, at.tile)].k / BLOCK_K;
@@ -724,16 +738,10 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     // starts only once this grid has completed (a plain edge: no split in a dependent launch, the host's rule).
     if (d.k_splits > 1 && static_cast<int>(blockIdx.x) == d.decode_begin)
         for (int w = threadIdx.x; w < 2 * split_pairs(d); w += kDecodeThreads) pair_words(d, w / 2)[w % 2] = 0u;
-    // v107: a stream launch's own block, the grid's last (make_stream counts it): the counters zeroed and the CTAs'
-    // positions computed, a thread each (the stream GEMM starts after this grid completes: a plain edge)
-    if (problem.stream.ctas > 0 && blockIdx.x == gridDim.x - 1) {
+    // v105: a stream launch's counters, zeroed by the first block (the stream GEMM starts after this grid completes:
+    // a plain edge, stream_launch)
+    if (problem.stream.ctas > 0 && blockIdx.x == 0)
         for (int w = threadIdx.x; w < problem.stream.tiles; w += kDecodeThreads) problem.stream.counters[w] = 0u;
-        for (int c = threadIdx.x; c <= problem.stream.ctas; c += kDecodeThreads) {
-            const StreamPos at = stream_position(problem, c);
-            problem.stream.positions[c] = static_cast<unsigned int>(at.tile) << 16 | static_cast<unsigned int>(at.block);
-        }
-        return;
-    }
     if (u >= decode_threads_of(d)) return;
     const int num_kb = d.k / BLOCK_K;
     const int j = u & 1, q = u >> 3;
@@ -1219,7 +1227,7 @@ __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0,
 template <class R, int kN>
 __device__ __forceinline__ void consume_piece(const Problem& problem, const GroupDesc& d, int tile, int m0, int n0,
                                               int num_k, uint32_t phase0, int slot, int expected, uint32_t ring,
-                                              const uint8_t* ring_generic, uint32_t full, uint32_t empty, int mark) {
+                                              const uint8_t* ring_generic, uint32_t full, uint32_t empty) {
     constexpr int kStages = R::kStages, STAGE_BYTES = R::STAGE_BYTES;
     const int cthread = threadIdx.x - kProducerThreads;
     const int warp = cthread / 32, lane = cthread % 32;
@@ -1239,7 +1247,6 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
         decode_b(b_values0 + s * STAGE_BYTES, b_scales0 + s * STAGE_BYTES, row, tig, f);
     };
     decode_slot(0, phase0, frag[0]);
-    if (cthread == 0) NVFP4_MARK(mark);  // NOTE: 12 in a CTA's first piece, 14 in its second (marks builds only)
     uint32_t phase = phase0;  // parity of the ring's current lap
     for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
         #pragma unroll
@@ -1271,7 +1278,6 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
             // fence and release; the owner's acquire load and barrier mirror it.
             __threadfence();
             asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(problem.stream.counters + tile) : "memory");
-            NVFP4_MARK(13);
         }
         return;
     }
@@ -1294,7 +1300,6 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
             for (int i = 0; i < kN / 2; ++i) acc[i] += __ldcg(partial + i * kConsumerThreads + cthread);
         }
     }
-    if (cthread == 0) NVFP4_MARK(15);
     // This warpgroup's 64 columns of C as [m_tile_rows][64] fp16, 128-byte rows, chunk c of row m at
     // chunk c ^ (m % 8) (the tensor map's SWIZZLE_128B); the halves are 1024-aligned since
     // m_tile_rows x 128 is a multiple of 1024 (m_tile_rows a multiple of 32, or 112: of 8 either way).
@@ -1335,8 +1340,8 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
     }
 }
 
-// v105: a stream launch (StreamWork): CTA c runs its pieces (stream_pieces; v107: from the prepass's positions) on one ring, the producer's copies and the
-// consumers' loops flowing from one piece into the next (v106: past the first piece's last lap's unused slots).
+// v105: a stream launch (StreamWork): CTA c runs its pieces (stream_pieces) on one ring, the producer's copies and the
+// consumers' loops flowing from one piece into the next (the first piece, when there are two, is whole laps).
 // NOTE: deadlock-free because every CTA is resident (one an SM, ctas <= SMs, a cooperative launch where the runtime
 // takes it) and an owner waits only after its last piece, for pieces that are other CTAs' first: those wait on nothing.
 template <class R>
@@ -1356,19 +1361,8 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    // v107: the positions of CTAs c - 2 .. c + 3 (clamped to 0 .. ctas), the prepass's: this CTA's start and end, the
-    // CTAs before it that start inside its first piece's tile (its slot) and after it inside its last's (the owner's
-    // count); kStreamSlots is 3, so three on either side at most.
-    static_assert(kStreamSlots <= 3, "a CTA reads the positions of three CTAs on either side");
-    StreamPos near[6];
-    #pragma unroll
-    for (int i = 0; i < 6; ++i) {
-        const int c = min(max(static_cast<int>(blockIdx.x) - 2 + i, 0), problem.stream.ctas);
-        const unsigned int word = problem.stream.positions[c];
-        near[i] = {static_cast<int>(word >> 16), static_cast<int>(word & 0xffffu)};
-    }
     StreamPiece pieces[2];
-    const int count = stream_pieces(problem, near[2], near[3], pieces);
+    const int count = stream_pieces(problem, blockIdx.x, pieces);
     __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below
 
     if (threadIdx.x < kProducerThreads) {
@@ -1384,15 +1378,7 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
                 const int t = local / tiles_n, m0 = t * d.m_tile_rows, n0 = (local % tiles_n) * BLOCK_N;
                 const int n_cols = min(d.m_tile_rows, (d.m - m0 + M_STEP - 1) / M_STEP * M_STEP);
                 produce_piece<R>(d, t, n0, n_cols, piece.kb0, piece.count, ring, full, empty, lap0);
-                // v106: the rest of a first piece's last lap as empty stages: each slot, once free, completed by a
-                // plain arrival (no bytes), so the next piece starts at slot 0 of a fresh lap
-                if (p + 1 < count) {
-                    for (int i = piece.count; i % kStages != 0; ++i) {
-                        mbar_wait(empty + 8 * (i % kStages), ((i / kStages + lap0) & 1) ^ 1);
-                        mbar_arrive(full + 8 * (i % kStages));
-                    }
-                }
-                lap0 += (piece.count + kStages - 1) / kStages;
+                lap0 += piece.count / kStages;
             }
         }
         return;
@@ -1410,44 +1396,33 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         const int n_cols = min(d.m_tile_rows, (d.m - m0 + M_STEP - 1) / M_STEP * M_STEP);
         // NOTE: a piece from block 0 is its tile's owner (slot -1): it counts the CTAs after it that start inside the
         // tile; any other piece is its CTA's first, and its slot is how many CTAs before it start inside the tile
-        // NOTE: near[2 - i] is CTA c - i's start (c - i >= 1: CTA 0 starts at block 0), near[2 + i] CTA c + i's (at
-        // most ctas: the end, never inside a tile)
         int slot = -1, expected = 0;
         if (piece.kb0 > 0) {
             slot = 0;
-            #pragma unroll
-            for (int i = 1; i <= 2; ++i) {
-                if (static_cast<int>(blockIdx.x) - i < 1 || near[2 - i].tile != piece.tile || near[2 - i].block == 0) break;
+            for (int c = blockIdx.x - 1; c > 0 && slot < kStreamSlots; --c) {
+                const StreamPos at = stream_position(problem, c);
+                if (at.tile != piece.tile || at.block == 0) break;
                 ++slot;
             }
         } else {
-            #pragma unroll
-            for (int i = 1; i <= 3; ++i) {
-                if (static_cast<int>(blockIdx.x) + i > problem.stream.ctas || near[2 + i].tile != piece.tile ||
-                    near[2 + i].block == 0) break;
+            for (int c = blockIdx.x + 1; c < problem.stream.ctas && expected < kStreamSlots; ++c) {
+                const StreamPos at = stream_position(problem, c);
+                if (at.tile != piece.tile || at.block == 0) break;
                 ++expected;
             }
         }
         const uint32_t phase0 = lap0 & 1;
         switch (n_cols / M_STEP) {
-            case 1: consume_piece<R, 32>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
-            case 2: consume_piece<R, 64>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
-            case 3: consume_piece<R, 96>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
-            case 4: consume_piece<R, 128>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
-            case 5: consume_piece<R, 160>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
-            case 6: consume_piece<R, 192>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
-            case 7: consume_piece<R, 224>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
-            default: consume_piece<R, 256>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 1: consume_piece<R, 32>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 2: consume_piece<R, 64>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 3: consume_piece<R, 96>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 4: consume_piece<R, 128>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 5: consume_piece<R, 160>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 6: consume_piece<R, 192>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 7: consume_piece<R, 224>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            default: consume_piece<R, 256>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
         }
-        // v106: the producer's empty stages after a first piece: waited for and released unread (every consumer
-        // thread, as a loaded stage's release)
-        if (p + 1 < count) {
-            for (int i = piece.count; i % kStages != 0; ++i) {
-                mbar_wait(full + 8 * (i % kStages), (i / kStages + lap0) & 1);
-                mbar_arrive(empty + 8 * (i % kStages));
-            }
-        }
-        lap0 += (piece.count + kStages - 1) / kStages;
+        lap0 += piece.count / kStages;
     }
 }
 
@@ -1737,7 +1712,8 @@ static int encode_b_maps(Problem& problem) {
 
 // v105: whether the kernel's assumptions hold for a stream Problem's positions (stream_position): CTA 0 at the first
 // block, each CTA's start strictly before the next's, the last at the end; at most two pieces a CTA and, with two, the
-// first running to its tile's end from inside it (so the second, from block 0, the owner, is the CTA's last); at most kStreamSlots CTAs starting inside a tile.
+// first running to its tile's end from inside it (so it is whole ring laps and the second, from block 0, the owner, is
+// the CTA's last); at most kStreamSlots CTAs starting inside a tile.
 static bool stream_plan_holds(const Problem& problem) {
     StreamPos at = stream_position(problem, 0);
     if (at.tile != 0 || at.block != 0) return false;
@@ -1785,9 +1761,7 @@ static bool make_stream(Problem& problem, int& tiles, int& decode_blocks, int64_
         block_cycles += static_cast<double>(stream_tiles_of(d)) * (d.k / BLOCK_K) * stream_block_cycles(d.m_tile_rows);
         tallest = std::max(tallest, d.m_tile_rows);
     }
-    // NOTE: v107: positions pack a tile and a block in 16 bits each; the prepass's stream block computes them a
-    // thread each (ctas + 1 <= kDecodeThreads needs no loop, which it has anyway)
-    if (stream_tiles >= sms || sms >= 65535) return false;
+    if (stream_tiles >= sms) return false;
     const double modelled = block_cycles / sms + kTileFixedCycles + 2.0 * (1000.0 + 16.0 * tallest);
     if (modelled >= 0.9 * dispatch_makespan(now, sms)) return false;
     stream.stream.ctas = sms;
@@ -1803,14 +1777,12 @@ static bool make_stream(Problem& problem, int& tiles, int& decode_blocks, int64_
         decode_blocks += (decode_threads_of(d) + kDecodeThreads - 1) / kDecodeThreads;
         bytes += group_workspace_bytes(d);
     }
-    decode_blocks += 1;  // v107: the stream's own prepass block (counters and positions), the grid's last
     return true;
 }
 // v105: a stream chunk's workspace after its groups' A tiles: the partials, then the counters.
 static int64_t stream_workspace_bytes(const Problem& problem) {
     const int64_t partials = static_cast<int64_t>(problem.stream.tiles) * kStreamSlots * kStreamPartialRows * BLOCK_N * 4;
-    return partials + (static_cast<int64_t>(problem.stream.tiles) * 4 + 255) / 256 * 256 +
-           (static_cast<int64_t>(problem.stream.ctas + 1) * 4 + 255) / 256 * 256;  // v107: the positions
+    return partials + (static_cast<int64_t>(problem.stream.tiles) * 4 + 255) / 256 * 256;
 }
 
 // v43: a launch plan, built once per input set (the cache in CPP_SRC keys it by everything it depends
@@ -2031,8 +2003,6 @@ int group_gemm_launch(void* handle, void* workspace, int64_t stream_handle) {
                 chunk.problem.stream.partials = reinterpret_cast<float*>(base);
                 chunk.problem.stream.counters = reinterpret_cast<unsigned int*>(
                     base + static_cast<int64_t>(chunk.problem.stream.tiles) * kStreamSlots * kStreamPartialRows * BLOCK_N * 4);
-                chunk.problem.stream.positions =
-                    chunk.problem.stream.counters + (static_cast<int64_t>(chunk.problem.stream.tiles) * 4 + 255) / 256 * 64;
             }
         }
         plan.workspace = workspace;

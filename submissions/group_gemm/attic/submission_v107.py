@@ -1,16 +1,35 @@
-"""NVFP4 group_gemm v106: CTA starts where the weighted share falls (no snap to whole ring laps): a two-piece CTA passes the rest of its first piece's last lap as empty stages (the producer arrives on their full barriers with no bytes, the consumers release them unread), so its second piece still starts at slot 0
+"""NVFP4 group_gemm v107: the stream launch's CTA positions computed once per call by one extra prepass block (a thread a position, beside zeroing the counters) into the workspace, where each GEMM CTA reads the six it needs; v106's CTAs each computed them with 64-bit divisions before their first copy and between their pieces (marks: 6 µs from start to the first decoded block, 4.5-6.6 µs between pieces)
 
-Version: v106
-Parent: v105
-Change: CTA starts where the weighted share falls (no snap to whole ring laps): a two-piece CTA passes the rest of its first piece's last lap as empty stages (the producer arrives on their full barriers with no bytes, the consumers release them unread), so its second piece still starts at slot 0
+Version: v107
+Parent: v106
+Change: the stream launch's CTA positions computed once per call by one extra prepass block (a thread a position, beside zeroing the counters) into the workspace, where each GEMM CTA reads the six it needs; v106's CTAs each computed them with 64-bit divisions before their first copy and between their pieces (marks: 6 µs from start to the first decoded block, 4.5-6.6 µs between pieces)
 Arch: sm_90a
 Analogue: none
-Why: v105's starts snapped to whole ring laps put 28-42 K blocks in a CTA on C (its plan's replica,
-.lead/stream_plan.py): the slowest CTA's blocks ~30,450 cycles against the mean's 26,450, 15% of the loop. Unsnapped,
-the replica reads 27,160 at the slowest; the empty stages cost a two-piece CTA at most five barrier round trips.
-Prediction: `compare group_gemm v105 v106` on C 1.05-1.10x (the slowest CTA ~3,300 cycles, ~1.9 µs, sooner, less the
-empty stages' ~0.1-0.3 µs); A, B, D SAME (v89's launches in both).
-Measured: not yet run
+Why: v106's marks on C (`probe marks group_gemm v106 --shapes benchmarks:2 --ctas ...`, session 78, medians over
+ranges of 33 CTAs): GEMM start -> piece 1's first block decoded 5.7-6.5 µs (v89's tall launches ~2.5-2.9), a writer's
+partial counted -> its next piece's first block decoded 4.5-6.6 µs, while the loops themselves ran at the cost table's
+rate (a single-piece CTA's ~36 blocks in 16-17.5 µs). Before each of those steps every thread computed several CTAs'
+positions (stream_position: 64-bit divisions in a loop over the groups, two to five calls a thread).
+Prediction: C's call ~5-8 µs shorter than v106's (46.4 µs in session 78's compare): the start ~3 µs shorter, each
+transition ~3-4 µs; against v89 (28.3) about even to 1.1x: `compare group_gemm v89 v107` C 0.95-1.10x, A, B, D SAME
+(v89's launches). The outputs are v106's bit for bit (the same pieces, sums in the same order).
+Bad inputs: v50's table (its docstring), unchanged: the host's checks and messages are v89's.
+Exactness: a stream tile's sum is one fp32 chain per piece (each at most K 4096), the owner adding the others'
+partials in slot order: the same sum every call; other launches v89's.
+Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 4872ee2): the three stream shapes pass `test --dist
+all --seeds 2` (12 of 12; C mixed 0.234 of the tolerance beyond one ulp against cuBLAS's 0.261). `compare group_gemm
+v89 v107` (kernel method, one process): C 28.30 -> 38.48 µs 0.736x [0.728, 0.743] SLOWER, B 0.970x [0.964, 0.976]
+SLOWER (v89's launch; what moved it is not measured: the prepass's new branch and the Problem's 8 more bytes are all
+that changed there), A 0.991x and D 0.991x SAME; outputs v89's bit for bit. Against v106 (46.4 in its compare) C is
+~8 µs shorter, as predicted. Marks on C (20 calls, medians (max)): GEMM start 3.87, piece 1's first block decoded
+7.20 (GEMM start -> it 3.3 µs: v89's deep ring decodes its first stage 3.4 µs after its start too, but starts 1.4 µs
+earlier, under the prepass), partial counted -> piece 2's first block 1.12 µs (v106: 4.5-6.6), the owners' loops done
+29.68 (36.16), partials added 31.47, end 32.64 (39.39). What is left against v89: the start (+1.4 µs plain launch,
++~1.5 first block), the owners' sums (2.5 µs against v89's 0.6 µs to C staged), and the loops: GEMM start -> K loop
+done 25.7 µs median for ~34 blocks of 160-192 rows, ~0.6 µs a block where the cost table has 0.41-0.47 and v106's
+single-piece CTAs ran 0.47: the owners' second pieces run slower, not yet explained (their B from DRAM while 130 other
+CTAs stream theirs; the ring's refill after the writer's stores). The spread to the last CTA (6.5 µs) is the rest.
+Verdict: slower
 """
 
 import torch
@@ -20,7 +39,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v106"
+EXTENSION_NAME = "nvfp4_group_gemm_v107"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -210,6 +229,7 @@ struct GroupDesc {
 struct StreamWork {
     float* partials;
     unsigned int* counters;
+    unsigned int* positions;             // v107: stream_position(c) for c = 0 .. ctas, as tile << 16 | block (the prepass's)
     int ctas;
     int tiles;
 };
@@ -667,10 +687,10 @@ __host__ __device__ inline int stream_group_of(const Problem& problem, int tile)
     while (g + 1 < problem.num_groups && tile >= problem.groups[g + 1].tile_begin) ++g;
     return g;
 }
-// CTA c's pieces (at most two): its tile, first block and blocks. Returns how many.
+// A CTA's pieces (at most two): its tile, first block and blocks. Returns how many.
 struct StreamPiece { int tile, kb0, count; };
-__host__ __device__ inline int stream_pieces(const Problem& problem, int c, StreamPiece (&out)[2]) {
-    const StreamPos begin = stream_position(problem, c), end = stream_position(problem, c + 1);
+// v107: from its start and its end (the next CTA's start).
+__host__ __device__ inline int stream_pieces(const Problem& problem, StreamPos begin, StreamPos end, StreamPiece (&out)[2]) {
     int n = 0;
     for (StreamPos at = begin; stream_before(at, end) && n < 2; at = {at.tile + 1, 0}) {
         const int blocks = problem.groups[stream_group_of(problem, at.tile)].k / BLOCK_K;
@@ -720,10 +740,16 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     // starts only once this grid has completed (a plain edge: no split in a dependent launch, the host's rule).
     if (d.k_splits > 1 && static_cast<int>(blockIdx.x) == d.decode_begin)
         for (int w = threadIdx.x; w < 2 * split_pairs(d); w += kDecodeThreads) pair_words(d, w / 2)[w % 2] = 0u;
-    // v105: a stream launch's counters, zeroed by the first block (the stream GEMM starts after this grid completes:
-    // a plain edge, stream_launch)
-    if (problem.stream.ctas > 0 && blockIdx.x == 0)
+    // v107: a stream launch's own block, the grid's last (make_stream counts it): the counters zeroed and the CTAs'
+    // positions computed, a thread each (the stream GEMM starts after this grid completes: a plain edge)
+    if (problem.stream.ctas > 0 && blockIdx.x == gridDim.x - 1) {
         for (int w = threadIdx.x; w < problem.stream.tiles; w += kDecodeThreads) problem.stream.counters[w] = 0u;
+        for (int c = threadIdx.x; c <= problem.stream.ctas; c += kDecodeThreads) {
+            const StreamPos at = stream_position(problem, c);
+            problem.stream.positions[c] = static_cast<unsigned int>(at.tile) << 16 | static_cast<unsigned int>(at.block);
+        }
+        return;
+    }
     if (u >= decode_threads_of(d)) return;
     const int num_kb = d.k / BLOCK_K;
     const int j = u & 1, q = u >> 3;
@@ -1325,7 +1351,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
     }
 }
 
-// v105: a stream launch (StreamWork): CTA c runs its pieces (stream_pieces) on one ring, the producer's copies and the
+// v105: a stream launch (StreamWork): CTA c runs its pieces (stream_pieces; v107: from the prepass's positions) on one ring, the producer's copies and the
 // consumers' loops flowing from one piece into the next (v106: past the first piece's last lap's unused slots).
 // NOTE: deadlock-free because every CTA is resident (one an SM, ctas <= SMs, a cooperative launch where the runtime
 // takes it) and an owner waits only after its last piece, for pieces that are other CTAs' first: those wait on nothing.
@@ -1346,8 +1372,19 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+    // v107: the positions of CTAs c - 2 .. c + 3 (clamped to 0 .. ctas), the prepass's: this CTA's start and end, the
+    // CTAs before it that start inside its first piece's tile (its slot) and after it inside its last's (the owner's
+    // count); kStreamSlots is 3, so three on either side at most.
+    static_assert(kStreamSlots <= 3, "a CTA reads the positions of three CTAs on either side");
+    StreamPos near[6];
+    #pragma unroll
+    for (int i = 0; i < 6; ++i) {
+        const int c = min(max(static_cast<int>(blockIdx.x) - 2 + i, 0), problem.stream.ctas);
+        const unsigned int word = problem.stream.positions[c];
+        near[i] = {static_cast<int>(word >> 16), static_cast<int>(word & 0xffffu)};
+    }
     StreamPiece pieces[2];
-    const int count = stream_pieces(problem, blockIdx.x, pieces);
+    const int count = stream_pieces(problem, near[2], near[3], pieces);
     __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below
 
     if (threadIdx.x < kProducerThreads) {
@@ -1389,18 +1426,21 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         const int n_cols = min(d.m_tile_rows, (d.m - m0 + M_STEP - 1) / M_STEP * M_STEP);
         // NOTE: a piece from block 0 is its tile's owner (slot -1): it counts the CTAs after it that start inside the
         // tile; any other piece is its CTA's first, and its slot is how many CTAs before it start inside the tile
+        // NOTE: near[2 - i] is CTA c - i's start (c - i >= 1: CTA 0 starts at block 0), near[2 + i] CTA c + i's (at
+        // most ctas: the end, never inside a tile)
         int slot = -1, expected = 0;
         if (piece.kb0 > 0) {
             slot = 0;
-            for (int c = blockIdx.x - 1; c > 0 && slot < kStreamSlots; --c) {
-                const StreamPos at = stream_position(problem, c);
-                if (at.tile != piece.tile || at.block == 0) break;
+            #pragma unroll
+            for (int i = 1; i <= 2; ++i) {
+                if (static_cast<int>(blockIdx.x) - i < 1 || near[2 - i].tile != piece.tile || near[2 - i].block == 0) break;
                 ++slot;
             }
         } else {
-            for (int c = blockIdx.x + 1; c < problem.stream.ctas && expected < kStreamSlots; ++c) {
-                const StreamPos at = stream_position(problem, c);
-                if (at.tile != piece.tile || at.block == 0) break;
+            #pragma unroll
+            for (int i = 1; i <= 3; ++i) {
+                if (static_cast<int>(blockIdx.x) + i > problem.stream.ctas || near[2 + i].tile != piece.tile ||
+                    near[2 + i].block == 0) break;
                 ++expected;
             }
         }
@@ -1761,7 +1801,9 @@ static bool make_stream(Problem& problem, int& tiles, int& decode_blocks, int64_
         block_cycles += static_cast<double>(stream_tiles_of(d)) * (d.k / BLOCK_K) * stream_block_cycles(d.m_tile_rows);
         tallest = std::max(tallest, d.m_tile_rows);
     }
-    if (stream_tiles >= sms) return false;
+    // NOTE: v107: positions pack a tile and a block in 16 bits each; the prepass's stream block computes them a
+    // thread each (ctas + 1 <= kDecodeThreads needs no loop, which it has anyway)
+    if (stream_tiles >= sms || sms >= 65535) return false;
     const double modelled = block_cycles / sms + kTileFixedCycles + 2.0 * (1000.0 + 16.0 * tallest);
     if (modelled >= 0.9 * dispatch_makespan(now, sms)) return false;
     stream.stream.ctas = sms;
@@ -1777,12 +1819,14 @@ static bool make_stream(Problem& problem, int& tiles, int& decode_blocks, int64_
         decode_blocks += (decode_threads_of(d) + kDecodeThreads - 1) / kDecodeThreads;
         bytes += group_workspace_bytes(d);
     }
+    decode_blocks += 1;  // v107: the stream's own prepass block (counters and positions), the grid's last
     return true;
 }
 // v105: a stream chunk's workspace after its groups' A tiles: the partials, then the counters.
 static int64_t stream_workspace_bytes(const Problem& problem) {
     const int64_t partials = static_cast<int64_t>(problem.stream.tiles) * kStreamSlots * kStreamPartialRows * BLOCK_N * 4;
-    return partials + (static_cast<int64_t>(problem.stream.tiles) * 4 + 255) / 256 * 256;
+    return partials + (static_cast<int64_t>(problem.stream.tiles) * 4 + 255) / 256 * 256 +
+           (static_cast<int64_t>(problem.stream.ctas + 1) * 4 + 255) / 256 * 256;  // v107: the positions
 }
 
 // v43: a launch plan, built once per input set (the cache in CPP_SRC keys it by everything it depends
@@ -2003,6 +2047,8 @@ int group_gemm_launch(void* handle, void* workspace, int64_t stream_handle) {
                 chunk.problem.stream.partials = reinterpret_cast<float*>(base);
                 chunk.problem.stream.counters = reinterpret_cast<unsigned int*>(
                     base + static_cast<int64_t>(chunk.problem.stream.tiles) * kStreamSlots * kStreamPartialRows * BLOCK_N * 4);
+                chunk.problem.stream.positions =
+                    chunk.problem.stream.counters + (static_cast<int64_t>(chunk.problem.stream.tiles) * 4 + 255) / 256 * 64;
             }
         }
         plan.workspace = workspace;

@@ -1,22 +1,29 @@
-"""NVFP4 group_gemm v105: a chunk whose tall tiles would leave SMs idle (the model: every group of K <= 4096, its modelled stream time under 0.9x its tiles' makespan; C) runs a stream launch: one CTA an SM, each taking an even share of the chunk's K blocks weighted by their tiles' cycles, at most two pieces a CTA; a tile is finished by the CTA holding its first blocks, which adds the others' fp32 partials (at most three, written to the workspace and counted) before storing C
+"""NVFP4 group_gemm v106: CTA starts where the weighted share falls (no snap to whole ring laps): a two-piece CTA passes the rest of its first piece's last lap as empty stages (the producer arrives on their full barriers with no bytes, the consumers release them unread), so its second piece still starts at slot 0
 
-Version: v105
-Parent: v89
-Change: a chunk whose tall tiles would leave SMs idle (the model: every group of K <= 4096, its modelled stream time under 0.9x its tiles' makespan; C) runs a stream launch: one CTA an SM, each taking an even share of the chunk's K blocks weighted by their tiles' cycles, at most two pieces a CTA; a tile is finished by the CTA holding its first blocks, which adds the others' fp32 partials (at most three, written to the workspace and counted) before storing C
+Version: v106
+Parent: v105
+Change: CTA starts where the weighted share falls (no snap to whole ring laps): a two-piece CTA passes the rest of its first piece's last lap as empty stages (the producer arrives on their full barriers with no bytes, the consumers release them unread), so its second piece still starts at slot 0
 Arch: sm_90a
 Analogue: none
-Why: C (g2, 192 and 320 rows, N 3072, K 4096) runs 120 CTAs of 112 / 96-row tiles (the deep ring) on 132 SMs at
-~0.38 µs a K block (session 63's marks: the loop 24.16 µs of its ~28.3): tiles short enough to fill the SMs run
-below the tensor rate (the decode's issue), taller ones leave SMs idle. The stream launch takes both: tall tiles
-(192 and 2 x 160 rows: 823 / 725 cycles a block by the cost table) over all 132 SMs, ~26,400 cycles of blocks a CTA
-against ~42,400 (64 x 662) today. gemm v113's measured mechanism (the owner adds the others' partials; loop -> end
-1.82 µs median there). NOTES (2b) priced it at ~22-23 µs.
-Prediction: C 1.15-1.28x (`compare group_gemm v89 v105`: 28.3 -> 22-24.5 µs): the loop ~15.1 µs at the mean CTA
-(~17.4 at the slowest: CTA starts snapped to whole laps put 28-42 blocks in a CTA, .lead/stream_plan.py's replica
-of the plan), the owners' sums ~1.5-2 µs after their loops, the start as today's. A, B, D SAME (they keep v89's
-launches: A's K is above 4096, B's tiles outnumber the SMs, D's model says no: 28.9k cycles against 24.3k).
-Refuted if C is under 1.08x.
-Measured: not yet run
+Why: v105's starts snapped to whole ring laps put 28-42 K blocks in a CTA on C (its plan's replica,
+studies/group_gemm_stream_plan.py --snap): the slowest CTA's blocks ~30,450 cycles against the mean's 26,450, 15% of the loop. Unsnapped,
+the replica reads 27,160 at the slowest; the empty stages cost a two-piece CTA at most five barrier round trips.
+Prediction: `compare group_gemm v105 v106` on C 1.05-1.10x (the slowest CTA ~3,300 cycles, ~1.9 µs, sooner, less the
+empty stages' ~0.1-0.3 µs); A, B, D SAME (v89's launches in both).
+Bad inputs: v50's table (its docstring), unchanged: the host's checks and messages are v89's.
+Exactness: a stream tile's sum is one fp32 chain per piece (each at most K 4096), the owner adding the others'
+partials in slot order: the same sum every call; other launches v89's.
+Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 928cb65): the checks v105 passed, passed.
+`compare group_gemm v105 v106`: C 46.54 -> 46.43 µs 1.002x, A 1.001x, B 0.999x, D 0.993x: SAME on all four, outputs
+v105's bit for bit. Refuted (predicted 1.05-1.10x on C): the balance was not what held C back. `profile group_gemm
+v89 v106 --ncu --sass 12 --shape 2`: the stream kernel 42.82 µs (v89's GEMM 31.30), its wgmma loops 21.0 µs of a
+call (v89's 22.8), outside them 26.1 (v89's 12.7). Marks (commit f6f9909, stream marks 12-15 added, the timed build
+unchanged; 20 calls, medians over CTAs 0-32 / 33-65 / 66-98 / 99-131): GEMM start 3.9 µs (v89's programmatic launch
+2.4), GEMM start -> piece 1's first block decoded 5.7-6.5 µs, a single-piece CTA's ~36 blocks in 16-17.5 µs (the
+cost table's rate), a writer's partial counted -> its second piece's first block decoded 4.5-6.6 µs, the owners'
+sums 2.2-2.7 µs after their loops; the call's last CTA ends at ~45. Each of the slow steps followed computations of
+CTA positions in every thread (64-bit divisions in stream_position, two to five calls): v107 takes them out.
+Verdict: slower
 """
 
 import torch
@@ -26,7 +33,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v105"
+EXTENSION_NAME = "nvfp4_group_gemm_v106"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -40,7 +47,9 @@ EXTENSION_NAME = "nvfp4_group_gemm_v105"
 # 8 is still the whole first lap's A issued, now paced (each copy after stage k - 2 landed), so it comes after 9.
 MARK_NAMES = ["GEMM start", "first stage's B decoded", "K loop done", "C staged", "end", "prepass start",
               "prepass stores issued", "wait returned (prepass visible)", "first lap's A issued",
-              "stage 0 landed (deep ring: its A)", "first lap landed", "stages 0-1's A issued"]
+              "stage 0 landed (deep ring: its A)", "first lap landed", "stages 0-1's A issued",
+              "stream: piece 1's first block decoded", "stream: a piece's partial counted",
+              "stream: piece 2's first block decoded", "stream: the owner's partials added"]
 FUNCTIONS = ["group_gemm_function"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -150,7 +159,6 @@ struct Ring {
 };
 using TallRing = Ring<256, 6>;  // v31's: any tile up to BLOCK_M_MAX rows
 using DeepRing = Ring<128, 9>;  // v32's: launches whose tiles are all at most 128 rows
-static_assert(TallRing::kStages == 6, "stream_position snaps CTAs to the tall ring's laps of 6 blocks");
 // v75: a tall launch's tile heights (wgmma N): rows rounded up to 8 above 32 (to 32 up to it), where v74 rounded
 // every tile up to a multiple of 32. The padded rows cost tensor cycles on the tiles above ~160 rows (v74's cost
 // table: 4.2-4.3 cycles a row a block, the tensor rate's 4) and ~2.5 cycles a row a block on shorter ones (the
@@ -627,9 +635,8 @@ __device__ __forceinline__ unsigned int* pair_words(const GroupDesc& d, int pair
 // v105: a stream launch's positions. The chunk's tiles in index order (GroupDesc::tile_begin), each of its group's
 // K / 64 blocks; a block of a tile costs stream_block_cycles(its group's m_tile_rows) (the host's cost table, v74's
 // measured cycles). CTA c starts at stream_position(c): the block where the cost summed from the first tile reaches
-// c / ctas of the whole, moved to the nearest block b with (blocks - b) a multiple of TallRing's depth (or to 0), so
-// that a CTA's first piece that runs to its tile's end is whole ring laps and its next piece (a tile's first blocks)
-// starts at slot 0 of a lap. The host (stream_plan_holds) checks what the kernel relies on: positions strictly
+// c / ctas of the whole (v106: not moved to whole ring laps; a two-piece CTA passes the rest of its first piece's last
+// lap as empty stages, stream_pad_lap). The host (stream_plan_holds) checks what the kernel relies on: positions strictly
 // increasing, at most two pieces a CTA, at most kStreamSlots CTAs starting inside any tile.
 __host__ __device__ inline int stream_block_cycles(int rows) {
     constexpr int kRows[] = {32, 64, 96, 128, 160, 192, 256};  // NOTE: kCostRows / kCostCycles (host), by M_STEP
@@ -660,11 +667,8 @@ __host__ __device__ inline StreamPos stream_position(const Problem& problem, int
             const int local = static_cast<int>((target - done) / tile_cost);
             const int64_t rest = target - done - local * tile_cost;
             const int b = static_cast<int>((rest + cost - 1) / cost);  // in [0, blocks]
-            constexpr int kLap = 6;  // NOTE: TallRing::kStages (the stream kernel's ring), checked below its definition
-            const int laps = (blocks - b + kLap / 2) / kLap;
-            const int snapped = blocks - kLap * laps;
-            if (snapped >= blocks) return {d.tile_begin + local + 1, 0};
-            return {d.tile_begin + local, snapped > 0 ? snapped : 0};
+            if (b >= blocks) return {d.tile_begin + local + 1, 0};
+            return {d.tile_begin + local, b};
         }
         done += span;
     }
@@ -1218,7 +1222,7 @@ __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0,
 template <class R, int kN>
 __device__ __forceinline__ void consume_piece(const Problem& problem, const GroupDesc& d, int tile, int m0, int n0,
                                               int num_k, uint32_t phase0, int slot, int expected, uint32_t ring,
-                                              const uint8_t* ring_generic, uint32_t full, uint32_t empty) {
+                                              const uint8_t* ring_generic, uint32_t full, uint32_t empty, int mark) {
     constexpr int kStages = R::kStages, STAGE_BYTES = R::STAGE_BYTES;
     const int cthread = threadIdx.x - kProducerThreads;
     const int warp = cthread / 32, lane = cthread % 32;
@@ -1238,6 +1242,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
         decode_b(b_values0 + s * STAGE_BYTES, b_scales0 + s * STAGE_BYTES, row, tig, f);
     };
     decode_slot(0, phase0, frag[0]);
+    if (cthread == 0) NVFP4_MARK(mark);  // NOTE: 12 in a CTA's first piece, 14 in its second (marks builds only)
     uint32_t phase = phase0;  // parity of the ring's current lap
     for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
         #pragma unroll
@@ -1269,6 +1274,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
             // fence and release; the owner's acquire load and barrier mirror it.
             __threadfence();
             asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(problem.stream.counters + tile) : "memory");
+            NVFP4_MARK(13);
         }
         return;
     }
@@ -1291,6 +1297,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
             for (int i = 0; i < kN / 2; ++i) acc[i] += __ldcg(partial + i * kConsumerThreads + cthread);
         }
     }
+    if (cthread == 0) NVFP4_MARK(15);
     // This warpgroup's 64 columns of C as [m_tile_rows][64] fp16, 128-byte rows, chunk c of row m at
     // chunk c ^ (m % 8) (the tensor map's SWIZZLE_128B); the halves are 1024-aligned since
     // m_tile_rows x 128 is a multiple of 1024 (m_tile_rows a multiple of 32, or 112: of 8 either way).
@@ -1332,7 +1339,7 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
 }
 
 // v105: a stream launch (StreamWork): CTA c runs its pieces (stream_pieces) on one ring, the producer's copies and the
-// consumers' loops flowing from one piece into the next (the first piece, when there are two, is whole laps).
+// consumers' loops flowing from one piece into the next (v106: past the first piece's last lap's unused slots).
 // NOTE: deadlock-free because every CTA is resident (one an SM, ctas <= SMs, a cooperative launch where the runtime
 // takes it) and an owner waits only after its last piece, for pieces that are other CTAs' first: those wait on nothing.
 template <class R>
@@ -1369,7 +1376,15 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
                 const int t = local / tiles_n, m0 = t * d.m_tile_rows, n0 = (local % tiles_n) * BLOCK_N;
                 const int n_cols = min(d.m_tile_rows, (d.m - m0 + M_STEP - 1) / M_STEP * M_STEP);
                 produce_piece<R>(d, t, n0, n_cols, piece.kb0, piece.count, ring, full, empty, lap0);
-                lap0 += piece.count / kStages;
+                // v106: the rest of a first piece's last lap as empty stages: each slot, once free, completed by a
+                // plain arrival (no bytes), so the next piece starts at slot 0 of a fresh lap
+                if (p + 1 < count) {
+                    for (int i = piece.count; i % kStages != 0; ++i) {
+                        mbar_wait(empty + 8 * (i % kStages), ((i / kStages + lap0) & 1) ^ 1);
+                        mbar_arrive(full + 8 * (i % kStages));
+                    }
+                }
+                lap0 += (piece.count + kStages - 1) / kStages;
             }
         }
         return;
@@ -1404,16 +1419,24 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         }
         const uint32_t phase0 = lap0 & 1;
         switch (n_cols / M_STEP) {
-            case 1: consume_piece<R, 32>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 2: consume_piece<R, 64>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 3: consume_piece<R, 96>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 4: consume_piece<R, 128>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 5: consume_piece<R, 160>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 6: consume_piece<R, 192>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            case 7: consume_piece<R, 224>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
-            default: consume_piece<R, 256>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty); break;
+            case 1: consume_piece<R, 32>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 2: consume_piece<R, 64>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 3: consume_piece<R, 96>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 4: consume_piece<R, 128>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 5: consume_piece<R, 160>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 6: consume_piece<R, 192>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            case 7: consume_piece<R, 224>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
+            default: consume_piece<R, 256>(problem, d, piece.tile, m0, n0, piece.count, phase0, slot, expected, ring, ring_generic, full, empty, 12 + 2 * p); break;
         }
-        lap0 += piece.count / kStages;
+        // v106: the producer's empty stages after a first piece: waited for and released unread (every consumer
+        // thread, as a loaded stage's release)
+        if (p + 1 < count) {
+            for (int i = piece.count; i % kStages != 0; ++i) {
+                mbar_wait(full + 8 * (i % kStages), (i / kStages + lap0) & 1);
+                mbar_arrive(empty + 8 * (i % kStages));
+            }
+        }
+        lap0 += (piece.count + kStages - 1) / kStages;
     }
 }
 
@@ -1703,8 +1726,7 @@ static int encode_b_maps(Problem& problem) {
 
 // v105: whether the kernel's assumptions hold for a stream Problem's positions (stream_position): CTA 0 at the first
 // block, each CTA's start strictly before the next's, the last at the end; at most two pieces a CTA and, with two, the
-// first running to its tile's end from inside it (so it is whole ring laps and the second, from block 0, the owner, is
-// the CTA's last); at most kStreamSlots CTAs starting inside a tile.
+// first running to its tile's end from inside it (so the second, from block 0, the owner, is the CTA's last); at most kStreamSlots CTAs starting inside a tile.
 static bool stream_plan_holds(const Problem& problem) {
     StreamPos at = stream_position(problem, 0);
     if (at.tile != 0 || at.block != 0) return false;
