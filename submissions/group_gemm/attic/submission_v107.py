@@ -19,8 +19,9 @@ partials in slot order: the same sum every call; other launches v89's.
 Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 4872ee2): the three stream shapes pass `test --dist
 all --seeds 2` (12 of 12; C mixed 0.234 of the tolerance beyond one ulp against cuBLAS's 0.261). `compare group_gemm
 v89 v107` (kernel method, one process): C 28.30 -> 38.48 µs 0.736x [0.728, 0.743] SLOWER, B 0.970x [0.964, 0.976]
-SLOWER (v89's launch; what moved it is not measured: the prepass's new branch and the Problem's 8 more bytes are all
-that changed there), A 0.991x and D 0.991x SAME; outputs v89's bit for bit. Against v106 (46.4 in its compare) C is
+SLOWER (v89's launch and kernel; not measured further: besides the prepass's new branch and the Problem's 8 more
+bytes, the module's code layout moved with the new kernel, and B's loops are at the instruction fetch's edge,
+NOTES session 75; v105's compare read B SAME, 0.997x), A 0.991x and D 0.991x SAME; outputs v89's bit for bit. Against v106 (46.4 in its compare) C is
 ~8 µs shorter, as predicted. Marks on C (20 calls, medians (max)): GEMM start 3.87, piece 1's first block decoded
 7.20 (GEMM start -> it 3.3 µs: v89's deep ring decodes its first stage 3.4 µs after its start too, but starts 1.4 µs
 earlier, under the prepass), partial counted -> piece 2's first block 1.12 µs (v106: 4.5-6.6), the owners' loops done
