@@ -1,8 +1,10 @@
-"""NVFP4 dual_gemm v60: C staged by stmatrix .trans (one instruction a position where v52 converted, moved and stored each output alone) and silu x up in six instructions an output (B's 2^14 folded into the reciprocal's argument by one FMA that replaces the 1 + e add)
+"""NVFP4 dual_gemm v60: C staged by stmatrix, silu x up in ~6 instructions an output.
 
 Version: v60
 Parent: v52
-Change: C staged by stmatrix .trans (one instruction a position where v52 converted, moved and stored each output alone) and silu x up in six instructions an output (B's 2^14 folded into the reciprocal's argument by one FMA that replaces the 1 + e add)
+Change: C staged by stmatrix .trans (one instruction a position where v52 converted, moved and stored each output alone)
+and silu x up in six instructions an output (B's 2^14 folded into the reciprocal's argument by one FMA that replaces the
+1 + e add)
 Arch: sm_90a
 Analogue: none
 Why: session 66's marks put 2.69 µs between "sums complete" and "C staged" on 256x4096x7168 (store_tile's exchange of

@@ -1,8 +1,10 @@
-"""NVFP4 dual_gemm v61: silu x up by pairs of outputs with three MUFU operations where v60 used four: one reciprocal of the two denominators' product, each output's reciprocal that times the other's denominator; a tile where any pair's product leaves the reciprocal's normal range (a gate below ~-43) is staged again by v60's silu
+"""NVFP4 dual_gemm v61: silu x up by pairs of outputs, one reciprocal a pair.
 
 Version: v61
 Parent: v60
-Change: silu x up by pairs of outputs with three MUFU operations where v60 used four: one reciprocal of the two denominators' product, each output's reciprocal that times the other's denominator; a tile where any pair's product leaves the reciprocal's normal range (a gate below ~-43) is staged again by v60's silu
+Change: silu x up by pairs of outputs with three MUFU operations where v60 used four: one reciprocal of the two
+denominators' product, each output's reciprocal that times the other's denominator; a tile where any pair's product
+leaves the reciprocal's normal range (a gate below ~-43) is staged again by v60's silu
 Arch: sm_90a
 Analogue: none
 Why: v60's staging runs two MUFU operations an output beside ~6.3 issue slots: at 16 MUFU results a clock a SM

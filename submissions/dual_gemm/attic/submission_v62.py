@@ -1,8 +1,10 @@
-"""NVFP4 dual_gemm v62: in each pair of silu_times_pair, the second output's exp2 by a degree-5 polynomial on the FMA pipe (range split by the 1.5 x 2^23 rounding trick, exponent added as an integer) instead of MUFU.EX2: two MUFU operations a pair where v61 used three
+"""NVFP4 dual_gemm v62: one exp2 of each silu pair on the FMA pipe.
 
 Version: v62
 Parent: v61
-Change: in each pair of silu_times_pair, the second output's exp2 by a degree-5 polynomial on the FMA pipe (range split by the 1.5 x 2^23 rounding trick, exponent added as an integer) instead of MUFU.EX2: two MUFU operations a pair where v61 used three
+Change: in each pair of silu_times_pair, the second output's exp2 by a degree-5 polynomial on the FMA pipe (range split
+by the 1.5 x 2^23 rounding trick, exponent added as an integer) instead of MUFU.EX2: two MUFU operations a pair where
+v61 used three
 Arch: sm_90a
 Analogue: none
 Why: v61's pairs spend one MUFU operation and ~8 issue slots an output's worth; if a MUFU operation costs a warp

@@ -1,8 +1,11 @@
-"""NVFP4 group_gemm v105: a chunk whose tall tiles would leave SMs idle (the model: every group of K <= 4096, its modelled stream time under 0.9x its tiles' makespan; C) runs a stream launch: one CTA an SM, each taking an even share of the chunk's K blocks weighted by their tiles' cycles, at most two pieces a CTA; a tile is finished by the CTA holding its first blocks, which adds the others' fp32 partials (at most three, written to the workspace and counted) before storing C
+"""NVFP4 group_gemm v105: a stream launch for chunks whose tall tiles would leave SMs idle (C).
 
 Version: v105
 Parent: v89
-Change: a chunk whose tall tiles would leave SMs idle (the model: every group of K <= 4096, its modelled stream time under 0.9x its tiles' makespan; C) runs a stream launch: one CTA an SM, each taking an even share of the chunk's K blocks weighted by their tiles' cycles, at most two pieces a CTA; a tile is finished by the CTA holding its first blocks, which adds the others' fp32 partials (at most three, written to the workspace and counted) before storing C
+Change: a chunk whose tall tiles would leave SMs idle (the model: every group of K <= 4096, its modelled stream time
+under 0.9x its tiles' makespan; C) runs a stream launch: one CTA an SM, each taking an even share of the chunk's K
+blocks weighted by their tiles' cycles, at most two pieces a CTA; a tile is finished by the CTA holding its first
+blocks, which adds the others' fp32 partials (at most three, written to the workspace and counted) before storing C
 Arch: sm_90a
 Analogue: none
 Why: C (g2, 192 and 320 rows, N 3072, K 4096) runs 120 CTAs of 112 / 96-row tiles (the deep ring) on 132 SMs at

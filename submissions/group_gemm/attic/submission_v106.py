@@ -1,12 +1,15 @@
-"""NVFP4 group_gemm v106: CTA starts where the weighted share falls (no snap to whole ring laps): a two-piece CTA passes the rest of its first piece's last lap as empty stages (the producer arrives on their full barriers with no bytes, the consumers release them unread), so its second piece still starts at slot 0
+"""NVFP4 group_gemm v106: the stream launch's CTA starts unsnapped, the first piece's last lap passed as empty stages.
 
 Version: v106
 Parent: v105
-Change: CTA starts where the weighted share falls (no snap to whole ring laps): a two-piece CTA passes the rest of its first piece's last lap as empty stages (the producer arrives on their full barriers with no bytes, the consumers release them unread), so its second piece still starts at slot 0
+Change: CTA starts where the weighted share falls (no snap to whole ring laps): a two-piece CTA passes the rest of its
+first piece's last lap as empty stages (the producer arrives on their full barriers with no bytes, the consumers release
+them unread), so its second piece still starts at slot 0
 Arch: sm_90a
 Analogue: none
 Why: v105's starts snapped to whole ring laps put 28-42 K blocks in a CTA on C (its plan's replica,
-studies/group_gemm_stream_plan.py --snap): the slowest CTA's blocks ~30,450 cycles against the mean's 26,450, 15% of the loop. Unsnapped,
+studies/group_gemm_stream_plan.py --snap): the slowest CTA's blocks ~30,450 cycles against the mean's 26,450, 15% of the
+loop. Unsnapped,
 the replica reads 27,160 at the slowest; the empty stages cost a two-piece CTA at most five barrier round trips.
 Prediction: `compare group_gemm v105 v106` on C 1.05-1.10x (the slowest CTA ~3,300 cycles, ~1.9 µs, sooner, less the
 empty stages' ~0.1-0.3 µs); A, B, D SAME (v89's launches in both).

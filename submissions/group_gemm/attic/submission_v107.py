@@ -1,8 +1,11 @@
-"""NVFP4 group_gemm v107: the stream launch's CTA positions computed once per call by one extra prepass block (a thread a position, beside zeroing the counters) into the workspace, where each GEMM CTA reads the six it needs; v106's CTAs each computed them with 64-bit divisions before their first copy and between their pieces (marks: 6 µs from start to the first decoded block, 4.5-6.6 µs between pieces)
+"""NVFP4 group_gemm v107: the stream CTAs' positions computed once by a prepass block.
 
 Version: v107
 Parent: v106
-Change: the stream launch's CTA positions computed once per call by one extra prepass block (a thread a position, beside zeroing the counters) into the workspace, where each GEMM CTA reads the six it needs; v106's CTAs each computed them with 64-bit divisions before their first copy and between their pieces (marks: 6 µs from start to the first decoded block, 4.5-6.6 µs between pieces)
+Change: the stream launch's CTA positions computed once per call by one extra prepass block (a thread a position, beside
+zeroing the counters) into the workspace, where each GEMM CTA reads the six it needs; v106's CTAs each computed them
+with 64-bit divisions before their first copy and between their pieces (marks: 6 µs from start to the first decoded
+block, 4.5-6.6 µs between pieces)
 Arch: sm_90a
 Analogue: none
 Why: v106's marks on C (`probe marks group_gemm v106 --shapes benchmarks:2 --ctas ...`, session 78, medians over
@@ -21,7 +24,8 @@ all --seeds 2` (12 of 12; C mixed 0.234 of the tolerance beyond one ulp against 
 v89 v107` (kernel method, one process): C 28.30 -> 38.48 µs 0.736x [0.728, 0.743] SLOWER, B 0.970x [0.964, 0.976]
 SLOWER (v89's launch and kernel; not measured further: besides the prepass's new branch and the Problem's 8 more
 bytes, the module's code layout moved with the new kernel, and B's loops are at the instruction fetch's edge,
-NOTES session 75; v105's compare read B SAME, 0.997x), A 0.991x and D 0.991x SAME; outputs v89's bit for bit. Against v106 (46.4 in its compare) C is
+NOTES session 75; v105's compare read B SAME, 0.997x), A 0.991x and D 0.991x SAME; outputs v89's bit for bit. Against
+v106 (46.4 in its compare) C is
 ~8 µs shorter, as predicted. Marks on C (20 calls, medians (max)): GEMM start 3.87, piece 1's first block decoded
 7.20 (GEMM start -> it 3.3 µs: v89's deep ring decodes its first stage 3.4 µs after its start too, but starts 1.4 µs
 earlier, under the prepass), partial counted -> piece 2's first block 1.12 µs (v106: 4.5-6.6), the owners' loops done
