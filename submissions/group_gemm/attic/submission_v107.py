@@ -19,20 +19,19 @@ transition ~3-4 µs; against v89 (28.3) about even to 1.1x: `compare group_gemm 
 Bad inputs: v50's table (its docstring), unchanged: the host's checks and messages are v89's.
 Exactness: a stream tile's sum is one fp32 chain per piece (each at most K 4096), the owner adding the others'
 partials in slot order: the same sum every call; other launches v89's.
-Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 4872ee2): the three stream shapes pass `test --dist
-all --seeds 2` (12 of 12; C mixed 0.234 of the tolerance beyond one ulp against cuBLAS's 0.261). `compare group_gemm
-v89 v107` (kernel method, one process): C 28.30 -> 38.48 µs 0.736x [0.728, 0.743] SLOWER, B 0.970x [0.964, 0.976]
-SLOWER (v89's launch and kernel; not measured further: besides the prepass's new branch and the Problem's 8 more
-bytes, the module's code layout moved with the new kernel, and B's loops are at the instruction fetch's edge,
-NOTES session 75; v105's compare read B SAME, 0.997x), A 0.991x and D 0.991x SAME; outputs v89's bit for bit. Against
-v106 (46.4 in its compare) C is
-~8 µs shorter, as predicted. Marks on C (20 calls, medians (max)): GEMM start 3.87, piece 1's first block decoded
-7.20 (GEMM start -> it 3.3 µs: v89's deep ring decodes its first stage 3.4 µs after its start too, but starts 1.4 µs
-earlier, under the prepass), partial counted -> piece 2's first block 1.12 µs (v106: 4.5-6.6), the owners' loops done
-29.68 (36.16), partials added 31.47, end 32.64 (39.39). What is left against v89: the start (+1.4 µs plain launch,
-+~1.5 first block), the owners' sums (2.5 µs against v89's 0.6 µs to C staged), and the loops: GEMM start -> K loop
-done 25.7 µs median for ~34 blocks of 160-192 rows, ~0.6 µs a block where the cost table has 0.41-0.47 and v106's
-single-piece CTAs ran 0.47: the owners' second pieces run slower, not yet explained (their B from DRAM while 130 other
+Measured: NVIDIA H200, session 78 (a one-GPU machine; commit 4872ee2): the three stream shapes pass `test --dist all
+--seeds 2` (12 of 12; C mixed 0.234 of the tolerance beyond one ulp against cuBLAS's 0.261). `compare group_gemm v89
+v107` (kernel method, one process): C 28.30 -> 38.48 µs 0.736x [0.728, 0.743] SLOWER, B 0.970x [0.964, 0.976] SLOWER
+(v89's launch and kernel; not measured further: besides the prepass's new branch and the Problem's 8 more bytes, the
+module's code layout moved with the new kernel, and B's loops are at the instruction fetch's edge, NOTES session 75;
+v105's compare read B SAME, 0.997x), A 0.991x and D 0.991x SAME; outputs v89's bit for bit. Against v106 (46.4 in its
+compare) C is ~8 µs shorter, as predicted. Marks on C (20 calls, medians (max)): GEMM start 3.87, piece 1's first block
+decoded 7.20 (GEMM start -> it 3.3 µs: v89's deep ring decodes its first stage 3.4 µs after its start too, but starts
+1.4 µs earlier, under the prepass), partial counted -> piece 2's first block 1.12 µs (v106: 4.5-6.6), the owners' loops
+done 29.68 (36.16), partials added 31.47, end 32.64 (39.39). What is left against v89: the start (+1.4 µs plain launch,
++~1.5 first block), the owners' sums (2.5 µs against v89's 0.6 µs to C staged), and the loops: GEMM start -> K loop done
+25.7 µs median for ~34 blocks of 160-192 rows, ~0.6 µs a block where the cost table has 0.41-0.47 and v106's
+single-piece CTAs ran 0.47: the two-piece CTAs' loops run slower, not yet explained (their B from DRAM while 130 other
 CTAs stream theirs; the ring's refill after the writer's stores). The spread to the last CTA (6.5 µs) is the rest.
 Verdict: slower
 """
