@@ -10,8 +10,9 @@ The replica follows the versions' C++ by hand (stream_block_cycles, stream_posit
 and v89's chunk_max_rows / m_tiles_of for the tiles the model compares against); it was checked only against the
 kernels' own outputs on the GPU (the three custom shapes below passed `test --dist all` in session 78).
 Finding (session 78): on C snapped starts put 28-42 blocks in a CTA (the slowest 30,450 cycles against a mean of
-26,450), unsnapped 27,160 at the slowest; with kStreamSlots 2 custom 2 fails the plan's check (a tile spans more
-CTAs), with 3 both custom shapes pass; D is refused by the model (28,900 against 24,300 cycles).
+26,450), unsnapped 27,160 at the slowest; either way C's 192-row tiles (2.0 shares each) run as three pieces, one of
+them a single block; with kStreamSlots 2 custom 2 fails the plan's check (a tile spans more CTAs), with 3 both custom
+shapes pass; D is refused by the model (28,900 against 24,300 cycles).
 Measured (group_gemm NOTES): the stream launch as built ran C at 0.61x (v105) and 0.74x (v107) of v89's speed.
 """
 import argparse, heapq
@@ -63,9 +64,14 @@ def v89_tiles(groups, sms):  # chunk_max_rows, chunk_is_tall, m_tiles_of (K <= 4
 
 
 def plan(groups, sms=132, snap=False, slots=3):
-    """(positions, pieces a CTA, groups) or (None, why)."""
+    """(positions, pieces a CTA, groups in the chunk's order) or (None, why)."""
     if any(k > 4096 or k // 64 < 2 * LAP for m, n, k in groups):
         return None, "K"
+    # NOTE: the chunk's groups in launch_order's order: largest M first (stable); its search, which runs only where v89's
+    # tiles outnumber the SMs, is not replicated (such a chunk is said so below)
+    groups = sorted(groups, key=lambda g: -g[0])
+    if sum(count for r, k, count in v89_tiles(groups, sms)) > sms:
+        print("  (v89's tiles outnumber the SMs: launch_order may search another order, not replicated)")
     now = [tile_cycles(r, k) for r, k, count in v89_tiles(groups, sms) for _ in range(count)]
     gs, tiles, total, tallest = [], 0, 0, 0
     for m, n, k in groups:
@@ -119,7 +125,7 @@ def plan(groups, sms=132, snap=False, slots=3):
             if inside[starts[c][0]] > slots:
                 return None, "more than %d CTAs start inside tile %d" % (slots, starts[c][0])
         pieces.append(mine)
-    return (starts, pieces, gs), "stream"
+    return (starts, pieces, gs), "stream (groups in the chunk's order: M %s)" % [m for m, n, k in groups]
 
 
 SHAPES = {
@@ -140,6 +146,9 @@ if __name__ == "__main__":
         print(f"{name}: {why}")
         if result and name == "C":
             starts, pieces, gs = result
+            for kind, ctas in (("one piece", [c for c, m in enumerate(pieces) if len(m) == 1]),
+                               ("two pieces", [c for c, m in enumerate(pieces) if len(m) == 2])):
+                print(f"  {kind}: {len(ctas)} CTAs, e.g.", "; ".join(f"{c} {pieces[c]}" for c in ctas[:3] + ctas[-3:]))
             cost = [sum(p[2] * [g for g in gs if g["begin"] <= p[0]][-1]["cost"] for p in mine) for mine in pieces]
             blocks = [sum(p[2] for p in mine) for mine in pieces]
             print(f"  cycles a CTA: max {max(cost)}, mean {sum(cost) / len(cost):.0f}, min {min(cost)};"
