@@ -1,6 +1,6 @@
 """group_gemm v105-v107's stream launch plan, replicated in Python (CPU only, nothing to build).
 
-Usage (repository root): python studies/group_gemm_stream_plan.py [--snap] [--slots 3]
+Usage (repository root): python studies/group_gemm_stream_plan.py [--snap | --whole] [--slots 3]
 
 For a few named grouped shapes: whether make_stream takes the stream launch (every group K <= 4096 and at least two
 ring laps, stream tiles fewer than the 132 SMs, the model under 0.9x the v89 tiles' makespan, the positions
@@ -13,6 +13,8 @@ Finding (session 78): on C snapped starts put 28-42 blocks in a CTA (the slowest
 26,450), unsnapped 27,160 at the slowest; either way C's 192-row tiles (2.0 shares each) run as three pieces, one of
 them a single block; with kStreamSlots 2 custom 2 fails the plan's check (a tile spans more CTAs), with 3 both custom
 shapes pass; D is refused by the model (28,900 against 24,300 cycles).
+--whole (v108's plan: whole-share groups cut evenly, the rest streamed): C's 192-row tiles as 48 halves of 32 blocks,
+the 160-row tiles streamed over 84 CTAs; the slowest CTA 26,825 cycles, two-piece CTAs 67 -> 36.
 Measured (group_gemm NOTES): the stream launch as built ran C at 0.61x (v105) and 0.74x (v107) of v89's speed.
 """
 import argparse, heapq
@@ -63,7 +65,7 @@ def v89_tiles(groups, sms):  # chunk_max_rows, chunk_is_tall, m_tiles_of (K <= 4
     return out
 
 
-def plan(groups, sms=132, snap=False, slots=3):
+def plan(groups, sms=132, snap=False, slots=3, whole=False):
     """(positions, pieces a CTA, groups in the chunk's order) or (None, why)."""
     if any(k > 4096 or k // 64 < 2 * LAP for m, n, k in groups):
         return None, "K"
@@ -88,9 +90,35 @@ def plan(groups, sms=132, snap=False, slots=3):
     if modelled >= 0.9 * makespan(now, sms):
         return None, "model %.0f against %.0f cycles" % (modelled, makespan(now, sms))
 
+    # v108 (--whole): groups whose tiles each cost within 4% of a whole number q of shares get q CTAs a tile, the tile cut
+    # into q equal pieces, and come first in the plan's order; the others are streamed over the CTAs left
+    for g in gs:
+        w = g["cost"] * g["blocks"] * sms
+        q = (2 * w + total) // (2 * total)
+        g["q"] = q if whole and 1 <= q <= 1 + slots and abs(w - q * total) * 25 <= q * total else 0
+    ordered = [g for g in gs if g["q"]] + [g for g in gs if not g["q"]]
+    at = 0
+    for g in ordered:
+        g["order"] = at
+        at += g["tiles"]
+
     def position(c):  # stream_position
-        target, done = total * c // sms, 0
-        for g in gs:
+        dedicated, streamed = 0, total
+        for g in ordered:
+            if not g["q"]:
+                continue
+            if c < dedicated + g["tiles"] * g["q"]:
+                i, piece = divmod(c - dedicated, g["q"])
+                return (g["order"] + i, piece * g["blocks"] // g["q"])
+            dedicated += g["tiles"] * g["q"]
+            streamed -= g["tiles"] * g["blocks"] * g["cost"]
+        left = sms - dedicated
+        if left <= 0 or c >= sms:
+            return (tiles, 0)
+        target, done = streamed * (c - dedicated) // left, 0
+        for g in ordered:
+            if g["q"]:
+                continue
             tile_cost = g["cost"] * g["blocks"]
             span = g["tiles"] * tile_cost
             if target < done + span:
@@ -98,12 +126,12 @@ def plan(groups, sms=132, snap=False, slots=3):
                 b = -(-(target - done - local * tile_cost) // g["cost"])
                 if snap:
                     b = max(g["blocks"] - LAP * ((g["blocks"] - b + LAP // 2) // LAP), 0)
-                return (g["begin"] + local + 1, 0) if b >= g["blocks"] else (g["begin"] + local, b)
+                return (g["order"] + local + 1, 0) if b >= g["blocks"] else (g["order"] + local, b)
             done += span
         return (tiles, 0)
 
-    def group_of(tile):
-        return [g for g in gs if g["begin"] <= tile][-1]
+    def group_of(order):
+        return [g for g in ordered if g["order"] <= order][-1]
 
     starts = [position(c) for c in range(sms + 1)]
     if starts[0] != (0, 0) or starts[-1] != (tiles, 0):
@@ -125,7 +153,7 @@ def plan(groups, sms=132, snap=False, slots=3):
             if inside[starts[c][0]] > slots:
                 return None, "more than %d CTAs start inside tile %d" % (slots, starts[c][0])
         pieces.append(mine)
-    return (starts, pieces, gs), "stream (groups in the chunk's order: M %s)" % [m for m, n, k in groups]
+    return (starts, pieces, ordered), "stream (groups in the chunk's order: M %s)" % [m for m, n, k in groups]
 
 
 SHAPES = {
@@ -139,17 +167,18 @@ SHAPES = {
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--snap", action="store_true", help="v105's starts on whole ring laps")
-    parser.add_argument("--slots", type=int, default=3, help="kStreamSlots (v105-v107: 3)")
+    parser.add_argument("--slots", type=int, default=3, help="kStreamSlots (v105-v108: 3)")
+    parser.add_argument("--whole", action="store_true", help="v108's whole-share groups cut evenly, the rest streamed")
     args = parser.parse_args()
     for name, groups in SHAPES.items():
-        result, why = plan(groups, snap=args.snap, slots=args.slots)
+        result, why = plan(groups, snap=args.snap, slots=args.slots, whole=args.whole)
         print(f"{name}: {why}")
         if result and name == "C":
             starts, pieces, gs = result
             for kind, ctas in (("one piece", [c for c, m in enumerate(pieces) if len(m) == 1]),
                                ("two pieces", [c for c, m in enumerate(pieces) if len(m) == 2])):
                 print(f"  {kind}: {len(ctas)} CTAs, e.g.", "; ".join(f"{c} {pieces[c]}" for c in ctas[:3] + ctas[-3:]))
-            cost = [sum(p[2] * [g for g in gs if g["begin"] <= p[0]][-1]["cost"] for p in mine) for mine in pieces]
+            cost = [sum(p[2] * [g for g in gs if g["order"] <= p[0]][-1]["cost"] for p in mine) for mine in pieces]
             blocks = [sum(p[2] for p in mine) for mine in pieces]
             print(f"  cycles a CTA: max {max(cost)}, mean {sum(cost) / len(cost):.0f}, min {min(cost)};"
                   f" blocks a CTA {min(blocks)}-{max(blocks)}; two-piece CTAs {sum(len(m) == 2 for m in pieces)}")
