@@ -647,7 +647,7 @@ __device__ __forceinline__ unsigned int* pair_words(const GroupDesc& d, int pair
 // K / 64 blocks; a block of a tile costs stream_block_cycles(its group's m_tile_rows) (the host's cost table, v74's
 // measured cycles). CTA c starts at stream_position(c): the block where the cost summed from the first tile reaches
 // c / ctas of the whole (v106: not moved to whole ring laps; a two-piece CTA passes the rest of its first piece's last
-// lap as empty stages, stream_pad_lap). The host (stream_plan_holds) checks what the kernel relies on: positions strictly
+// lap as empty stages). The host (stream_plan_holds) checks what the kernel relies on: positions strictly
 // increasing, at most two pieces a CTA, at most kStreamSlots CTAs starting inside any tile.
 __host__ __device__ inline int stream_block_cycles(int rows) {
     constexpr int kRows[] = {32, 64, 96, 128, 160, 192, 256};  // NOTE: kCostRows / kCostCycles (host), by M_STEP
