@@ -1,24 +1,20 @@
-"""NVFP4 group_gemm v108: the stream plan cuts whole-share tiles evenly on CTAs of their own, streams the rest.
+"""NVFP4 group_gemm v109: the stream launch as the prepass's programmatic dependent, its plan in its parameter.
 
-Version: v108
-Parent: v107
-Change: the stream plan gives a group whose tiles each cost within 4% of a whole number q of CTA shares q CTAs a tile of
-its own, the tile cut into q equal pieces (C's 192-row tiles: two halves of 32 blocks, where v107 ran an owner's 31
-blocks, a 32-block writer and a one-block writer), and streams the other groups' tiles over the remaining CTAs
+Version: v109
+Parent: v108
+Change: the stream plan (each CTA's start and its two tiles' places, v107-v108's prepass block 0 work) is computed by
+the host when the plan is built and carried in the kernel's parameter as 16-bit words (the Problem grows past 4 KB,
+within CUDA 12.1's 32 KB); the stream GEMM is the prepass's programmatic dependent (v89's deep-ring launches' edge), its
+producer issuing the first piece's first lap of B (the caller's inputs) before griddepcontrol.wait and that lap's A
+tiles after; the prepass's stream block only zeroes the counters.
 Arch: sm_90a
-Analogue: none
-Why: the plan's replica (studies/group_gemm_stream_plan.py, session 78): v107 runs each of C's 192-row tiles (2.0
-shares each) as an owner's 31 blocks, a 32-block writer and a one-block writer, the last the first piece of a CTA that
-then owns the next tile (a 96 KB partial stored and a piece change for one block), and its owner reads two partials
-(192 KB) where a split in two has one. With whole-share groups cut evenly (`--whole`): 48 CTAs run the 24 tiles as
-halves of 32 blocks, 84 stream the 160-row tiles; the slowest CTA's modelled cycles 27,159 -> 26,825, two-piece CTAs
-67 -> 36, none with a one-block piece.
-Prediction: `compare group_gemm v107 v108` C 1.02-1.06x (the 192-row owners' sums ~2.5 -> ~1.3 µs, their pieces'
-changes gone), A, B, D SAME (v89's launches in both); still slower than v89 on C (~0.75-0.79x). Outputs differ from
-v107's on C where a 192-row tile's sum is now two chains instead of three (same accuracy class: fp32 chains of at
-most K 4096 added in a fixed order). Refuted if C is not faster than v107 by its interval.
-Built after the session's device time was spent: compiled clean (nvcc 13.0: no spill, no C7512); the plan checked on
-the CPU only (the study's replica).
+Analogue: v89's deep-ring launches (the prepass's programmatic dependents, B's first lap under the prepass)
+Why: v108's marks on C (session 79): GEMM start 5.57 µs after the call's first stamp (v107 3.81: block 0's
+stream_shares and 64-bit divisions on the GEMM's path behind a plain edge) and the first block decoded 3.1 µs after
+that, where v89's programmatic deep ring starts at 2.43 and decodes its first stage at ~5.25.
+Prediction: C's first block decoded ~8.7 -> ~5.5 µs and the end ~3 µs sooner: `compare group_gemm v108 v109` C
+1.07-1.10x (34.8 -> ~32 µs), still ~0.88x v89; A, B, D SAME (v89's launches; the module's layout moves). Outputs v108's
+bit for bit (same plan, same sums). Refuted if C is under 1.04x: then the start is not where v108's marks put it.
 Measured: not yet run
 """
 
@@ -29,7 +25,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v108"
+EXTENSION_NAME = "nvfp4_group_gemm_v109"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -216,20 +212,26 @@ struct GroupDesc {
 // chunk's K blocks weighted by their tiles' cycles (stream_position), a tile's blocks in at most 1 + kStreamSlots pieces.
 // partials: kStreamSlots fp32 tiles of kStreamPartialRows x BLOCK_N per chunk tile; counters: one word per chunk tile,
 // the pieces' partials written so far (zeroed by the prepass every call).
+// v109: the plan itself (each CTA's start and its tiles' places) is the host's, in the kernel's parameter, so a CTA
+// reads it before the prepass has run: 16-bit words (make_stream checks tiles and K blocks below 256, at most
+// kStreamMaxCtas CTAs).
+constexpr int kStreamMaxCtas = 144;
 struct StreamWork {
     float* partials;
     unsigned int* counters;
-    unsigned int* positions;             // v107: stream_position(c) for c = 0 .. ctas, as tile << 16 | block (the prepass's)
-    unsigned int* places;                // v108: per CTA the group << 16 | tile of its start's order index and of the next
     int ctas;
     int tiles;
+    uint16_t positions[kStreamMaxCtas + 1];  // stream_position(c) for c = 0 .. ctas, as tile << 8 | block
+    uint16_t places[2 * kStreamMaxCtas];     // per CTA the group << 8 | tile of its start's order index and of the next
 };
 struct Problem {
     GroupDesc groups[kMaxGroups];
     int num_groups;
     StreamWork stream;
 };
-static_assert(sizeof(Problem) <= 4096, "the kernel parameter must stay within 4 KB");
+// NOTE: v109: above the classic 4 KB (the stream plan's words), within CUDA 12.1's 32,764 bytes for sm_70 and later
+// (driver R530 and later), which graph kernel nodes and cudaLaunchKernelEx take as they take 4 KB.
+static_assert(sizeof(Problem) <= 8192, "the kernel parameter must stay within 8 KB");
 
 // One pair of A: (value x 2^-14 bits, from a nibble spread) x 2^14 x sfa, exact a x sfa per half.
 // NOTE: two multiplies, not one by scale x 2^14: that product overflows fp16 for scales above 4.
@@ -769,24 +771,11 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     if (d.k_splits > 1 && static_cast<int>(blockIdx.x) == d.decode_begin)
         for (int w = threadIdx.x; w < 2 * split_pairs(d); w += kDecodeThreads) pair_words(d, w / 2)[w % 2] = 0u;
     // v107: a stream launch's own block (v108: the grid's first, so that it runs in the first wave; make_stream starts
-    // the groups' blocks at 1): the counters zeroed and each CTA's start and the places of its two tiles computed, a
-    // thread a CTA (the stream GEMM starts after this grid completes: a plain edge)
+    // the groups' blocks at 1): the counters zeroed (v109: the plan is the host's, in the parameter). The stream GEMM
+    // (v109: this grid's programmatic dependent) reads and adds to them only after its producer's griddepcontrol.wait:
+    // an owner polls after its last piece, a writer counts after its first, both of A's tiles copied after that wait.
     if (problem.stream.ctas > 0 && blockIdx.x == 0) {
-        __shared__ StreamShares shares;
-        if (threadIdx.x == 0) shares = stream_shares(problem);
         for (int w = threadIdx.x; w < problem.stream.tiles; w += kDecodeThreads) problem.stream.counters[w] = 0u;
-        __syncthreads();
-        for (int c = threadIdx.x; c <= problem.stream.ctas; c += kDecodeThreads) {
-            const StreamPos at = stream_position(problem, shares, c);
-            problem.stream.positions[c] = static_cast<unsigned int>(at.tile) << 16 | static_cast<unsigned int>(at.block);
-            if (c == problem.stream.ctas) continue;
-            #pragma unroll 1
-            for (int i = 0; i < 2; ++i) {
-                int g = 0, local = 0;
-                if (at.tile + i < problem.stream.tiles) stream_place(problem, shares, at.tile + i, g, local);
-                problem.stream.places[2 * c + i] = static_cast<unsigned int>(g) << 16 | static_cast<unsigned int>(local);
-            }
-        }
         return;
     }
     if (u >= decode_threads_of(d)) return;
@@ -1246,13 +1235,33 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
 
 // v105: the stream kernel's producer for one piece: blocks kb0 .. kb0 + count - 1 of tile (t, n0), into the ring
 // from slot 0 of lap lap0 (the CTA's laps before this piece: a first piece's are whole, stream_position).
+// v109: a CTA's first piece (first true) issues its first lap's B (values and scales: the caller's inputs) into the
+// fresh ring, then waits for the prepass (griddepcontrol.wait: A's tiles and the counters), then that lap's A.
 template <class R>
 __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0, int n_cols, int kb0, int count,
-                                              uint32_t ring, uint32_t full, uint32_t empty, int lap0) {
+                                              uint32_t ring, uint32_t full, uint32_t empty, int lap0, bool first) {
     constexpr int kStages = R::kStages;
     const int num_k = d.k / BLOCK_K;  // the group's K blocks: B's scales' stride
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
-    for (int i = 0; i < count; ++i) {
+    int i = 0;
+    if (first) {
+        const int lap = min(count, kStages);
+        for (int s = 0; s < lap; ++s) {  // NOTE: fresh barriers, lap0 0: no wait on `empty` in the first lap
+            const Stage st = stage_of<R>(ring, s);
+            mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
+            bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb0 + s) * B_SCALE_BYTES,
+                      B_SCALE_BYTES, full + 8 * s);
+            tensor_copy_2d(st.b_values, &d.b_map, (kb0 + s) * (BLOCK_K / 2), n0, full + 8 * s);
+        }
+        // NOTE: returns once the prepass grid has completed and its writes are visible to this grid (PTX ISA,
+        // griddepcontrol); at once where the launch is not its programmatic dependent
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+        NVFP4_MARK(7);
+        for (int s = 0; s < lap; ++s)
+            bulk_copy(stage_of<R>(ring, s).a, d.a16 + a16_offset(d, t, kb0 + s, 0, 0), a_bytes, full + 8 * s);
+        i = lap;
+    }
+    for (; i < count; ++i) {
         const int s = i % kStages, kb = kb0 + i;
         // NOTE: parity of the previous use of this slot (lap lap0 + i / kStages of the CTA's ring); a fresh barrier
         // counts as completed for parity 1.
@@ -1420,7 +1429,7 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
     for (int i = 0; i < 6; ++i) {
         const int c = min(max(static_cast<int>(blockIdx.x) - 2 + i, 0), problem.stream.ctas);
         const unsigned int word = problem.stream.positions[c];
-        near[i] = {static_cast<int>(word >> 16), static_cast<int>(word & 0xffffu)};
+        near[i] = {static_cast<int>(word >> 8), static_cast<int>(word & 0xffu)};
     }
     // v108: the pieces from the start and the end (the next CTA's start), each tile's group and place the prepass's
     StreamPiece pieces[2];
@@ -1428,11 +1437,11 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
     {
         const StreamPos begin = near[2], end = near[3];
         const unsigned int first = problem.stream.places[2 * blockIdx.x], next = problem.stream.places[2 * blockIdx.x + 1];
-        const int g0 = static_cast<int>(first >> 16), blocks = problem.groups[g0].k / BLOCK_K;
-        pieces[count++] = {begin.tile, g0, static_cast<int>(first & 0xffffu), begin.block,
+        const int g0 = static_cast<int>(first >> 8), blocks = problem.groups[g0].k / BLOCK_K;
+        pieces[count++] = {begin.tile, g0, static_cast<int>(first & 0xffu), begin.block,
                            (end.tile == begin.tile ? end.block : blocks) - begin.block};
         if (end.tile > begin.tile && end.block > 0)  // NOTE: a second piece is always the next tile's first blocks
-            pieces[count++] = {begin.tile + 1, static_cast<int>(next >> 16), static_cast<int>(next & 0xffffu), 0, end.block};
+            pieces[count++] = {begin.tile + 1, static_cast<int>(next >> 8), static_cast<int>(next & 0xffu), 0, end.block};
     }
     __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below
 
@@ -1448,7 +1457,7 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
                 const int local = piece.local, tiles_n = d.n / BLOCK_N;
                 const int t = local / tiles_n, m0 = t * d.m_tile_rows, n0 = (local % tiles_n) * BLOCK_N;
                 const int n_cols = min(d.m_tile_rows, (d.m - m0 + M_STEP - 1) / M_STEP * M_STEP);
-                produce_piece<R>(d, t, n0, n_cols, piece.kb0, piece.count, ring, full, empty, lap0);
+                produce_piece<R>(d, t, n0, n_cols, piece.kb0, piece.count, ring, full, empty, lap0, p == 0);
                 // v106: the rest of a first piece's last lap as empty stages: each slot, once free, completed by a
                 // plain arrival (no bytes), so the next piece starts at slot 0 of a fresh lap
                 if (p + 1 < count) {
@@ -1851,17 +1860,31 @@ static bool make_stream(Problem& problem, int& tiles, int& decode_blocks, int64_
         block_cycles += static_cast<double>(stream_tiles_of(d)) * (d.k / BLOCK_K) * stream_block_cycles(d.m_tile_rows);
         tallest = std::max(tallest, d.m_tile_rows);
     }
-    // NOTE: v107: positions pack a tile and a block in 16 bits each; the prepass's stream block computes them a
-    // thread each (ctas + 1 <= kDecodeThreads needs no loop, which it has anyway)
-    if (stream_tiles >= sms || sms >= 65535) return false;
+    // NOTE: v109: a position packs a tile and a block in 8 bits each, a place a group and a tile (stream_tiles < sms
+    // <= kStreamMaxCtas < 256; K blocks at most kOneChainMaxK / BLOCK_K = 64, checked above)
+    static_assert(kStreamMaxCtas < 256 && kOneChainMaxK / BLOCK_K < 256 && kMaxGroups < 256, "16-bit plan words");
+    if (stream_tiles >= sms || sms > kStreamMaxCtas) return false;
     const double modelled = block_cycles / sms + kTileFixedCycles + 2.0 * (1000.0 + 16.0 * tallest);
     if (modelled >= 0.9 * dispatch_makespan(now, sms)) return false;
     stream.stream.ctas = sms;
     stream.stream.tiles = stream_tiles;
     if (!stream_plan_holds(stream)) return false;
+    {
+        const StreamShares shares = stream_shares(stream);
+        for (int c = 0; c <= sms; ++c) {
+            const StreamPos at = stream_position(stream, shares, c);
+            stream.stream.positions[c] = static_cast<uint16_t>(at.tile << 8 | at.block);
+            if (c == sms) continue;
+            for (int i = 0; i < 2; ++i) {
+                int g = 0, local = 0;
+                if (at.tile + i < stream_tiles) stream_place(stream, shares, at.tile + i, g, local);
+                stream.stream.places[2 * c + i] = static_cast<uint16_t>(g << 8 | local);
+            }
+        }
+    }
     problem = stream;
     tiles = sms;
-    decode_blocks = 1;  // v108: block 0 is the stream's own (counters, positions, places)
+    decode_blocks = 1;  // v108: block 0 is the stream's own (v109: the counters alone)
     bytes = 0;
     for (int g = 0; g < problem.num_groups; ++g) {
         GroupDesc& d = problem.groups[g];
@@ -1874,9 +1897,7 @@ static bool make_stream(Problem& problem, int& tiles, int& decode_blocks, int64_
 // v105: a stream chunk's workspace after its groups' A tiles: the partials, then the counters.
 static int64_t stream_workspace_bytes(const Problem& problem) {
     const int64_t partials = static_cast<int64_t>(problem.stream.tiles) * kStreamSlots * kStreamPartialRows * BLOCK_N * 4;
-    return partials + (static_cast<int64_t>(problem.stream.tiles) * 4 + 255) / 256 * 256 +
-           (static_cast<int64_t>(problem.stream.ctas + 1) * 4 + 255) / 256 * 256 +  // v107: the positions
-           (static_cast<int64_t>(problem.stream.ctas) * 8 + 255) / 256 * 256;       // v108: the places
+    return partials + (static_cast<int64_t>(problem.stream.tiles) * 4 + 255) / 256 * 256;
 }
 
 // v43: a launch plan, built once per input set (the cache in CPP_SRC keys it by everything it depends
@@ -1906,7 +1927,8 @@ struct ChunkLaunch {
 // NOTE: a kDependent kernel launched without the dependency would still be right (griddepcontrol.wait then
 // returns at once, the prepass already complete); the reverse, a plain kernel behind a programmatic edge, would
 // read A's tiles before they are written: hence one rule for both, the ring's.
-static bool gemm_is_dependent(const ChunkLaunch& chunk) { return chunk.deep; }
+// v109: and a stream chunk's (its plan in the parameter, its first lap's B issued before its producer's wait).
+static bool gemm_is_dependent(const ChunkLaunch& chunk) { return chunk.deep || chunk.stream; }
 // v45: the plan's launches as one CUDA graph: per chunk its prepass node, then its GEMM node, each
 // depending on the node before (the order v44's launches had on the stream; v54: a dependent GEMM node
 // programmatically, gemm_is_dependent). Built on the plan's
@@ -2097,10 +2119,6 @@ int group_gemm_launch(void* handle, void* workspace, int64_t stream_handle) {
                 chunk.problem.stream.partials = reinterpret_cast<float*>(base);
                 chunk.problem.stream.counters = reinterpret_cast<unsigned int*>(
                     base + static_cast<int64_t>(chunk.problem.stream.tiles) * kStreamSlots * kStreamPartialRows * BLOCK_N * 4);
-                chunk.problem.stream.positions =
-                    chunk.problem.stream.counters + (static_cast<int64_t>(chunk.problem.stream.tiles) * 4 + 255) / 256 * 64;
-                chunk.problem.stream.places =
-                    chunk.problem.stream.positions + (static_cast<int64_t>(chunk.problem.stream.ctas + 1) * 4 + 255) / 256 * 64;
             }
         }
         plan.workspace = workspace;
@@ -2117,22 +2135,23 @@ int group_gemm_launch(void* handle, void* workspace, int64_t stream_handle) {
             for (int gemm = 0; gemm < 2; ++gemm) {
                 void* args[1] = {&chunk.problem};
                 const cudaKernelNodeParams p = node_params(chunk, gemm == 1, args);
-                cudaLaunchAttribute attribute = {};
-                attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-                attribute.val.programmaticStreamSerializationAllowed = 1;
-                const bool programmatic = gemm == 1 && gemm_is_dependent(chunk);
-                const bool cooperative = gemm == 1 && chunk.stream;  // v105: build_graph's note
-                if (cooperative) {
-                    attribute.id = cudaLaunchAttributeCooperative;
-                    attribute.val.cooperative = 1;
+                cudaLaunchAttribute attributes[2] = {};
+                unsigned int count = 0;
+                if (gemm == 1 && gemm_is_dependent(chunk)) {
+                    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+                    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+                }
+                if (gemm == 1 && chunk.stream) {  // v105: build_graph's note
+                    attributes[count].id = cudaLaunchAttributeCooperative;
+                    attributes[count++].val.cooperative = 1;
                 }
                 cudaLaunchConfig_t config = {};
                 config.gridDim = p.gridDim;
                 config.blockDim = p.blockDim;
                 config.dynamicSmemBytes = p.sharedMemBytes;
                 config.stream = stream;
-                config.attrs = programmatic || cooperative ? &attribute : nullptr;
-                config.numAttrs = programmatic || cooperative ? 1 : 0;
+                config.attrs = count > 0 ? attributes : nullptr;
+                config.numAttrs = count;
                 err = cudaLaunchKernelExC(&config, p.func, p.kernelParams);
                 if (err != cudaSuccess) return consumed(err);
             }
