@@ -1,17 +1,35 @@
-"""NVFP4 group_gemm v112: v109's kernel parameter back within 4 KB (chunks of at most 8 groups; an experiment).
+"""NVFP4 group_gemm v109: the stream launch as the prepass's programmatic dependent, its plan in its parameter.
 
-Version: v112
-Parent: v109
-Change: kMaxGroups 10 -> 8, so the Problem holding v109's stream plan is 4,096 bytes (v109's 4,864 went past the
-classic 4 KB parameter limit into CUDA 12.1's large-parameter path); a call of more than 8 groups runs one more chunk
+Version: v109
+Parent: v108
+Change: the stream plan (each CTA's start and its two tiles' places, v107-v108's prepass block 0 work) is computed by
+the host when the plan is built and carried in the kernel's parameter as 16-bit words (the Problem grows past 4 KB,
+within CUDA 12.1's 32 KB); the stream GEMM is the prepass's programmatic dependent (v89's deep-ring launches' edge), its
+producer issuing the first piece's first lap of B (the caller's inputs) before griddepcontrol.wait and that lap's A
+tiles after; the prepass's stream block only zeroes the counters.
 Arch: sm_90a
-Analogue: none
-Why: `probe marks group_gemm v89 v109` on C (session 79, one process, 20 calls, medians): the prepass's stores issued at
-1.98 / 1.95 µs and its kernel 3.04 / 2.90 µs (torch.profiler), yet v109's producer's griddepcontrol.wait returned at
-6.02 against v89's 3.97 (+2.05); v111 (the cooperative attribute dropped) still 5.79. The parameter's size is what
-else differs between the two programmatic edges.
-Prediction: if the large parameter delays the wait, wait returned ~6.0 -> ~4.0 µs and C 1.05-1.07x v109; else SAME.
-Measured: not yet run
+Analogue: v89's deep-ring launches (the prepass's programmatic dependents, B's first lap under the prepass)
+Why: v108's marks on C (session 79): GEMM start 5.57 µs after the call's first stamp (v107 3.81: block 0's
+stream_shares and 64-bit divisions on the GEMM's path behind a plain edge) and the first block decoded 3.1 µs after
+that, where v89's programmatic deep ring starts at 2.43 and decodes its first stage at ~5.25.
+Prediction: C's first block decoded ~8.7 -> ~5.5 µs and the end ~3 µs sooner: `compare group_gemm v108 v109` C
+1.07-1.10x (34.8 -> ~32 µs), still ~0.88x v89; A, B, D SAME (v89's launches; the module's layout moves). Outputs v108's
+bit for bit (same plan, same sums). Refuted if C is under 1.04x: then the start is not where v108's marks put it.
+Measured: NVIDIA H200, session 79 (a one-GPU machine; driver 580.159.04, torch 2.11.0+cu130; commit 7989f90): tests,
+edges, bad inputs, random:mixed and the three stream shapes on every distribution pass. `compare group_gemm v108 v109`
+(kernel method, one process): C 35.08 -> 32.16 µs 1.091x [1.084, 1.097] FASTER, B 1.040x [1.031, 1.049] FASTER (v89's
+launch and kernel: the module's layout, as v107's and v108's B moved the other way), A 1.004x and D 1.001x SAME;
+outputs v108's bit for bit. Recorded (`run --record`, same call): gpumode 127.38 / 67.71 / 30.83 / 16.30 µs, kernel
+125.52 / 66.12 / 31.85 / 15.08. Against v89 (`compare group_gemm v89 v110`, v110 SAME as this version on C): 0.884x
+[0.878, 0.890] on C (28.50 -> 32.25). The prediction held for the total (1.07-1.10x), not for its place: marks on C
+(`probe marks group_gemm v89 v109`, one process, 20 calls, medians (last CTA)): GEMM start 2.85 (2.91; v89 2.43), the
+prepass's stores issued 1.95 (2.42; v89 1.98), but the producer's griddepcontrol.wait returned at 6.02 (v89 3.97) and
+the first block was decoded at 7.04, as in v107 (7.07, plain launch) and v108 (8.67 - 1.76 of block 0's planning):
+the 2.6 µs came off the planning and the launch, not off the first block. torch.profiler (10 calls, not flushed): the
+prepass 2.90 µs against v89's 3.04, the stream GEMM 24.72 against v89's 25.69. Neither the cooperative attribute (v111)
+nor the parameter's 4,864 bytes (v112) is what holds the wait. After the start: owners' K loop done -> C staged 2.9 µs
+median (v89 0.58), the last CTA's end 34.37 against the median's 31.07.
+Verdict: slower
 """
 
 import torch
@@ -21,7 +39,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v112"
+EXTENSION_NAME = "nvfp4_group_gemm_v109"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -116,8 +134,7 @@ constexpr int kThreads = kProducerThreads + kConsumerThreads;
 constexpr int kProducerRegisters = 40;  // setmaxnreg: 128 x 40 + 256 x 232 <= 64K registers
 constexpr int kConsumerRegisters = 232;
 // NOTE: 10, not v33's 15: a group's descriptor is 384 bytes with its two 64-byte aligned tensor maps.
-// v112: 8 (v109's 10), so that the Problem with v109's stream plan is 4,096 bytes again (v109: 4,864).
-constexpr int kMaxGroups = 8;           // keeps the kernel parameter (all descriptors and the stream plan) within 4 KB
+constexpr int kMaxGroups = 10;          // keeps the kernel parameter (all descriptors) under 4 KB
 constexpr int C_HALF_COLS = 64;         // columns of C per consumer warpgroup: one 128-byte swizzled row
 constexpr int B_ROW_STRIDE = 32;        // packed bytes per row of B per K block, dense (see decode_b's reads)
 constexpr int B_VALUE_BYTES = BLOCK_N * B_ROW_STRIDE;
@@ -228,7 +245,7 @@ struct Problem {
 };
 // NOTE: v109: above the classic 4 KB (the stream plan's words), within CUDA 12.1's 32,764 bytes for sm_70 and later
 // (driver R530 and later), which graph kernel nodes and cudaLaunchKernelEx take as they take 4 KB.
-static_assert(sizeof(Problem) <= 4096, "the kernel parameter must stay within 4 KB");
+static_assert(sizeof(Problem) <= 8192, "the kernel parameter must stay within 8 KB");
 
 // One pair of A: (value x 2^-14 bits, from a nibble spread) x 2^14 x sfa, exact a x sfa per half.
 // NOTE: two multiplies, not one by scale x 2^14: that product overflows fp16 for scales above 4.

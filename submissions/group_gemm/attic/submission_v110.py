@@ -1,21 +1,28 @@
-"""NVFP4 group_gemm v109: the stream launch as the prepass's programmatic dependent, its plan in its parameter.
+"""NVFP4 group_gemm v110: a whole-share tile's owner runs 4 K blocks more than its other pieces.
 
-Version: v109
-Parent: v108
-Change: the stream plan (each CTA's start and its two tiles' places, v107-v108's prepass block 0 work) is computed by
-the host when the plan is built and carried in the kernel's parameter as 16-bit words (the Problem grows past 4 KB,
-within CUDA 12.1's 32 KB); the stream GEMM is the prepass's programmatic dependent (v89's deep-ring launches' edge), its
-producer issuing the first piece's first lap of B (the caller's inputs) before griddepcontrol.wait and that lap's A
-tiles after; the prepass's stream block only zeroes the counters.
+Version: v110
+Parent: v109
+Change: the stream plan cuts a whole-share tile (v108) with its owner's piece kStreamOwnerLead = 4 K blocks longer
+than an even cut and the other pieces even over the rest (C's 192-row tiles: the owner 34 blocks, the writer 30)
 Arch: sm_90a
-Analogue: v89's deep-ring launches (the prepass's programmatic dependents, B's first lap under the prepass)
-Why: v108's marks on C (session 79): GEMM start 5.57 µs after the call's first stamp (v107 3.81: block 0's
-stream_shares and 64-bit divisions on the GEMM's path behind a plain edge) and the first block decoded 3.1 µs after
-that, where v89's programmatic deep ring starts at 2.43 and decodes its first stage at ~5.25.
-Prediction: C's first block decoded ~8.7 -> ~5.5 µs and the end ~3 µs sooner: `compare group_gemm v108 v109` C
-1.07-1.10x (34.8 -> ~32 µs), still ~0.88x v89; A, B, D SAME (v89's launches; the module's layout moves). Outputs v108's
-bit for bit (same plan, same sums). Refuted if C is under 1.04x: then the start is not where v108's marks put it.
-Measured: not yet run
+Analogue: dual_gemm v52's fold (the tail's helper ends before the tile CTA, its partial in L2 by then)
+Why: v108's halves start together and run 32 blocks each, so the owner's loop and the writer's end together and the
+owner then waits for the writer's 96 KB of stores, fence and release before reading them (v108's marks: K loop done
+-> C staged 2.88 µs median, 6.18 max; v107's one-block writer took 6.2 µs from its block decoded to its partial
+counted).
+Prediction: C's 192-row owners' end ~0.5-1 µs sooner (4 blocks ~2.2 µs more loop against the writer's store and
+release ~2-3 µs off their path), the 192-row CTAs the slowest: `compare group_gemm v109 v110` C 1.01-1.03x, A, B, D
+SAME (their code is v109's). Outputs differ from v109's on C (the halves' sums cut elsewhere; the same accuracy class:
+two fp32 chains added in a fixed order). Refuted if C is not faster by its interval.
+Measured: NVIDIA H200, session 79 (a one-GPU machine; commit 7989f90): tests, edges, bad inputs, random:mixed and the
+three stream shapes on every distribution pass. `compare group_gemm v109 v110` (kernel method, one process): C 31.90 ->
+32.12 µs 0.993x [0.985, 1.002] SAME, D 0.989x [0.980, 0.998] SLOWER (its code is v109's), A and B SAME; outputs v109's
+bit for bit on all four (C included: its fp16 outputs did not move with the cut). `compare group_gemm v89 v110` on C:
+0.884x [0.878, 0.890] (28.50 -> 32.25). Marks (`probe marks group_gemm v109 v110 --ctas 0-0,1-1,0-47,48-131`, 20 calls,
+medians): the 192-row tiles' CTAs (0-47) behaved as predicted, K loop done +0.48 µs, K loop done -> C staged 5.38 ->
+3.73, their end 31.18 -> 30.14 (last 31.34 -> 30.18); but the call ends with the streamed CTAs (48-131: K loop done
+26.74 median, 31.55 last; end 30.56 median, 33.76 last), whose spread of ~5 µs this does not touch.
+Verdict: slower
 """
 
 import torch
@@ -25,7 +32,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v109"
+EXTENSION_NAME = "nvfp4_group_gemm_v110"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -649,6 +656,10 @@ __host__ __device__ inline int stream_block_cycles(int rows) {
     return kCycles[6];
 }
 struct StreamPos { int tile, block; };
+// v110: the K blocks a whole-share tile's owner runs beyond an even cut (stream_position), so that the other pieces'
+// loops end ~2 µs (4 x ~0.5 µs at 192 rows) before its own and their partials are stored and counted by then (v108's
+// halves ended their loops together: the owner then waited for the writer's 96 KB stores, fence and release).
+constexpr int kStreamOwnerLead = 4;
 __host__ __device__ inline bool stream_before(StreamPos a, StreamPos b) {
     return a.tile < b.tile || (a.tile == b.tile && a.block < b.block);
 }
@@ -681,7 +692,9 @@ __host__ __device__ inline StreamPos stream_position(const Problem& problem, con
         if (q == 0) continue;
         if (c < dedicated + tiles * q) {
             const int i = (c - dedicated) / q, piece = (c - dedicated) % q;
-            return {order + i, piece * (d.k / BLOCK_K) / q};
+            // v110: the owner (piece 0) kStreamOwnerLead blocks longer, the others' pieces even over the rest
+            const int blocks = d.k / BLOCK_K, lead = q > 1 && blocks >= 4 * kStreamOwnerLead ? kStreamOwnerLead : 0;
+            return {order + i, piece == 0 ? 0 : lead + piece * (blocks - lead) / q};
         }
         dedicated += tiles * q;
         order += tiles;

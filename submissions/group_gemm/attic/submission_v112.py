@@ -1,20 +1,21 @@
-"""NVFP4 group_gemm v110: a whole-share tile's owner runs 4 K blocks more than its other pieces.
+"""NVFP4 group_gemm v112: v109's kernel parameter back within 4 KB (chunks of at most 8 groups; an experiment).
 
-Version: v110
+Version: v112
 Parent: v109
-Change: the stream plan cuts a whole-share tile (v108) with its owner's piece kStreamOwnerLead = 4 K blocks longer
-than an even cut and the other pieces even over the rest (C's 192-row tiles: the owner 34 blocks, the writer 30)
+Change: kMaxGroups 10 -> 8, so the Problem holding v109's stream plan is 4,096 bytes (v109's 4,864 went past the
+classic 4 KB parameter limit into CUDA 12.1's large-parameter path); a call of more than 8 groups runs one more chunk
 Arch: sm_90a
-Analogue: dual_gemm v52's fold (the tail's helper ends before the tile CTA, its partial in L2 by then)
-Why: v108's halves start together and run 32 blocks each, so the owner's loop and the writer's end together and the
-owner then waits for the writer's 96 KB of stores, fence and release before reading them (v108's marks: K loop done
--> C staged 2.88 µs median, 6.18 max; v107's one-block writer took 6.2 µs from its block decoded to its partial
-counted).
-Prediction: C's 192-row owners' end ~0.5-1 µs sooner (4 blocks ~2.2 µs more loop against the writer's store and
-release ~2-3 µs off their path), the 192-row CTAs the slowest: `compare group_gemm v109 v110` C 1.01-1.03x, A, B, D
-SAME (their code is v109's). Outputs differ from v109's on C (the halves' sums cut elsewhere; the same accuracy class:
-two fp32 chains added in a fixed order). Refuted if C is not faster by its interval.
-Measured: not yet run
+Analogue: none
+Why: `probe marks group_gemm v89 v109` on C (session 79, one process, 20 calls, medians): the prepass's stores issued at
+1.98 / 1.95 µs and its kernel 3.04 / 2.90 µs (torch.profiler), yet v109's producer's griddepcontrol.wait returned at
+6.02 against v89's 3.97 (+2.05); v111 (the cooperative attribute dropped) still 5.79. The parameter's size is what
+else differs between the two programmatic edges.
+Prediction: if the large parameter delays the wait, wait returned ~6.0 -> ~4.0 µs and C 1.05-1.07x v109; else SAME.
+Measured: NVIDIA H200, session 79 (a one-GPU machine; commit 109f878; built and compared alone, the device time's
+last call: no tests run): `compare group_gemm v109 v112 --shapes benchmarks:2` (kernel method, one process): C 31.96 ->
+32.19 µs 0.993x [0.987, 0.999] SAME, outputs v109's bit for bit. Marks on C (`probe marks group_gemm v109 v112`, 20
+calls, medians): wait returned 6.02 -> 6.02: the parameter's size is not what holds the wait (refuted).
+Verdict: slower
 """
 
 import torch
@@ -24,7 +25,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v110"
+EXTENSION_NAME = "nvfp4_group_gemm_v112"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -119,7 +120,8 @@ constexpr int kThreads = kProducerThreads + kConsumerThreads;
 constexpr int kProducerRegisters = 40;  // setmaxnreg: 128 x 40 + 256 x 232 <= 64K registers
 constexpr int kConsumerRegisters = 232;
 // NOTE: 10, not v33's 15: a group's descriptor is 384 bytes with its two 64-byte aligned tensor maps.
-constexpr int kMaxGroups = 10;          // keeps the kernel parameter (all descriptors) under 4 KB
+// v112: 8 (v109's 10), so that the Problem with v109's stream plan is 4,096 bytes again (v109: 4,864).
+constexpr int kMaxGroups = 8;           // keeps the kernel parameter (all descriptors and the stream plan) within 4 KB
 constexpr int C_HALF_COLS = 64;         // columns of C per consumer warpgroup: one 128-byte swizzled row
 constexpr int B_ROW_STRIDE = 32;        // packed bytes per row of B per K block, dense (see decode_b's reads)
 constexpr int B_VALUE_BYTES = BLOCK_N * B_ROW_STRIDE;
@@ -230,7 +232,7 @@ struct Problem {
 };
 // NOTE: v109: above the classic 4 KB (the stream plan's words), within CUDA 12.1's 32,764 bytes for sm_70 and later
 // (driver R530 and later), which graph kernel nodes and cudaLaunchKernelEx take as they take 4 KB.
-static_assert(sizeof(Problem) <= 8192, "the kernel parameter must stay within 8 KB");
+static_assert(sizeof(Problem) <= 4096, "the kernel parameter must stay within 4 KB");
 
 // One pair of A: (value x 2^-14 bits, from a nibble spread) x 2^14 x sfa, exact a x sfa per half.
 // NOTE: two multiplies, not one by scale x 2^14: that product overflows fp16 for scales above 4.
@@ -648,10 +650,6 @@ __host__ __device__ inline int stream_block_cycles(int rows) {
     return kCycles[6];
 }
 struct StreamPos { int tile, block; };
-// v110: the K blocks a whole-share tile's owner runs beyond an even cut (stream_position), so that the other pieces'
-// loops end ~2 µs (4 x ~0.5 µs at 192 rows) before its own and their partials are stored and counted by then (v108's
-// halves ended their loops together: the owner then waited for the writer's 96 KB stores, fence and release).
-constexpr int kStreamOwnerLead = 4;
 __host__ __device__ inline bool stream_before(StreamPos a, StreamPos b) {
     return a.tile < b.tile || (a.tile == b.tile && a.block < b.block);
 }
@@ -684,9 +682,7 @@ __host__ __device__ inline StreamPos stream_position(const Problem& problem, con
         if (q == 0) continue;
         if (c < dedicated + tiles * q) {
             const int i = (c - dedicated) / q, piece = (c - dedicated) % q;
-            // v110: the owner (piece 0) kStreamOwnerLead blocks longer, the others' pieces even over the rest
-            const int blocks = d.k / BLOCK_K, lead = q > 1 && blocks >= 4 * kStreamOwnerLead ? kStreamOwnerLead : 0;
-            return {order + i, piece == 0 ? 0 : lead + piece * (blocks - lead) / q};
+            return {order + i, piece * (d.k / BLOCK_K) / q};
         }
         dedicated += tiles * q;
         order += tiles;

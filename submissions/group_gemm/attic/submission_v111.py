@@ -15,7 +15,13 @@ Prediction: if the attribute is what delays the wait, wait returned ~6.0 -> ~3.5
 near v89's 28.3); if not, SAME. An experiment, not a candidate as it stands: without the attribute nothing makes the
 runtime check that all 132 CTAs can be resident together (MPS limits, another stream's kernels), and an owner waits
 for other CTAs' pieces.
-Measured: not yet run
+Measured: NVIDIA H200, session 79 (a one-GPU machine; commit e717be3): tests, edges, bad inputs, random:mixed and the
+three stream shapes on every distribution pass. `compare group_gemm v109 v111` (kernel method, one process): C 32.15 ->
+33.11 µs 0.971x [0.962, 0.980] SLOWER, A, B, D SAME; outputs v109's bit for bit. `compare group_gemm v89 v111` on C
+0.856x. Marks on C (`probe marks group_gemm v109 v111`, 20 calls, medians): GEMM start 2.94 -> 2.37 (the CTAs no
+longer start together: last 3.01 -> 2.85), wait returned 6.11 -> 5.79: the cooperative attribute is not what holds the
+wait (refuted), and without it the call is slower.
+Verdict: slower
 """
 
 import torch
