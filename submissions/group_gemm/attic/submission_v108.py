@@ -25,8 +25,8 @@ edges, bad inputs, random:mixed and the three stream shapes on every distributio
 and D 0.980x [0.971, 0.989] SLOWER (their launches and kernels are v107's: the module's layout, as v107's B against
 v89); outputs v107's bit for bit on all four, C included (the prediction expected other bits there). `compare
 group_gemm v89 v108` on C: 28.44 -> 35.07 µs, 0.811x [0.804, 0.818]. Marks on C (`probe marks group_gemm v108 --fill
-'GEMM start:end'`, 20 calls, medians (last CTA)): GEMM start 5.57 (v107 3.81: the prepass's block 0 now runs
-stream_shares and the 64-bit divisions of every CTA's position on the GEMM's path), piece 1's first block decoded 8.67,
+'GEMM start:end'`, 20 calls, medians (last CTA)): GEMM start 5.57 (v107 3.81: the prepass's block 0 now also runs
+stream_shares, in one thread, before the positions' 64-bit divisions, on the GEMM's path behind a plain edge), piece 1's first block decoded 8.67,
 K loop done 27.42 (33.39), the owners' partials added 30.24 (34.48), end 32.16 (35.57); the fill: the last end 35.57
 against 29.70 spread evenly (1.198x). v107's single-CTA marks (same call, CTA kinds from the plan's replica): a
 160-row owner alone (CTA 0, 37 blocks) loops at 0.457 µs a block (~800 cycles; the cost table has 725), a 192-row

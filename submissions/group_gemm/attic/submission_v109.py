@@ -24,8 +24,9 @@ outputs v108's bit for bit. Recorded (`run --record`, same call): gpumode 127.38
 [0.878, 0.890] on C (28.50 -> 32.25). The prediction held for the total (1.07-1.10x), not for its place: marks on C
 (`probe marks group_gemm v89 v109`, one process, 20 calls, medians (last CTA)): GEMM start 2.85 (2.91; v89 2.43), the
 prepass's stores issued 1.95 (2.42; v89 1.98), but the producer's griddepcontrol.wait returned at 6.02 (v89 3.97) and
-the first block was decoded at 7.04, as in v107 (7.07, plain launch) and v108 (8.67 - 1.76 of block 0's planning):
-the 2.6 µs came off the planning and the launch, not off the first block. torch.profiler (10 calls, not flushed): the
+the first block was decoded at 7.04: 1.6 µs sooner than v108's 8.67 (block 0's planning gone) but no sooner than
+v107's plain launch (7.07), so the programmatic start bought nothing at the first block; where the rest of the 2.9 µs
+went after it was not split. torch.profiler (10 calls, not flushed): the
 prepass 2.90 µs against v89's 3.04, the stream GEMM 24.72 against v89's 25.69. Neither the cooperative attribute (v111)
 nor the parameter's 4,864 bytes (v112) is what holds the wait. After the start: owners' K loop done -> C staged 2.9 µs
 median (v89 0.58), the last CTA's end 34.37 against the median's 31.07.
