@@ -2,9 +2,8 @@
 
 Version: v119
 Parent: v89
-Change: in the dependent (deep ring) launches the producer issues only stages 0-1 of its first lap's B before
-griddepcontrol.wait (v54-v89: all nine), then A's first window (stages 0-1, as v58), then the lap's other B stages at
-once, then A's later stages paced as v58's
+Change: the deep ring's first lap issues two stages of B before griddepcontrol.wait (v89: all nine), then A's first
+window (stages 0-1, v58's), then the lap's other B at once; A's later stages stay paced as v58's
 Arch: sm_90a
 Analogue: v118 (the stream kernel's first lap, the same split: its first block decoded 1.1 us sooner than v115's)
 Why: v89's marks on C (session 80, 20 calls, medians): the wait returned at 4.00 us and the first window's two A copies
@@ -13,7 +12,14 @@ left the producer at 5.25, stage 0 landed at 5.28: the A copies' issue waited ~1
 Prediction: stage 0's A issued within ~0.3 us of the wait and the first wgmma ~0.5-1 us sooner: C and D 1.02-1.04x
 v89, A and B SAME (their launches are not dependent). Refuted if C is SAME: then the lap's later B (needed ~0.3 us a
 stage after the first) holds the loop as much as A held its start.
-Measured: not yet run
+Measured: NVIDIA H200, session 80 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 5a5aff8): tests,
+edges, random shapes (mixed) and bad inputs pass. `compare group_gemm v89 v119` (kernel method, one process): A 0.999x
+[0.990, 1.008] SAME, B 1.012x [1.003, 1.021] FASTER, C 1.009x [1.000, 1.019] SAME, D 1.014x [1.006, 1.023] FASTER,
+geomean 1.009x [1.006, 1.011]; outputs bit for bit v89's. Recorded gpumode 126.45 / 66.35 / 29.37 / 16.18, kernel 124.53
+/ 65.41 / 28.15 / 14.84 us. Under the prediction on C and D (0.9-1.4% for 2-4%); B's 1.2% is not this change's (A's and
+B's tall launches run v89's code: a build's layout, as v109's B 1.040x). No marks were taken (the session's device time
+was spent), so how much of C's and D's start moved is not measured. Kept as the best: faster by its interval on D (and
+B), none slower.
 """
 
 import torch

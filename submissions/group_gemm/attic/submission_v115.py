@@ -16,6 +16,7 @@ pieces read 3.23 (+0.41), producer past the barrier 3.71 (+0.48), first lap's B 
 6.05, first lap's A issued 7.17, first block decoded 7.01 (CTA median); v89 in the same process: GEMM start 2.40,
 wait returned 4.00 (its B lap issued before it), first stage's B decoded 5.60. The first lap's 12 copies take 2.3 us
 after the barrier: v116 issues them before it.
+Verdict: slower
 """
 
 import torch

@@ -1,20 +1,27 @@
-"""NVFP4 group_gemm v114: a stream tile's owner takes the others' partials by bulk copies into its drained ring.
+"""NVFP4 group_gemm v113: the stream kernel prefetches its pieces' B tensor maps before the first copy.
 
-Version: v114
-Parent: v113
-Change: the stream kernel's tile owner, once the tile's counter says its partials are written, copies them into its
-drained ring by cp.async.bulk (two a round up to 222 rows: 80 KB at 160 rows, 96 KB at 192), all on one `gather`
-mbarrier (the ring's spare barrier slot), and every thread adds its positions from shared memory in slot order,
-where v105-v113 read them with __ldcg from L2
+Version: v113
+Parent: v109
+Change: the stream kernel's thread 0 issues prefetch.tensormap for each of its pieces' B maps (the launch's parameter)
+before the CTA's barrier, as v89's GEMM kernel does for its tile's (v54); marks builds also stamp the first lap's B
+issued (11), its A issued (8) and stage 0 landed (9)
 Arch: sm_90a
-Analogue: gemm v113 (the stream owners' partials by bulk copy into the drained ring: its loop -> end 3.33 -> 1.82 µs)
-Why: session 79's marks of v109 on C: an owner's K loop done -> C staged 2.4-2.9 µs median (v89's tiles, no exchange:
-0.58), with its partials long written on the streamed tiles; the read is 80-192 KB a CTA by __ldcg in register-bound
-batches.
-Prediction: the owners' K loop done -> C staged ~2.9 -> ~1.5 µs, the call's end ~1 µs sooner: `compare group_gemm
-v113 v114` C 1.02-1.04x, A, B, D SAME (their code is v113's). Outputs v113's bit for bit (same adds, same order).
-Refuted if C is SAME: then the owners' time after the loop is not the partials' read (the counter's wait, the C store).
-Measured: not yet run
+Analogue: v54 (v89's kernel: B's map prefetched while the barriers are initialised)
+Why: session 79's marks on C: every stream version decodes its first block ~7.0 µs into the call whatever its launch
+(v107 plain from 3.81, v109 programmatic from 2.85 with the wait returned at 6.02), v89 its first stage at 5.82 with
+the wait at 3.97; the stream kernel's first copies name a B map no instruction has fetched, after a flushed L2.
+Prediction: if the descriptor's fetch is on the path, the wait and the first block ~0.5-1 µs sooner and C 1.02-1.04x
+v109; the new marks split what remains of the 3 µs (B issued -> wait -> A issued -> stage 0 landed -> first block
+decoded). Refuted if C is SAME: then the marks say where the start goes.
+Measured: NVIDIA H200, session 80 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit a30f3d6): tests,
+edges, the stream SHAPES (every distribution), random shapes and bad inputs pass. `compare group_gemm v109 v113`
+(kernel method, one process): A 1.002x, B 1.000x, C 0.983x [0.976, 0.989] SLOWER, D 0.996x, outputs bit for bit
+v109's. Marks on C (`probe marks group_gemm v113 v114`, 20 calls, medians, us after the call's first stamp): GEMM start
+2.91, first lap's B issued 6.18, wait returned 6.21, first lap's A issued 7.74, stage 0 landed 7.87, first block
+decoded 7.33. Refuted: the wait and the first block are not sooner (v109: 6.02, ~7.0). The new marks moved the
+question: the wait returns right after B's issue, and B leaves the producer 3.3 us after the CTA's first stamp (v115
+splits that).
+Verdict: slower
 """
 
 import torch
@@ -24,7 +31,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v114"
+EXTENSION_NAME = "nvfp4_group_gemm_v113"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -1352,38 +1359,18 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
     // 256 consumer threads are here (the owner's piece is its CTA's last: nothing more lands in the ring).
     named_barrier_sync(1, kConsumerThreads);
     if (expected > 0) {
-        // v114: the partials come into the drained ring by bulk copies, kRound a round, on the `gather` barrier (the
-        // ring's spare slot, which the stream kernel initialises for one arrival), and every thread adds its positions
-        // from shared memory (element i of thread c at i x 256 + c: consecutive words, no bank conflict); v105-v113 read
-        // them with __ldcg, the owners' K loop done -> C staged 2.4-2.9 µs (v109's marks on C). gemm v113's change.
-        constexpr uint32_t kPartBytes = static_cast<uint32_t>(kN / 2) * kConsumerThreads * 4;
-        constexpr int kRound = static_cast<int>((kStages * STAGE_BYTES) / kPartBytes);
-        static_assert(kRound >= 1, "a partial must fit the drained ring");
-        const uint32_t gather = full + R::FIRST_B_BARRIER;
-        const float* const staged = reinterpret_cast<const float*>(ring_generic) + cthread;
         if (cthread == 0) {
             unsigned int seen = 0;
             do {
                 asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(problem.stream.counters + tile) : "memory");
             } while (seen < static_cast<unsigned int>(expected));
-            // NOTE: the partials' bytes, seen by this thread's acquire, are read next by the async proxy
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
         }
-        for (int p0 = 0, round = 0; p0 < expected; p0 += kRound, ++round) {
-            const int p1 = min(expected, p0 + kRound);
-            if (cthread == 0) {
-                mbar_arrive_expect_tx(gather, static_cast<uint32_t>(p1 - p0) * kPartBytes);
-                for (int p = p0; p < p1; ++p)
-                    bulk_copy(ring + (p - p0) * kPartBytes, stream_partial(problem, tile, p), kPartBytes, gather);
-            }
-            mbar_wait(gather, round & 1);
-            // NOTE: in slot order whichever finished first: ((own + slot 0) + slot 1), the same sum every call
-            for (int p = p0; p < p1; ++p) {
-                #pragma unroll
-                for (int i = 0; i < kN / 2; ++i) acc[i] += staged[(p - p0) * (kPartBytes / 4) + i * kConsumerThreads];
-            }
-            // NOTE: every thread's reads of this round before the next round's copies or C's staging overwrite them
-            named_barrier_sync(1, kConsumerThreads);
+        named_barrier_sync(1, kConsumerThreads);
+        // NOTE: in slot order whichever finished first: ((own + slot 0) + slot 1), the same sum every call
+        for (int p = 0; p < expected; ++p) {
+            const float* const partial = stream_partial(problem, tile, p);
+            #pragma unroll
+            for (int i = 0; i < kN / 2; ++i) acc[i] += __ldcg(partial + i * kConsumerThreads + cthread);
         }
     }
     if (cthread == 0) NVFP4_MARK(15);
@@ -1446,7 +1433,6 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
             mbar_init(full + 8 * s, kFullArrivals);
             mbar_init(empty + 8 * s, kEmptyArrivals);
         }
-        mbar_init(full + R::FIRST_B_BARRIER, 1);  // v114: an owner's `gather` (consume_piece): its thread 0's expect_tx
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     // v107: the positions of CTAs c - 2 .. c + 3 (clamped to 0 .. ctas), the prepass's: this CTA's start and end, the

@@ -1,19 +1,28 @@
-"""NVFP4 group_gemm v118: two stages of B before the CTA barrier, the lap's others after the wait beside their A.
+"""NVFP4 group_gemm v114: a stream tile's owner takes the others' partials by bulk copies into its drained ring.
 
-Version: v118
-Parent: v116
-Change: the stream kernel's thread 0 issues stages 0-1 of its first lap's B before the CTA barrier (v116 issued all
-six); after griddepcontrol.wait the producer issues stage 0's and 1's A, then for each later stage of the lap its B
-and its A together
+Version: v114
+Parent: v113
+Change: the stream kernel's tile owner, once the tile's counter says its partials are written, copies them into its
+drained ring by cp.async.bulk (two a round up to 222 rows: 80 KB at 160 rows, 96 KB at 192), all on one `gather`
+mbarrier (the ring's spare barrier slot), and every thread adds its positions from shared memory in slot order,
+where v105-v113 read them with __ldcg from L2
 Arch: sm_90a
-Analogue: v58 (the first lap's A paced behind landed stages)
-Why: v89's marks on C (session 80): its first lap's B (nine stages) is issued before its wait (returned 4.00 us) and
-its first two A copies leave the producer 1.25 us after the wait; v115's twelve B copies took 2.3 us to issue. The
-copies' issue seems to stall behind earlier copies still being served (B from DRAM after the flush), so stage 0's A
-waits behind the lap's B.
-Prediction: stage 0's A issued within ~0.3 us of the wait, the first block decoded ~0.5-1 us sooner than v116's: C
-1.02-1.03x v116. Refuted if the A issue after the wait stays >1 us (then the stall is not the queue ahead of it).
-Measured: not yet run
+Analogue: gemm v113 (the stream owners' partials by bulk copy into the drained ring: its loop -> end 3.33 -> 1.82 µs)
+Why: session 79's marks of v109 on C: an owner's K loop done -> C staged 2.4-2.9 µs median (v89's tiles, no exchange:
+0.58), with its partials long written on the streamed tiles; the read is 80-192 KB a CTA by __ldcg in register-bound
+batches.
+Prediction: the owners' K loop done -> C staged ~2.9 -> ~1.5 µs, the call's end ~1 µs sooner: `compare group_gemm
+v113 v114` C 1.02-1.04x, A, B, D SAME (their code is v113's). Outputs v113's bit for bit (same adds, same order).
+Refuted if C is SAME: then the owners' time after the loop is not the partials' read (the counter's wait, the C store).
+Measured: NVIDIA H200, session 80 (the same call as v113's; commit a30f3d6): tests, edges, the stream SHAPES, random
+shapes and bad inputs pass. `compare group_gemm v113 v114` (kernel method, one process): A 1.004x, B 0.995x, C 0.931x
+[0.924, 0.938] SLOWER, D 0.991x, outputs bit for bit v113's; `compare group_gemm v89 v114 --shapes benchmarks:2`:
+0.829x [0.822, 0.836] (28.34 -> 34.18 us). Marks on C (`probe marks group_gemm v113 v114`, medians): K loop done -> C
+staged 2.98 -> 4.45 us in the median CTA; the streamed CTAs (48-131) end 31.20 -> 33.46 and their owners' partials
+added 29.54 -> 31.66; the 192-row halves (0-47) unchanged (29.44 -> 29.34). The bulk copies into a drained ring cost
+the streamed owners ~2 us more than __ldcg (not taken apart; one reading: each round waits for all its copies to land
+before its adds, where __ldcg's loads overlapped them). Refuted.
+Verdict: slower
 """
 
 import torch
@@ -23,7 +32,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v118"
+EXTENSION_NAME = "nvfp4_group_gemm_v114"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -35,9 +44,9 @@ EXTENSION_NAME = "nvfp4_group_gemm_v118"
 # launches have v55's (9 stage 0's A and B landed, then 1 its decode done).
 # v58: 11 the producer has issued the first window's A copies (stages 0-1, right after 7; deep-ring launches only);
 # 8 is still the whole first lap's A issued, now paced (each copy after stage k - 2 landed), so it comes after 9.
-MARK_NAMES = ["GEMM start", "first stage's B decoded (stream: producer past the CTA barrier)", "K loop done", "C staged", "end", "prepass start",
+MARK_NAMES = ["GEMM start", "first stage's B decoded", "K loop done", "C staged", "end", "prepass start",
               "prepass stores issued", "wait returned (prepass visible)", "first lap's A issued",
-              "stage 0 landed (deep ring: its A; stream: A and B)", "first lap landed (stream: pieces read)",
+              "stage 0 landed (deep ring: its A; stream: A and B)", "first lap landed",
               "stages 0-1's A issued (stream: first lap's B issued)",
               "stream: piece 1's first block decoded", "stream: a piece's partial counted",
               "stream: piece 2's first block decoded", "stream: the owner's partials added"]
@@ -1232,32 +1241,10 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     }
 }
 
-// v116: a CTA's first piece's first lap of B (values and scales: the caller's inputs) into the fresh ring, issued by
-// thread 0 before the CTA barrier (v115's marks: issued after it, that lap left the producer 3.2 us after the CTA's
-// first stamp, 2.3 of them past the barrier). Each stage's full barrier is armed for the stage's A and B bytes; A
-// follows in produce_piece once the prepass is visible.
-// v118: only the first kEarlyBStages stages' B before the barrier; the lap's later B copies follow the wait, each beside
-// its stage's A (produce_piece), so stage 0's A does not queue behind the whole lap's B in the copy unit.
-constexpr int kEarlyBStages = 2;
-template <class R>
-__device__ __forceinline__ void issue_first_b(const GroupDesc& d, int n0, int n_cols, int kb0, int count, uint32_t ring,
-                                              uint32_t full) {
-    const int num_k = d.k / BLOCK_K;  // the group's K blocks: B's scales' stride
-    const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
-    const int lap = min(count, min(R::kStages, kEarlyBStages));
-    for (int s = 0; s < lap; ++s) {  // NOTE: fresh barriers: no wait on `empty` in the first lap
-        const Stage st = stage_of<R>(ring, s);
-        mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
-        bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb0 + s) * B_SCALE_BYTES,
-                  B_SCALE_BYTES, full + 8 * s);
-        tensor_copy_2d(st.b_values, &d.b_map, (kb0 + s) * (BLOCK_K / 2), n0, full + 8 * s);
-    }
-}
-
 // v105: the stream kernel's producer for one piece: blocks kb0 .. kb0 + count - 1 of tile (t, n0), into the ring
 // from slot 0 of lap lap0 (the CTA's laps before this piece: a first piece's are whole, stream_position).
-// v116: a CTA's first piece (first true) finds its first lap's B issued (issue_first_b, before the CTA barrier); it
-// waits for the prepass (griddepcontrol.wait: A's tiles and the counters), then issues that lap's A.
+// v109: a CTA's first piece (first true) issues its first lap's B (values and scales: the caller's inputs) into the
+// fresh ring, then waits for the prepass (griddepcontrol.wait: A's tiles and the counters), then that lap's A.
 template <class R>
 __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0, int n_cols, int kb0, int count,
                                               uint32_t ring, uint32_t full, uint32_t empty, int lap0, bool first) {
@@ -1267,20 +1254,20 @@ __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0,
     int i = 0;
     if (first) {
         const int lap = min(count, kStages);
+        for (int s = 0; s < lap; ++s) {  // NOTE: fresh barriers, lap0 0: no wait on `empty` in the first lap
+            const Stage st = stage_of<R>(ring, s);
+            mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
+            bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb0 + s) * B_SCALE_BYTES,
+                      B_SCALE_BYTES, full + 8 * s);
+            tensor_copy_2d(st.b_values, &d.b_map, (kb0 + s) * (BLOCK_K / 2), n0, full + 8 * s);
+        }
+        NVFP4_MARK(11);  // v113: the first lap's B issued (the stream kernel's meaning of 11)
         // NOTE: returns once the prepass grid has completed and its writes are visible to this grid (PTX ISA,
         // griddepcontrol); at once where the launch is not its programmatic dependent
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         NVFP4_MARK(7);
-        for (int s = 0; s < lap; ++s) {
-            const Stage st = stage_of<R>(ring, s);
-            if (s >= kEarlyBStages) {  // v118: a stage whose B issue_first_b left: armed and its B issued here
-                mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
-                bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb0 + s) * B_SCALE_BYTES,
-                          B_SCALE_BYTES, full + 8 * s);
-                tensor_copy_2d(st.b_values, &d.b_map, (kb0 + s) * (BLOCK_K / 2), n0, full + 8 * s);
-            }
-            bulk_copy(st.a, d.a16 + a16_offset(d, t, kb0 + s, 0, 0), a_bytes, full + 8 * s);
-        }
+        for (int s = 0; s < lap; ++s)
+            bulk_copy(stage_of<R>(ring, s).a, d.a16 + a16_offset(d, t, kb0 + s, 0, 0), a_bytes, full + 8 * s);
         NVFP4_MARK(8);
 #ifdef NVFP4_MARKS
         // NOTE: v113, marks builds only: stage 0's A and B landed (phase 0 of its full barrier, which only this thread
@@ -1373,18 +1360,38 @@ __device__ __forceinline__ void consume_piece(const Problem& problem, const Grou
     // 256 consumer threads are here (the owner's piece is its CTA's last: nothing more lands in the ring).
     named_barrier_sync(1, kConsumerThreads);
     if (expected > 0) {
+        // v114: the partials come into the drained ring by bulk copies, kRound a round, on the `gather` barrier (the
+        // ring's spare slot, which the stream kernel initialises for one arrival), and every thread adds its positions
+        // from shared memory (element i of thread c at i x 256 + c: consecutive words, no bank conflict); v105-v113 read
+        // them with __ldcg, the owners' K loop done -> C staged 2.4-2.9 µs (v109's marks on C). gemm v113's change.
+        constexpr uint32_t kPartBytes = static_cast<uint32_t>(kN / 2) * kConsumerThreads * 4;
+        constexpr int kRound = static_cast<int>((kStages * STAGE_BYTES) / kPartBytes);
+        static_assert(kRound >= 1, "a partial must fit the drained ring");
+        const uint32_t gather = full + R::FIRST_B_BARRIER;
+        const float* const staged = reinterpret_cast<const float*>(ring_generic) + cthread;
         if (cthread == 0) {
             unsigned int seen = 0;
             do {
                 asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(problem.stream.counters + tile) : "memory");
             } while (seen < static_cast<unsigned int>(expected));
+            // NOTE: the partials' bytes, seen by this thread's acquire, are read next by the async proxy
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
         }
-        named_barrier_sync(1, kConsumerThreads);
-        // NOTE: in slot order whichever finished first: ((own + slot 0) + slot 1), the same sum every call
-        for (int p = 0; p < expected; ++p) {
-            const float* const partial = stream_partial(problem, tile, p);
-            #pragma unroll
-            for (int i = 0; i < kN / 2; ++i) acc[i] += __ldcg(partial + i * kConsumerThreads + cthread);
+        for (int p0 = 0, round = 0; p0 < expected; p0 += kRound, ++round) {
+            const int p1 = min(expected, p0 + kRound);
+            if (cthread == 0) {
+                mbar_arrive_expect_tx(gather, static_cast<uint32_t>(p1 - p0) * kPartBytes);
+                for (int p = p0; p < p1; ++p)
+                    bulk_copy(ring + (p - p0) * kPartBytes, stream_partial(problem, tile, p), kPartBytes, gather);
+            }
+            mbar_wait(gather, round & 1);
+            // NOTE: in slot order whichever finished first: ((own + slot 0) + slot 1), the same sum every call
+            for (int p = p0; p < p1; ++p) {
+                #pragma unroll
+                for (int i = 0; i < kN / 2; ++i) acc[i] += staged[(p - p0) * (kPartBytes / 4) + i * kConsumerThreads];
+            }
+            // NOTE: every thread's reads of this round before the next round's copies or C's staging overwrite them
+            named_barrier_sync(1, kConsumerThreads);
         }
     }
     if (cthread == 0) NVFP4_MARK(15);
@@ -1447,6 +1454,7 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
             mbar_init(full + 8 * s, kFullArrivals);
             mbar_init(empty + 8 * s, kEmptyArrivals);
         }
+        mbar_init(full + R::FIRST_B_BARRIER, 1);  // v114: an owner's `gather` (consume_piece): its thread 0's expect_tx
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     // v107: the positions of CTAs c - 2 .. c + 3 (clamped to 0 .. ctas), the prepass's: this CTA's start and end, the
@@ -1472,36 +1480,18 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         if (end.tile > begin.tile && end.block > 0)  // NOTE: a second piece is always the next tile's first blocks
             pieces[count++] = {begin.tile + 1, static_cast<int>(next >> 8), static_cast<int>(next & 0xffu), 0, end.block};
     }
-#ifdef NVFP4_MARKS
-    if (threadIdx.x == 0) {
-        // NOTE: v115, marks builds only: the pieces' parameter reads held in registers before the stamp (an empty asm
-        // that takes them as inputs), so mark 10 - mark 0 is the reads' time and not their issue's
-        asm volatile("" ::"r"(count), "r"(pieces[0].count), "r"(pieces[0].group), "r"(count > 1 ? pieces[1].count : 0)
-                     : "memory");
-        NVFP4_MARK(10);
-    }
-#endif
     if (threadIdx.x == 0) {
         // v113: each piece's B map (this launch's parameter) fetched into the TMA unit's cache before the first copy
         // that names it (v89's kernel does it, v54; the stream kernel v105-v112 did not)
         for (int p = 0; p < count; ++p)
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&problem.groups[pieces[p].group].b_map))
                          : "memory");
-        // v116: the first piece's first lap of B, before the barrier (the barriers' init is fenced above, by this thread)
-        const StreamPiece piece = pieces[0];
-        const GroupDesc& d = problem.groups[piece.group];
-        const int tiles_n = d.n / BLOCK_N;
-        const int m0 = piece.local / tiles_n * d.m_tile_rows, n0 = (piece.local % tiles_n) * BLOCK_N;
-        issue_first_b<R>(d, n0, min(d.m_tile_rows, (d.m - m0 + M_STEP - 1) / M_STEP * M_STEP), piece.kb0, piece.count,
-                         ring, full);
-        NVFP4_MARK(11);  // v113: the first lap's B issued (the stream kernel's meaning of 11)
     }
     __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below
 
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
         if (threadIdx.x == 0) {
-            NVFP4_MARK(1);  // v115: the producer past the CTA barrier and setmaxnreg (the stream kernel's meaning of 1)
             int lap0 = 0;
             #pragma unroll
             for (int p = 0; p < 2; ++p) {

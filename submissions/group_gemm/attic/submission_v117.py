@@ -8,7 +8,10 @@ Analogue: v109 (no prefetch)
 Why: v113 (the prefetch) measured 0.983x [0.976, 0.989] on C against v109 (session 80); with v116 the first tensor copy
 follows the prefetch by a few instructions, so the prefetch can only add a request ahead of it.
 Prediction: C 1.00-1.02x v116; SAME elsewhere (the stream kernel runs on C alone).
-Measured: not yet run
+Measured: NVIDIA H200, session 80 (commit a501680): tests, edges, the stream SHAPES, random shapes and bad inputs pass.
+`compare group_gemm v116 v117` (kernel method, one process): A 0.999x, B 1.001x, C 0.990x [0.981, 0.999] SAME, D
+1.002x, outputs bit for bit v116's. The prefetch neither helps nor costs by a margin a compare resolves.
+Verdict: slower
 """
 
 import torch

@@ -1,19 +1,28 @@
-"""NVFP4 group_gemm v113: the stream kernel prefetches its pieces' B tensor maps before the first copy.
+"""NVFP4 group_gemm v118: two stages of B before the CTA barrier, the lap's others after the wait beside their A.
 
-Version: v113
-Parent: v109
-Change: the stream kernel's thread 0 issues prefetch.tensormap for each of its pieces' B maps (the launch's parameter)
-before the CTA's barrier, as v89's GEMM kernel does for its tile's (v54); marks builds also stamp the first lap's B
-issued (11), its A issued (8) and stage 0 landed (9)
+Version: v118
+Parent: v116
+Change: the stream kernel's thread 0 issues stages 0-1 of its first lap's B before the CTA barrier (v116 issued all
+six); after griddepcontrol.wait the producer issues stage 0's and 1's A, then for each later stage of the lap its B
+and its A together
 Arch: sm_90a
-Analogue: v54 (v89's kernel: B's map prefetched while the barriers are initialised)
-Why: session 79's marks on C: every stream version decodes its first block ~7.0 µs into the call whatever its launch
-(v107 plain from 3.81, v109 programmatic from 2.85 with the wait returned at 6.02), v89 its first stage at 5.82 with
-the wait at 3.97; the stream kernel's first copies name a B map no instruction has fetched, after a flushed L2.
-Prediction: if the descriptor's fetch is on the path, the wait and the first block ~0.5-1 µs sooner and C 1.02-1.04x
-v109; the new marks split what remains of the 3 µs (B issued -> wait -> A issued -> stage 0 landed -> first block
-decoded). Refuted if C is SAME: then the marks say where the start goes.
-Measured: not yet run
+Analogue: v58 (the first lap's A paced behind landed stages)
+Why: v89's marks on C (session 80): its first lap's B (nine stages) is issued before its wait (returned 4.00 us) and
+its first two A copies leave the producer 1.25 us after the wait; v115's twelve B copies took 2.3 us to issue. The
+copies' issue seems to stall behind earlier copies still being served (B from DRAM after the flush), so stage 0's A
+waits behind the lap's B.
+Prediction: stage 0's A issued within ~0.3 us of the wait, the first block decoded ~0.5-1 us sooner than v116's: C
+1.02-1.03x v116. Refuted if the A issue after the wait stays >1 us (then the stall is not the queue ahead of it).
+Measured: NVIDIA H200, session 80 (commit e469168): tests, edges, the stream SHAPES, random shapes and bad inputs pass.
+`compare group_gemm v116 v118` (kernel method, one process): A 1.006x, B 1.001x, C 1.018x [1.009, 1.027] FASTER, D
+0.997x, outputs bit for bit v116's; recorded gpumode 127.57 / 68.18 / 30.67 / 17.33, kernel 126.44 / 66.08 / 31.51 /
+15.09 us. `compare group_gemm v89 v118 --shapes benchmarks:2`: 0.906x [0.899, 0.913] (28.49 -> 31.44 us). Marks on C
+(`probe marks group_gemm v116 v118`, 20 calls, medians): B's two stages issued 3.74, the producer past the barrier
+4.48, wait returned 4.93, the lap's copies issued 6.14 (1.2 us after the wait), stage 0 landed 6.24, first block
+decoded 5.92 (v116 6.46, v115 7.01 in its own process); last CTA's end 33.92 (v116 34.94). As predicted at the start,
+but over v115 the chain reads 0.982 x 1.018 = 1.00x: the stream call's end is set by its streamed CTAs (their loops'
+spread and the owners' adds), not by when its first block starts.
+Verdict: slower
 """
 
 import torch
@@ -23,7 +32,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v113"
+EXTENSION_NAME = "nvfp4_group_gemm_v118"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -35,9 +44,9 @@ EXTENSION_NAME = "nvfp4_group_gemm_v113"
 # launches have v55's (9 stage 0's A and B landed, then 1 its decode done).
 # v58: 11 the producer has issued the first window's A copies (stages 0-1, right after 7; deep-ring launches only);
 # 8 is still the whole first lap's A issued, now paced (each copy after stage k - 2 landed), so it comes after 9.
-MARK_NAMES = ["GEMM start", "first stage's B decoded", "K loop done", "C staged", "end", "prepass start",
+MARK_NAMES = ["GEMM start", "first stage's B decoded (stream: producer past the CTA barrier)", "K loop done", "C staged", "end", "prepass start",
               "prepass stores issued", "wait returned (prepass visible)", "first lap's A issued",
-              "stage 0 landed (deep ring: its A; stream: A and B)", "first lap landed",
+              "stage 0 landed (deep ring: its A; stream: A and B)", "first lap landed (stream: pieces read)",
               "stages 0-1's A issued (stream: first lap's B issued)",
               "stream: piece 1's first block decoded", "stream: a piece's partial counted",
               "stream: piece 2's first block decoded", "stream: the owner's partials added"]
@@ -1232,10 +1241,32 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     }
 }
 
+// v116: a CTA's first piece's first lap of B (values and scales: the caller's inputs) into the fresh ring, issued by
+// thread 0 before the CTA barrier (v115's marks: issued after it, that lap left the producer 3.2 us after the CTA's
+// first stamp, 2.3 of them past the barrier). Each stage's full barrier is armed for the stage's A and B bytes; A
+// follows in produce_piece once the prepass is visible.
+// v118: only the first kEarlyBStages stages' B before the barrier; the lap's later B copies follow the wait, each beside
+// its stage's A (produce_piece), so stage 0's A does not queue behind the whole lap's B in the copy unit.
+constexpr int kEarlyBStages = 2;
+template <class R>
+__device__ __forceinline__ void issue_first_b(const GroupDesc& d, int n0, int n_cols, int kb0, int count, uint32_t ring,
+                                              uint32_t full) {
+    const int num_k = d.k / BLOCK_K;  // the group's K blocks: B's scales' stride
+    const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
+    const int lap = min(count, min(R::kStages, kEarlyBStages));
+    for (int s = 0; s < lap; ++s) {  // NOTE: fresh barriers: no wait on `empty` in the first lap
+        const Stage st = stage_of<R>(ring, s);
+        mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
+        bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb0 + s) * B_SCALE_BYTES,
+                  B_SCALE_BYTES, full + 8 * s);
+        tensor_copy_2d(st.b_values, &d.b_map, (kb0 + s) * (BLOCK_K / 2), n0, full + 8 * s);
+    }
+}
+
 // v105: the stream kernel's producer for one piece: blocks kb0 .. kb0 + count - 1 of tile (t, n0), into the ring
 // from slot 0 of lap lap0 (the CTA's laps before this piece: a first piece's are whole, stream_position).
-// v109: a CTA's first piece (first true) issues its first lap's B (values and scales: the caller's inputs) into the
-// fresh ring, then waits for the prepass (griddepcontrol.wait: A's tiles and the counters), then that lap's A.
+// v116: a CTA's first piece (first true) finds its first lap's B issued (issue_first_b, before the CTA barrier); it
+// waits for the prepass (griddepcontrol.wait: A's tiles and the counters), then issues that lap's A.
 template <class R>
 __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0, int n_cols, int kb0, int count,
                                               uint32_t ring, uint32_t full, uint32_t empty, int lap0, bool first) {
@@ -1245,20 +1276,20 @@ __device__ __forceinline__ void produce_piece(const GroupDesc& d, int t, int n0,
     int i = 0;
     if (first) {
         const int lap = min(count, kStages);
-        for (int s = 0; s < lap; ++s) {  // NOTE: fresh barriers, lap0 0: no wait on `empty` in the first lap
-            const Stage st = stage_of<R>(ring, s);
-            mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
-            bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb0 + s) * B_SCALE_BYTES,
-                      B_SCALE_BYTES, full + 8 * s);
-            tensor_copy_2d(st.b_values, &d.b_map, (kb0 + s) * (BLOCK_K / 2), n0, full + 8 * s);
-        }
-        NVFP4_MARK(11);  // v113: the first lap's B issued (the stream kernel's meaning of 11)
         // NOTE: returns once the prepass grid has completed and its writes are visible to this grid (PTX ISA,
         // griddepcontrol); at once where the launch is not its programmatic dependent
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         NVFP4_MARK(7);
-        for (int s = 0; s < lap; ++s)
-            bulk_copy(stage_of<R>(ring, s).a, d.a16 + a16_offset(d, t, kb0 + s, 0, 0), a_bytes, full + 8 * s);
+        for (int s = 0; s < lap; ++s) {
+            const Stage st = stage_of<R>(ring, s);
+            if (s >= kEarlyBStages) {  // v118: a stage whose B issue_first_b left: armed and its B issued here
+                mbar_arrive_expect_tx(full + 8 * s, a_bytes + B_SCALE_BYTES + B_VALUE_BYTES);
+                bulk_copy(st.b_scales, d.sfb_blocked + (static_cast<int64_t>(n0 / BLOCK_N) * num_k + kb0 + s) * B_SCALE_BYTES,
+                          B_SCALE_BYTES, full + 8 * s);
+                tensor_copy_2d(st.b_values, &d.b_map, (kb0 + s) * (BLOCK_K / 2), n0, full + 8 * s);
+            }
+            bulk_copy(st.a, d.a16 + a16_offset(d, t, kb0 + s, 0, 0), a_bytes, full + 8 * s);
+        }
         NVFP4_MARK(8);
 #ifdef NVFP4_MARKS
         // NOTE: v113, marks builds only: stage 0's A and B landed (phase 0 of its full barrier, which only this thread
@@ -1450,18 +1481,36 @@ group_gemm_stream_kernel(const __grid_constant__ Problem problem) {
         if (end.tile > begin.tile && end.block > 0)  // NOTE: a second piece is always the next tile's first blocks
             pieces[count++] = {begin.tile + 1, static_cast<int>(next >> 8), static_cast<int>(next & 0xffu), 0, end.block};
     }
+#ifdef NVFP4_MARKS
+    if (threadIdx.x == 0) {
+        // NOTE: v115, marks builds only: the pieces' parameter reads held in registers before the stamp (an empty asm
+        // that takes them as inputs), so mark 10 - mark 0 is the reads' time and not their issue's
+        asm volatile("" ::"r"(count), "r"(pieces[0].count), "r"(pieces[0].group), "r"(count > 1 ? pieces[1].count : 0)
+                     : "memory");
+        NVFP4_MARK(10);
+    }
+#endif
     if (threadIdx.x == 0) {
         // v113: each piece's B map (this launch's parameter) fetched into the TMA unit's cache before the first copy
         // that names it (v89's kernel does it, v54; the stream kernel v105-v112 did not)
         for (int p = 0; p < count; ++p)
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&problem.groups[pieces[p].group].b_map))
                          : "memory");
+        // v116: the first piece's first lap of B, before the barrier (the barriers' init is fenced above, by this thread)
+        const StreamPiece piece = pieces[0];
+        const GroupDesc& d = problem.groups[piece.group];
+        const int tiles_n = d.n / BLOCK_N;
+        const int m0 = piece.local / tiles_n * d.m_tile_rows, n0 = (piece.local % tiles_n) * BLOCK_N;
+        issue_first_b<R>(d, n0, min(d.m_tile_rows, (d.m - m0 + M_STEP - 1) / M_STEP * M_STEP), piece.kb0, piece.count,
+                         ring, full);
+        NVFP4_MARK(11);  // v113: the first lap's B issued (the stream kernel's meaning of 11)
     }
     __syncthreads();  // NOTE: the last CTA-wide barrier: the producer warpgroup leaves below
 
     if (threadIdx.x < kProducerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
         if (threadIdx.x == 0) {
+            NVFP4_MARK(1);  // v115: the producer past the CTA barrier and setmaxnreg (the stream kernel's meaning of 1)
             int lap0 = 0;
             #pragma unroll
             for (int p = 0; p < 2; ++p) {

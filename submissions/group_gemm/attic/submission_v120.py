@@ -10,7 +10,10 @@ Why: the other side of v119's trade: B issued under the prepass lands before the
 us of B ahead of the first wgmma where two keep ~0.6, with ~2 MB over the GPU queued ahead of A's first copy
 against v89's ~5.
 Prediction: between v89 and v119 on C's start; C 0.99-1.02x v119.
-Measured: not yet run
+Measured: NVIDIA H200, session 80 (commit 5a5aff8): tests, edges, random shapes and bad inputs pass. `compare group_gemm
+v119 v120` (kernel method, one process): A 1.000x, B 0.990x [0.981, 1.000], C 0.998x, D 0.998x, geomean 0.997x [0.994,
+0.999], all SAME, outputs bit for bit v119's: two stages of B ahead of A's first copy are as good as four.
+Verdict: slower
 """
 
 import torch
