@@ -5,10 +5,11 @@ Parent: v89
 Change: the deep ring's first lap issues two stages of B before griddepcontrol.wait (v89: all nine), then A's first
 window (stages 0-1, v58's), then the lap's other B at once; A's later stages stay paced as v58's
 Arch: sm_90a
-Analogue: v118 (the stream kernel's first lap, the same split: its first block decoded 1.1 us sooner than v115's)
+Analogue: v59 (C's kernel alone, four stages of B early: SAME 0.999x, session 54, its marks reading the same queue);
+v118 (the stream kernel's first lap split the same way: its first block decoded 1.1 us sooner than v115's)
 Why: v89's marks on C (session 80, 20 calls, medians): the wait returned at 4.00 us and the first window's two A copies
 left the producer at 5.25, stage 0 landed at 5.28: the A copies' issue waited ~1.25 us behind the lap's nine B stages
-(~5 MB over the GPU from DRAM after the flush), so stage 0's A (in L2, the prepass's) lands only once B's lap has.
+(2.0 MB of B from DRAM after the flush, v59's count), so stage 0's A (in L2, the prepass's) lands only once B's lap has.
 Prediction: stage 0's A issued within ~0.3 us of the wait and the first wgmma ~0.5-1 us sooner: C and D 1.02-1.04x
 v89, A and B SAME (their launches are not dependent). Refuted if C is SAME: then the lap's later B (needed ~0.3 us a
 stage after the first) holds the loop as much as A held its start.
