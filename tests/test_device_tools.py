@@ -165,3 +165,21 @@ def test_a_bad_sanitize_setting_is_refused_before_any_step(round_env, name, valu
     done, calls = try_version(round_env, "FASTER", **{name: value})
     assert done.returncode == 2 and name in done.stderr
     assert calls == []
+
+
+def test_a_round_naming_a_version_that_does_not_load_stops_before_anything_runs(tmp_path):
+    """tools/device_round.sh loads every version and parent its specs name first (the real harness, no GPU): a name
+    that does not resolve, or a spec without its parent, stops the round with the reason before any build or step."""
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash")
+    env = dict(os.environ, NVFP4_GIT_COMMIT="abc1234", OUT=str(tmp_path / "out"), PATH=os.environ["PATH"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)  # NOTE: the script's python3 is this interpreter (the harness's)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(["bash", str(ROOT / "tools" / "device_round.sh"), "gemm:v99999:v1", "gemm:v1"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "gemm:v99999:v1: gemm has no version v99999" in done.stderr
+    assert "gemm:v1: a spec is P:V:PARENT[:STEPS]" in done.stderr
+    assert not (tmp_path / "out").exists()  # NOTE: refused before the round's output folder was made

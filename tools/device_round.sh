@@ -20,6 +20,28 @@ set -u -o pipefail
 # NOTE: the device's copy of the tree may carry a stale .git (rows recorded there once named the
 # session's first commit, dirty); every recorded row must name the commit that actually ran.
 if [ -z "${NVFP4_GIT_COMMIT:-}" ]; then echo "set NVFP4_GIT_COMMIT to the commit being run (git rev-parse --short HEAD here)" >&2; exit 2; fi
+# NOTE: every version and parent a spec names is loaded (its file and docstring header) before anything builds:
+# session 80's round built and tested a version, then lost its compare and a marks run to a parent whose Verdict line
+# the harness refuses; a refusal here costs seconds, not the round.
+python3 - "$@" <<'PY' || exit 2
+import sys
+from harness import submissions
+from harness.errors import UserError
+bad = []
+for spec in sys.argv[1:]:
+    problem, version, parent = (spec.split(":") + ["", ""])[:3]
+    if not (problem and version and parent):
+        bad.append(f"{spec}: a spec is P:V:PARENT[:STEPS]")
+        continue
+    for name in (version, parent):
+        try:
+            submissions.resolve(problem, name)
+        except UserError as exc:
+            bad.append(f"{spec}: {exc}")
+for line in bad:
+    print(line, file=sys.stderr)
+sys.exit(2 if bad else 0)
+PY
 OUT="${OUT:-/tmp/nvfp4-out}"; mkdir -p "$OUT"
 export NVFP4_EXTENSIONS_DIR="${NVFP4_EXTENSIONS_DIR:-$PWD/.build/torch_extensions}"
 work=/tmp/nvfp4-round; rm -rf "$work"; mkdir -p "$work"
