@@ -17,10 +17,11 @@ Measured: NVIDIA H200, session 80 (a one-GPU machine; commit e469168): tests, ed
 and bad inputs pass (commit a501680). `compare group_gemm v115 v116` (kernel method, one process; v115's plain code is
 v113's): A 1.006x, B 1.005x, C 0.982x [0.974, 0.991] SLOWER, D 0.992x, outputs bit for bit. Marks on C (`probe marks
 group_gemm v116 v118`, 20 calls, medians): GEMM start 2.98, pieces read 3.42, B issued 4.10 (v115 6.02, its own
-process), the producer past the barrier 5.18 (the barrier now waits for thread 0's issue), wait returned 5.47,
-first lap's A issued 6.88, stage 0 landed 7.01, first block decoded 6.46 (v115 7.01): the start moved as predicted
-(~0.55 us at the first block), the call did not (last CTA's end 34.94 us). B's issue took 0.7 us before the barrier
-against 2.3 after it; the wait -> A issued (six copies) took 1.41 us, the copies queued behind the lap's B.
+process), the producer past the barrier 5.18 (1.08 us after mark 11: the copies stamped as issued may still have been
+leaving the producer), wait returned 5.47, first lap's A issued 6.88, stage 0 landed 7.01, first block decoded 6.46
+(v115 7.01): the start moved as predicted (~0.55 us at the first block), the call did not (last CTA's end 34.94 us).
+mark 11 came 0.68 us after the pieces' reads before the barrier, against 2.3 us after it in v115; the wait -> A issued
+(six copies) took 1.41 us, the copies queued behind the lap's B.
 Verdict: slower
 """
 
