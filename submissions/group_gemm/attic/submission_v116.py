@@ -20,7 +20,7 @@ group_gemm v116 v118`, 20 calls, medians): GEMM start 2.98, pieces read 3.42, B 
 process), the producer past the barrier 5.18 (1.08 us after mark 11: the copies stamped as issued may still have been
 leaving the producer), wait returned 5.47, first lap's A issued 6.88, stage 0 landed 7.01, first block decoded 6.46
 (v115 7.01): the start moved as predicted (~0.55 us at the first block), the call did not (last CTA's end 34.94 us).
-mark 11 came 0.68 us after the pieces' reads before the barrier, against 2.3 us after it in v115; the wait -> A issued
+Mark 11 came 0.68 us after the pieces' reads before the barrier, against 2.3 us after it in v115; the wait -> A issued
 (six copies) took 1.41 us, the copies queued behind the lap's B.
 Verdict: slower
 """
