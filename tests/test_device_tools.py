@@ -172,11 +172,11 @@ def test_a_round_naming_a_version_that_does_not_load_stops_before_anything_runs(
     that does not resolve, or a spec without its parent, stops the round with the reason before any build or step."""
     if shutil.which("bash") is None:
         pytest.skip("needs bash")
-    env = dict(os.environ, NVFP4_GIT_COMMIT="abc1234", OUT=str(tmp_path / "out"), PATH=os.environ["PATH"])
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(sys.executable)  # NOTE: the script's python3 is this interpreter (the harness's)
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    env = dict(os.environ, NVFP4_GIT_COMMIT="abc1234", OUT=str(tmp_path / "out"),
+               PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(["bash", str(ROOT / "tools" / "device_round.sh"), "gemm:v99999:v1", "gemm:v1"], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
