@@ -2,10 +2,8 @@
 
 Version: v124
 Parent: v121
-Change: the long-K chunks (A's among the benchmarks) run the tall kernel's kDependent kLongK instantiation as their
-prepass's programmatic dependents, like every other chunk since v121: the first lap's two stages of B under the prepass
-(v119's split, now from the split half's first K block), its A after griddepcontrol.wait; a split pair's consumers take
-their ticket only after a griddepcontrol.wait of their own (the prepass zeroes the pair's words)
+Change: A's long-K launches as their prepass's programmatic dependents too (B's since v121): two stages of B under the
+prepass from the split half's first K block, its A after griddepcontrol.wait; a split pair's ticket after a wait of its own
 Arch: sm_90a
 Analogue: v121 (B's tall launch made dependent: B 1.032x and 1.028x v119 in two processes)
 Why: A's launch (two waves of tall tiles and K halves) starts only once its prepass (A's 1,024 rows x 7,168 decoded,
@@ -13,7 +11,17 @@ the largest of the four) has completed; its first wave could be placed, its B in
 (v121) and C's and D's (v54) are.
 Prediction: A's first wave starts ~1-2 us sooner: A 1.01-1.015x v121 (its span is twice B's); B, C, D SAME (their code
 and launches are v121's). Refuted if A is SAME: its second wave and the split pairs' exchange set its end.
-Measured: not yet run
+Measured: NVIDIA H200, session 81 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit 0e76f92): tests,
+edges, custom shapes with a long-K split group (g2 m[40,256] k[7168,4608], every distribution), random shapes (mixed)
+and bad inputs pass; racecheck and synccheck clean (smallest tests and benchmark shapes, and the custom shapes).
+`compare group_gemm v121 v124` (kernel method, one process): A 1.026x [1.019, 1.033] FASTER, B 0.995x, C 0.982x [0.973,
+0.992] SLOWER, D 0.997x. `compare group_gemm v119 v124` (the best before it; one process, the same call): A 1.017x
+[1.011, 1.022] FASTER, B 1.019x [1.010, 1.028] FASTER, C 0.996x [0.987, 1.005] SAME, D 0.997x [0.990, 1.005] SAME,
+geomean 1.007x [1.004, 1.010]; outputs bit for bit v119's. A above its prediction (1.01-1.015x). Recorded (commit
+357756f) kernel 121.96 / 64.29 / 28.11 / 14.82 us, gpumode 123.50 / 65.54 / 29.51 / 17.57 (D's gpumode on a slower
+host: its host path read 17.4 us a call against 11.7 in v119's recording, on the same launches; A's and B's kernel
+rows read 60.6 and 58.0 against 40.2 and 38.8). Kept as the best: faster than v119 by its interval on A and B, none
+slower, in one process; C's reading against v121 is v123's question (C's code is v119's).
 """
 
 import torch

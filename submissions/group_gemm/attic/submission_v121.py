@@ -1,17 +1,30 @@
-"""NVFP4 group_gemm v122: v121's tall dependent kernel without the first-stage B barrier.
+"""NVFP4 group_gemm v121: the tall launches without long K (B's) as the prepass's programmatic dependents too.
 
-Version: v122
-Parent: v121
-Change: kFirstB (stage 0's B on a barrier of its own, decoded before A's first tile lands: v56) only in the deep ring's
-dependent kernel without 112-row tiles (D's), as before v121; the tall ring's dependent kernel (B's launch) arms stage
-0 for A and B on one barrier, as C's kernel does
+Version: v121
+Parent: v119
+Change: a tall chunk with no group above kOneChainMaxK (B's among the benchmarks) runs the tall kernel's kDependent
+instantiation as its prepass's programmatic dependent, as the deep-ring chunks (C's, D's) have since v54: B's first
+lap (two stages, v119's) under the prepass, its A after griddepcontrol.wait; stage 0's B on its own barrier (kFirstB,
+the rule for dependent kernels without 112-row tiles). The long-K chunks (A's) stay plain launches.
 Arch: sm_90a
-Analogue: v57 (kFirstB kept for D alone after C measured 0.991x with it, session 53)
-Why: v121 gave B's tall kernel kFirstB by the rule it inherited (dependent, no 112-row tiles); C's kernel lost 0.9%
-to it where B's block 0 landed after the wait (v56/v57), and B's first lap, ~3.4 waves of tall tiles, may be the same.
-Prediction: B 0.99-1.01x v121 (which of the two first laps suits the tall tiles); A, C, D SAME (their kernels
-unchanged).
-Measured: not yet run
+Analogue: v54 (C and D made dependent: C 1.033x, D 1.018x; A and B kept plain then as the experiment's controls)
+Why: B's launch (3.4 waves of tall tiles) waits for its prepass to complete before any CTA starts; its first wave
+could be placed, its B in flight, under the prepass as C's and D's are (v54's marks on C: GEMM start 2.40 us, the
+prepass's stores issued 1.95).
+Prediction: B's first wave starts ~1-2 us sooner: B 1.01-1.03x v119; A, C, D SAME (A's launches unchanged, C's and D's
+code unchanged). Refuted if B is SAME (its later waves then set its end) or slower (the dependent kernel's first-B
+barrier costs the tall loops, as C's 0.991x in v56).
+Measured: NVIDIA H200, session 81 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit c75b78b): tests,
+edges, custom shapes (every distribution), random shapes (mixed) and bad inputs pass; racecheck and synccheck clean
+(smallest tests and benchmark shapes, and the custom shapes). `compare group_gemm v119 v121` (kernel method) in two
+processes on two machines: A 0.998x / 0.993x SAME, B 1.032x [1.022, 1.042] / 1.028x [1.018, 1.038] FASTER, C 0.980x
+[0.971, 0.990] / 0.977x [0.969, 0.985] SLOWER, D 0.996x / 0.998x SAME; outputs bit for bit v119's. B as predicted:
+`probe marks group_gemm v119 v121 --shapes benchmarks:1` (20 calls) moved the GEMM's start 2.10 us (median CTA) and
+the last CTA's end 3.04 us sooner (marks builds 71.26 -> 68.22 us, plain builds 70.82 -> 67.74 beside them). C's loss
+has no cause in C's code: its launch and both its kernels are v119's instruction for instruction (labels aside), and
+v123 (this module's extra kernel compiled into v119's, never launched) read C 0.992x. Not kept: slower on C by its
+interval in both compares; v124 carries it on.
+Verdict: mixed
 """
 
 import torch
@@ -21,7 +34,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v122"
+EXTENSION_NAME = "nvfp4_group_gemm_v121"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -1017,8 +1030,7 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     // v57: v56's first-stage B barrier in D's kernel alone (a dependent launch with no 112-row tile): D gained
     // 1.018x with it, C's kTiles112 kernel measured 0.991x [0.986, 0.997] (session 53), its B block 0 landing
     // too late to be decoded under the prepass (the docstring's Why); that kernel is v54's again.
-    // v122: nor in the tall ring's dependent kernel (B's launch, v121): there v54's first lap as C's kernel has it
-    constexpr bool kFirstB = kDependent && !kTiles112 && R::kMaxRows <= 128;
+    constexpr bool kFirstB = kDependent && !kTiles112;
     if (threadIdx.x == 0) NVFP4_MARK(0);
 
     const int tile = blockIdx.x;

@@ -1,21 +1,26 @@
-"""NVFP4 gemm v121: the split launches as the prepass's programmatic dependents too, with v119's first lap.
+"""NVFP4 gemm v119: the unsplit launch's first lap issues two stages of B before the wait, the rest after their A.
 
-Version: v121
-Parent: v119
-Change: a split launch that is not a stream one (128x4096x7168's, S = 4) is the prepass's programmatic dependent as well
-as cooperative: its first lap is v119's (two stages of B before griddepcontrol.wait, from the split's first K block),
-and its exchanging thread waits (griddepcontrol.wait) before the partial's store and the flags the prepass zeroes
+Version: v119
+Parent: v113
+Change: in the unsplit launch (the prepass's programmatic dependent: 128x7168x2048's paired tiles) the producer issues
+stages 0-1 of its first lap's B before griddepcontrol.wait (v48-v113: all eight), then stages 0-1's A, then the lap's
+other B, then their A
 Arch: sm_90a
-Analogue: v48 (split launches made programmatic with the whole first lap's B before the wait: 128x4096x7168 0.975x,
-cause not measured); group_gemm v121 and v124 (session 81: the tall launches made dependent with v119's two-stage
-lap: B 1.028-1.032x, A 1.026x their parents)
-Why: 128x4096x7168's GEMM starts only after its prepass completes (4.0 us before the GEMM's first stamp in v91's marks,
-2.1 more to the first stage decoded). group_gemm v89's marks (session 80) found v48's first lap's cost: a copy issued
-after eight stages of B leaves the producer ~1.25 us late, so A's first tile landed with B's last; v119's lap issues two.
-Prediction: 128x4096x7168 1.03-1.06x v119 (~0.7-1.3 us of its start under the prepass); the other two SAME (the long
-shape's stream launch and the small shape's paired launch are v119's). Refuted if 128x4096x7168 is SAME or slower: then
-the cooperative launch's placement under the prepass (all 128 CTAs resident at once) is what v48 paid.
-Measured: not yet run
+Analogue: group_gemm v119 (the same split of the deep ring's first lap: C 1.009x, D 1.014x v89, session 80)
+Why: gemm's marks on 128x7168x2048 (v91, session 66): the prepass visible at 1.18 us after the GEMM's start and A's
+first tile landed 1.12 us after that. group_gemm's marks (v89, session 80) read the same gap as the copy's issue: the
+first A copies left the producer ~1.25 us after the wait, behind the lap's B from DRAM after the flush.
+Prediction: A's first tile ~0.5 us sooner after the wait; 128x7168x2048 1.02-1.04x v113, the split shapes SAME (their
+launches are plain: no change in their code path). Refuted if 128x7168x2048 is SAME: then its first stage waits on
+the A lap's own L2 traffic (v60 paced it and lost 0.8% on the long shape), not on B's queue.
+Measured: NVIDIA H200, session 81 (one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit c75b78b): tests,
+edges, random shapes and bad inputs pass. `compare gemm v113 v119` (kernel method, one process): 128x7168x16384 0.999x,
+128x4096x7168 0.994x, 128x7168x2048 1.009x [1.001, 1.017], all SAME, geomean 1.001x; outputs bit for bit v113's.
+`probe marks gemm v113 v119 --shapes benchmarks:2` (20 calls, medians): B armed 1.22 -> 1.02 us, the wait returned
+1.25 -> 1.06, first stage decoded 2.40 -> 1.98 (-0.42), but the K loop 0.22 longer, so the end moved 0.19 (last CTA
+0.30): the first stage came sooner and the lap's later stages (their B issued after the wait) held the loop back.
+Under the prediction (1.02-1.04x); not kept.
+Verdict: slower
 """
 
 import torch
@@ -25,7 +30,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 128
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_gemm_v121"
+EXTENSION_NAME = "nvfp4_gemm_v119"
 # `nvfp4 probe marks`: the GEMM kernel's stamps (the prepass carries none); "B armed" and "prepass done
 # (wait returned)" only on unsplit launches (the programmatic ones)
 MARK_NAMES = ["start", "B armed", "prepass done (wait returned)", "first stage decoded", "K loop done", "end"]
@@ -384,10 +389,9 @@ decode_a_kernel(const __grid_constant__ Problem problem) {
     // can take an SM a block of ours still needs: the dependent grid is launched only once every block of
     // this grid has executed this (or exited), i.e. every block of ours already holds its SM.
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-    // NOTE: the GEMM kernel's split-K flags start at 0 each launch. A stream launch is plain: stream order puts
-    // these stores before it. v121: a split launch is our programmatic dependent; its exchanging thread reads and
-    // raises flags only after its own griddepcontrol.wait (reduce_through_l2), which returns once this grid has
-    // completed and its writes are visible.
+    // NOTE: the GEMM kernel's split-K flags start at 0 each launch; stream order puts these stores
+    // before it (a split launch is never programmatic: no epoch to carry between calls, and nothing shared
+    // between streams but the workspace).
     if (blockIdx.x == 0 && problem.splits > 1)
         for (int i = threadIdx.x; i < problem.num_tiles * problem.splits; i += kDecodeThreads) problem.flags[i] = 0u;
     int g = 0;
@@ -443,10 +447,9 @@ __device__ __forceinline__ Stage stage_of(uint32_t ring, int s) {
 // NOTE: three copies per stage, all counted in bytes on the full barrier: A's fp16 tile, B's 128 x
 // 4 scales (512 contiguous bytes of the blocked layout) and B's 128 rows x 32 bytes of values (one
 // tensor copy; v8: 256 cp.async of 16 bytes over 64 threads).
-// NOTE: v52: an unsplit launch is the prepass's programmatic dependent, so its first lap is v48's (B before
-// griddepcontrol.wait, A after); v121: a split launch (not a stream one) is too, its lap from its first K block
-// (kb_first). kDependent: that first lap (every launch's but a stream CTA's pieces, produce_stream's).
-template <bool kDependent, bool kPaired>
+// NOTE: v52: an unsplit launch (kSplit false) is the prepass's programmatic dependent, so its first lap is
+// v48's (B before griddepcontrol.wait, A after); a split launch is plain and loads as v47.
+template <bool kSplit, bool kPaired>
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
                                         uint32_t ring, uint32_t full, uint32_t empty, int lap0 = 0) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
@@ -454,8 +457,8 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
     // copied as their whole 512-byte blocked tile (the 64 rows' bytes interleave with the other half's).
     constexpr uint32_t b_value_bytes = (kPaired ? PAIRED_N : BLOCK_N) * B_ROW_STRIDE;
     const uint8_t* const b_scale_tiles = d.sfb_blocked + static_cast<int64_t>(n0 / BLOCK_N) * (d.k / BLOCK_K) * B_SCALE_BYTES;
-    int kb_start = 0;  // the first K block the loop below fills (after the first lap in a dependent launch)
-    if constexpr (kDependent) {
+    int kb_start = 0;  // the first K block the loop below fills (after the first lap when not split)
+    if constexpr (!kSplit) {
         // NOTE: v48's: the first lap's slots are free at the start (fresh barriers), and B (values and
         // scales, the inputs as the caller handed them) does not depend on the prepass: its copies go out
         // now, under the prepass, and A's (the prepass's output) after griddepcontrol.wait. Each stage's
@@ -474,7 +477,7 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         // NOTE: waits until the prepass grid has completed and its memory operations are performed and made
         // visible to this grid (PTX ISA, griddepcontrol); without a programmatic dependency it returns at
         // once. Everything this kernel reads of the prepass's output, A's tiles, is loaded by the copies
-        // after it; v121: a split kernel's exchanging thread waits too before its flags (reduce_through_l2).
+        // after it; an unsplit kernel reads no split flags.
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         NVFP4_MARK(2);
         // v119: the early stages' A first (their B is in flight), then the lap's other B (armed here for A and B),
@@ -619,10 +622,6 @@ __device__ __forceinline__ void reduce_through_l2(const Problem& problem, const 
     const uint32_t share_bytes = (j_end - j_begin) * POSITION_BYTES;
     const uint32_t received = ring + PARTIAL_BYTES;  // peer i (splits in order, this one skipped) at i x share_bytes
     if (cthread == 0) {
-        // NOTE: v121: the launch is the prepass's programmatic dependent and the prepass zeroes the flags: this thread
-        // waits for it (griddepcontrol.wait is per thread; the prepass is long done, so it returns at once) before
-        // the partial's store and the flags. Without a programmatic dependency it returns at once too.
-        asm volatile("griddepcontrol.wait;\n" ::: "memory");
         uint8_t* const mine = reinterpret_cast<uint8_t*>(problem.partials) + static_cast<int64_t>(tile * S + split) * PARTIAL_BYTES;
         if (j_begin > 0) bulk_store(mine, ring, j_begin * POSITION_BYTES);
         if (j_end < kPositions)
@@ -696,7 +695,7 @@ __device__ __forceinline__ void produce_stream(const Problem& problem, uint32_t 
     for (int tile = r.u0 / r.upt; tile * r.upt < r.u1; ++tile) {
         const int a = max(r.u0, tile * r.upt) - tile * r.upt, b = min(r.u1, (tile + 1) * r.upt) - tile * r.upt;
         const TileAt at = tile_at(problem, tile);
-        produce<false, false>(problem.groups[at.g], at.t, at.n0, kN, a * kStages, (b - a) * kStages, ring, full, empty, lap);
+        produce<true, false>(problem.groups[at.g], at.t, at.n0, kN, a * kStages, (b - a) * kStages, ring, full, empty, lap);
         lap += b - a;
     }
 }
@@ -1119,8 +1118,8 @@ gemm_kernel(const __grid_constant__ Problem problem) {
 
     if (threadIdx.x == 0) {
         NVFP4_MARK(0);
-        if constexpr (!kStream) {
-            // NOTE: v48's (v121: split launches too): B's tensor map (this launch's parameter) fetched into the TMA unit's cache while
+        if constexpr (!kSplit) {
+            // NOTE: v48's: B's tensor map (this launch's parameter) fetched into the TMA unit's cache while
             // the barriers are initialised, before the first copy that names it (under the prepass).
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&d.b_map)) : "memory");
         }
@@ -1138,7 +1137,7 @@ gemm_kernel(const __grid_constant__ Problem problem) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
         if (threadIdx.x == 0) {
             if constexpr (kStream) produce_stream<kN>(problem, ring, full, empty);  // v109
-            else produce<true, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
+            else produce<kSplit, kPaired>(d, t, n0, n_cols, kb_first, num_k, ring, full, empty);
         }
         return;
     }
@@ -1473,21 +1472,13 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         const Problem& problem = chunk.problem;
         decode_a_kernel<<<chunk.decode_blocks, kDecodeThreads, 0, stream>>>(problem);
         cudaLaunchConfig_t config = {};
-        cudaLaunchAttribute attributes[2];
-        int num_attributes = 1;
-        cudaLaunchAttribute& attribute = attributes[0];
+        cudaLaunchAttribute attribute;
         if (problem.splits > 1) {
             // NOTE: a split CTA waits for its peers' flags: the cooperative launch guarantees all are resident.
+            // Not programmatic: v48 made it both and lost 2.5% on 128x4096x7168 (H200, 49f8d55), cause not
+            // measured; a split launch is v47's, kernel and launch.
             attribute.id = cudaLaunchAttributeCooperative;
             attribute.val.cooperative = 1;
-            // v121: a split launch that is not a stream one is also the prepass's programmatic dependent (v48 made it
-            // both and lost 2.5% on 128x4096x7168, cause not measured then; its first lap issued all eight stages of
-            // B before the wait, the queue session 80's marks found in group_gemm v89, which v119's split removes).
-            if (!problem.stream) {
-                attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-                attributes[1].val.programmaticStreamSerializationAllowed = 1;
-                num_attributes = 2;
-            }
         } else {
             // NOTE: v52: programmatic stream serialization (v48's): this grid may be scheduled once every
             // prepass block has executed griddepcontrol.launch_dependents, not when the prepass ends; only the
@@ -1503,8 +1494,8 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         config.blockDim = dim3(kThreads, 1, 1);
         config.dynamicSmemBytes = SMEM_BYTES;
         config.stream = stream;
-        config.attrs = attributes;
-        config.numAttrs = num_attributes;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
         cudaError_t err = cudaGetLastError();  // NOTE: the prepass's launch error, if any
         if (err == cudaSuccess)
             err = cudaLaunchKernelEx(&config, kernel_for(problem.groups[0].m_tile_rows, kind_of(problem)), problem);

@@ -1,18 +1,21 @@
-"""NVFP4 group_gemm v123: v119 with v121's tall dependent kernel compiled in and never launched (a layout control).
+"""NVFP4 group_gemm v122: v121's tall dependent kernel without the first-stage B barrier.
 
-Version: v123
-Parent: v119
-Change: v121's tall dependent kernel (group_gemm_kernel<TallRing, false, true, false>) compiled into v119's module by a
-reference (its shared-memory opt-in) and never launched; every launch is v119's
+Version: v122
+Parent: v121
+Change: kFirstB (stage 0's B on a barrier of its own, decoded before A's first tile lands: v56) only in the deep ring's
+dependent kernel without 112-row tiles (D's), as before v121; the tall ring's dependent kernel (B's launch) arms stage
+0 for A and B on one barrier, as C's kernel does
 Arch: sm_90a
-Analogue: v121 (that kernel launched for B: B 1.032x / 1.028x v119, C 0.980x / 0.977x in two processes on two machines,
-session 81, with C's kernels' SASS unchanged, labels aside)
-Why: C's 2% in v121 has no runtime cause in its code: C's launch (one deep chunk) and both its kernels are v119's
-instruction for instruction. If the module's other kernels move C, every 1-3% verdict of this lineage carries that
-much of a build's layout, and v121's B gain needs its own control.
-Prediction: C 0.98x v119 (the layout alone, as in v121), A, B, D SAME. Refuted if C is SAME: then v121's C has a runtime
-cause still to find.
-Measured: not yet run
+Analogue: v57 (kFirstB kept for D alone after C measured 0.991x with it, session 53)
+Why: v121 gave B's tall kernel kFirstB by the rule it inherited (dependent, no 112-row tiles); C's kernel lost 0.9%
+to it where B's block 0 landed after the wait (v56/v57), and B's first lap, ~3.4 waves of tall tiles, may be the same.
+Prediction: B 0.99-1.01x v121 (which of the two first laps suits the tall tiles); A, C, D SAME (their kernels
+unchanged).
+Measured: NVIDIA H200, session 81 (commit c75b78b): tests, edges, custom shapes, random shapes and bad inputs pass.
+`compare group_gemm v121 v122` (kernel method, one process): A 1.007x [1.005, 1.009], B 0.995x, C 1.000x, D 0.998x, all
+SAME, geomean 1.000x [0.998, 1.002], outputs bit for bit v121's: the first-B barrier in the tall dependent kernel
+neither costs nor gains (v57 had put its cost on C's kTiles112 kernel, not on tall loops).
+Verdict: slower
 """
 
 import torch
@@ -22,7 +25,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v123"
+EXTENSION_NAME = "nvfp4_group_gemm_v122"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -624,7 +627,7 @@ __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
 // (row, K block), chunks 2 blk and 2 blk + 1, which the swizzle (c ^ r % 8) keeps an aligned 32-byte pair:
 // 16 full sectors. Its loads read 128 contiguous bytes of each row's A and 16 of its scales.
 // v54: the block's first instruction lets the chunk's GEMM grid be scheduled now when it is this launch's
-// programmatic dependent (a deep-ring chunk's: gemm_is_dependent); before a plain launch (a tall chunk's)
+// programmatic dependent (any chunk's but a long-K one: gemm_is_dependent, v121); before a plain launch (a long-K chunk's)
 // it changes nothing, that grid starts once this one has completed, as in v53. The dependent reads nothing
 // of ours (A's fp16 tiles) before its producer's griddepcontrol.wait, which returns once this whole grid has
 // completed and its writes are visible (PTX ISA, griddepcontrol).
@@ -997,7 +1000,8 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int 
 // the prepass's programmatic dependents (gemm_is_dependent): the CTA may start while the prepass still
 // runs, and only produce()'s first-lap A copies, after its griddepcontrol.wait, read what the prepass writes.
 // No CTA waits on another (one tile each, the whole K), so no placement order matters and the launch needs
-// no cooperative attribute. The tall ring's launch (A's and B's) is v53's, kernel and launch.
+// no cooperative attribute. v121: the tall ring's unsplit kernel (B's) is a kDependent instantiation too; the long-K
+// one (A's) stays plain.
 // v87: kLongK (the tall ring only) is the instantiation for chunks holding a group of K above kOneChainMaxK
 // (ChunkLaunch::long_k): only its loops promote and only it maps and exchanges K halves; the other tall kernel, A's
 // and B's of v76, is v76's loop for loop (v85 and v86 put that code in every tall loop: B 0.854x, then 0.967x more).
@@ -1017,7 +1021,8 @@ group_gemm_kernel(const __grid_constant__ Problem problem) {
     // v57: v56's first-stage B barrier in D's kernel alone (a dependent launch with no 112-row tile): D gained
     // 1.018x with it, C's kTiles112 kernel measured 0.991x [0.986, 0.997] (session 53), its B block 0 landing
     // too late to be decoded under the prepass (the docstring's Why); that kernel is v54's again.
-    constexpr bool kFirstB = kDependent && !kTiles112;
+    // v122: nor in the tall ring's dependent kernel (B's launch, v121): there v54's first lap as C's kernel has it
+    constexpr bool kFirstB = kDependent && !kTiles112 && R::kMaxRows <= 128;
     if (threadIdx.x == 0) NVFP4_MARK(0);
 
     const int tile = blockIdx.x;
@@ -1209,13 +1214,8 @@ static int prepare_device(int& device, int& sms) {
     static int sm_count[64] = {};
     if (device >= 64) return static_cast<int>(cudaErrorInvalidDevice);
     if (!smem_opted_in[device]) {  // NOTE: above 48 KB a kernel must opt in, once per device
-        cudaError_t err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, false, false>,
+        cudaError_t err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, true, false>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
-        // NOTE: v123: v121's tall dependent kernel, compiled into the module (this reference) and never launched: a
-        // layout control (v121 read C 0.977-0.980x v119 twice with C's kernels' SASS unchanged).
-        if (err == cudaSuccess)
-            err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, true, false>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
         if (err == cudaSuccess)  // v87: the long-K chunks' kernel, its own function with its own limit
             err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, false, true>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
@@ -1421,7 +1421,10 @@ struct ChunkLaunch {
 // NOTE: a kDependent kernel launched without the dependency would still be right (griddepcontrol.wait then
 // returns at once, the prepass already complete); the reverse, a plain kernel behind a programmatic edge, would
 // read A's tiles before they are written: hence one rule for both, the ring's.
-static bool gemm_is_dependent(const ChunkLaunch& chunk) { return chunk.deep; }
+// v121: every chunk but a long-K one (whose split halves' tickets and flags the prepass zeroes and whose consumers
+// read them without a wait of their own): the tall ring's other chunks (B's among the benchmarks) too. A deep chunk
+// is never long-K (holds_long_k's NOTE).
+static bool gemm_is_dependent(const ChunkLaunch& chunk) { return !chunk.long_k; }
 // v45: the plan's launches as one CUDA graph: per chunk its prepass node, then its GEMM node, each
 // depending on the node before (the order v44's launches had on the stream; v54: a dependent GEMM node
 // programmatically, gemm_is_dependent). Built on the plan's
@@ -1447,10 +1450,11 @@ static cudaKernelNodeParams node_params(const ChunkLaunch& chunk, bool gemm, voi
         p.blockDim = dim3(kDecodeThreads);
         p.sharedMemBytes = 0;
     } else {
-        // NOTE: v54: a deep chunk's kernels are their kDependent instantiations (gemm_is_dependent)
+        // NOTE: v54: a dependent chunk's kernels are their kDependent instantiations (gemm_is_dependent; v121: the
+        // tall ring's unsplit kernel too)
         // v87: a long-K chunk (always tall: chunk_is_tall) runs the tall kernel's kLongK instantiation
         p.func = chunk.long_k     ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, false, true>)
-                 : !chunk.deep    ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, false, false>)
+                 : !chunk.deep    ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, true, false>)
                  : chunk.tiles112 ? reinterpret_cast<void*>(group_gemm_kernel<DeepRing, true, true, false>)
                                   : reinterpret_cast<void*>(group_gemm_kernel<DeepRing, false, true, false>);
         p.gridDim = dim3(chunk.tiles);
@@ -1481,7 +1485,7 @@ static int build_graph(LaunchPlan& plan) {
                 // prepass's first instruction), not when the prepass completes; the kernel's
                 // griddepcontrol.wait orders its reads of A's tiles. Every other edge is a full one (zeroed
                 // edge data: completion with memory visibility), v53's: a prepass after the previous chunk's
-                // GEMM, a tall chunk's GEMM after its prepass.
+                // GEMM, a long-K chunk's GEMM after its prepass.
                 cudaGraphEdgeData edge = {};
                 if (gemm == 1 && gemm_is_dependent(chunk)) {
                     edge.from_port = cudaGraphKernelNodePortProgrammatic;

@@ -1,20 +1,25 @@
-"""NVFP4 group_gemm v121: the tall launches without long K (B's) as the prepass's programmatic dependents too.
+"""NVFP4 group_gemm v123: v119 with v121's tall dependent kernel compiled in and never launched (a layout control).
 
-Version: v121
+Version: v123
 Parent: v119
-Change: a tall chunk with no group above kOneChainMaxK (B's among the benchmarks) runs the tall kernel's kDependent
-instantiation as its prepass's programmatic dependent, as the deep-ring chunks (C's, D's) have since v54: B's first
-lap (two stages, v119's) under the prepass, its A after griddepcontrol.wait; stage 0's B on its own barrier (kFirstB,
-the rule for dependent kernels without 112-row tiles). The long-K chunks (A's) stay plain launches.
+Change: v121's tall dependent kernel (group_gemm_kernel<TallRing, false, true, false>) compiled into v119's module by a
+reference (its shared-memory opt-in) and never launched; every launch is v119's
 Arch: sm_90a
-Analogue: v54 (C and D made dependent: C 1.033x, D 1.018x; A and B kept plain then as the experiment's controls)
-Why: B's launch (3.4 waves of tall tiles) waits for its prepass to complete before any CTA starts; its first wave
-could be placed, its B in flight, under the prepass as C's and D's are (v54's marks on C: GEMM start 2.40 us, the
-prepass's stores issued 1.95).
-Prediction: B's first wave starts ~1-2 us sooner: B 1.01-1.03x v119; A, C, D SAME (A's launches unchanged, C's and D's
-code unchanged). Refuted if B is SAME (its later waves then set its end) or slower (the dependent kernel's first-B
-barrier costs the tall loops, as C's 0.991x in v56).
-Measured: not yet run
+Analogue: v121 (that kernel launched for B: B 1.032x / 1.028x v119, C 0.980x / 0.977x in two processes on two machines,
+session 81, with C's kernels' SASS unchanged, labels aside)
+Why: C's 2% in v121 has no runtime cause in its code: C's launch (one deep chunk) and both its kernels are v119's
+instruction for instruction. If the module's other kernels move C, every 1-3% verdict of this lineage carries that
+much of a build's layout, and v121's B gain needs its own control.
+Prediction: C 0.98x v119 (the layout alone, as in v121), A, B, D SAME. Refuted if C is SAME: then v121's C has a runtime
+cause still to find.
+Measured: NVIDIA H200, session 81 (commit 0e76f92): `compare group_gemm v119 v123` (kernel method, one process; no
+launch changed, so no tests): A 1.002x, B 1.002x, C 0.992x [0.988, 0.996], D 0.999x, all SAME by the 2% margin,
+geomean 0.998x; outputs bit for bit v119's. The module's other kernels moved C by ~0.8%, not v121's 2.0-2.3%: layout is
+part of it. The rest is not stable either: in the same call `compare group_gemm v119 v124` read C 0.996x [0.987,
+1.005], where the chain v121 / v119 x v124 / v121 (0.977 x 0.982) would put it at ~0.96. C's 1-2% between builds of
+identical C code is a process's, not a version's: a `compare` of a version against its own second build would
+measure that floor (next session's first call).
+Verdict: slower
 """
 
 import torch
@@ -24,7 +29,7 @@ BLOCK_N = 128
 BLOCK_M_MAX = 256
 M_STEP = 32
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_group_gemm_v121"
+EXTENSION_NAME = "nvfp4_group_gemm_v123"
 # v54: 6 is each prepass CTA's thread 0 past its own stores; 7 the producer's griddepcontrol.wait returned (the
 # deep-ring launches only, the prepass's programmatic dependents; a tall launch's CTAs never stamp it).
 # v55: 8 the producer has issued the first lap's A copies (after 7; deep-ring launches only); 9 a consumer's wait on
@@ -626,7 +631,7 @@ __host__ __device__ inline int decode_threads_of(const GroupDesc& d) {
 // (row, K block), chunks 2 blk and 2 blk + 1, which the swizzle (c ^ r % 8) keeps an aligned 32-byte pair:
 // 16 full sectors. Its loads read 128 contiguous bytes of each row's A and 16 of its scales.
 // v54: the block's first instruction lets the chunk's GEMM grid be scheduled now when it is this launch's
-// programmatic dependent (any chunk's but a long-K one: gemm_is_dependent, v121); before a plain launch (a long-K chunk's)
+// programmatic dependent (a deep-ring chunk's: gemm_is_dependent); before a plain launch (a tall chunk's)
 // it changes nothing, that grid starts once this one has completed, as in v53. The dependent reads nothing
 // of ours (A's fp16 tiles) before its producer's griddepcontrol.wait, which returns once this whole grid has
 // completed and its writes are visible (PTX ISA, griddepcontrol).
@@ -999,8 +1004,7 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int 
 // the prepass's programmatic dependents (gemm_is_dependent): the CTA may start while the prepass still
 // runs, and only produce()'s first-lap A copies, after its griddepcontrol.wait, read what the prepass writes.
 // No CTA waits on another (one tile each, the whole K), so no placement order matters and the launch needs
-// no cooperative attribute. v121: the tall ring's unsplit kernel (B's) is a kDependent instantiation too; the long-K
-// one (A's) stays plain.
+// no cooperative attribute. The tall ring's launch (A's and B's) is v53's, kernel and launch.
 // v87: kLongK (the tall ring only) is the instantiation for chunks holding a group of K above kOneChainMaxK
 // (ChunkLaunch::long_k): only its loops promote and only it maps and exchanges K halves; the other tall kernel, A's
 // and B's of v76, is v76's loop for loop (v85 and v86 put that code in every tall loop: B 0.854x, then 0.967x more).
@@ -1212,8 +1216,13 @@ static int prepare_device(int& device, int& sms) {
     static int sm_count[64] = {};
     if (device >= 64) return static_cast<int>(cudaErrorInvalidDevice);
     if (!smem_opted_in[device]) {  // NOTE: above 48 KB a kernel must opt in, once per device
-        cudaError_t err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, true, false>,
+        cudaError_t err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, false, false>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
+        // NOTE: v123: v121's tall dependent kernel, compiled into the module (this reference) and never launched: a
+        // layout control (v121 read C 0.977-0.980x v119 twice with C's kernels' SASS unchanged).
+        if (err == cudaSuccess)
+            err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, true, false>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
         if (err == cudaSuccess)  // v87: the long-K chunks' kernel, its own function with its own limit
             err = cudaFuncSetAttribute(group_gemm_kernel<TallRing, false, false, true>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, TallRing::SMEM_BYTES);
@@ -1419,10 +1428,7 @@ struct ChunkLaunch {
 // NOTE: a kDependent kernel launched without the dependency would still be right (griddepcontrol.wait then
 // returns at once, the prepass already complete); the reverse, a plain kernel behind a programmatic edge, would
 // read A's tiles before they are written: hence one rule for both, the ring's.
-// v121: every chunk but a long-K one (whose split halves' tickets and flags the prepass zeroes and whose consumers
-// read them without a wait of their own): the tall ring's other chunks (B's among the benchmarks) too. A deep chunk
-// is never long-K (holds_long_k's NOTE).
-static bool gemm_is_dependent(const ChunkLaunch& chunk) { return !chunk.long_k; }
+static bool gemm_is_dependent(const ChunkLaunch& chunk) { return chunk.deep; }
 // v45: the plan's launches as one CUDA graph: per chunk its prepass node, then its GEMM node, each
 // depending on the node before (the order v44's launches had on the stream; v54: a dependent GEMM node
 // programmatically, gemm_is_dependent). Built on the plan's
@@ -1448,11 +1454,10 @@ static cudaKernelNodeParams node_params(const ChunkLaunch& chunk, bool gemm, voi
         p.blockDim = dim3(kDecodeThreads);
         p.sharedMemBytes = 0;
     } else {
-        // NOTE: v54: a dependent chunk's kernels are their kDependent instantiations (gemm_is_dependent; v121: the
-        // tall ring's unsplit kernel too)
+        // NOTE: v54: a deep chunk's kernels are their kDependent instantiations (gemm_is_dependent)
         // v87: a long-K chunk (always tall: chunk_is_tall) runs the tall kernel's kLongK instantiation
         p.func = chunk.long_k     ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, false, true>)
-                 : !chunk.deep    ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, true, false>)
+                 : !chunk.deep    ? reinterpret_cast<void*>(group_gemm_kernel<TallRing, false, false, false>)
                  : chunk.tiles112 ? reinterpret_cast<void*>(group_gemm_kernel<DeepRing, true, true, false>)
                                   : reinterpret_cast<void*>(group_gemm_kernel<DeepRing, false, true, false>);
         p.gridDim = dim3(chunk.tiles);
@@ -1483,7 +1488,7 @@ static int build_graph(LaunchPlan& plan) {
                 // prepass's first instruction), not when the prepass completes; the kernel's
                 // griddepcontrol.wait orders its reads of A's tiles. Every other edge is a full one (zeroed
                 // edge data: completion with memory visibility), v53's: a prepass after the previous chunk's
-                // GEMM, a long-K chunk's GEMM after its prepass.
+                // GEMM, a tall chunk's GEMM after its prepass.
                 cudaGraphEdgeData edge = {};
                 if (gemm == 1 && gemm_is_dependent(chunk)) {
                     edge.from_port = cudaGraphKernelNodePortProgrammatic;
