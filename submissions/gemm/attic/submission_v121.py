@@ -20,7 +20,9 @@ synccheck clean. `compare gemm v119 v121` (kernel method, one process): 128x7168
 [0.994, 1.011], 128x7168x2048 0.996x, all SAME, geomean 1.000x; outputs bit for bit v119's. Refuted: v48's 0.975x on
 128x4096x7168 is gone (consistent with its loss being the first lap's queue, not the cooperative launch), but the start
 under the prepass gained nothing measurable. No marks were taken (the session's device time was spent): whether the
-split CTAs started under the prepass at all (128 resident CTAs beside 112 prepass blocks) is the open question.
+split CTAs started under the prepass at all is the open question; dual_gemm v37 found a cooperative dependent is not
+placed until its prepass has ended (the launch needs every CTA placeable at once), which would leave this launch's
+timing v119's.
 Verdict: slower
 """
 
