@@ -7,15 +7,17 @@ stream serialization attribute beside the cluster's, their prepass triggers them
 dependent path: v63's first lap (two stages of B before griddepcontrol.wait, A after), and in kSplitTails each
 consumer thread's griddepcontrol.wait before it acquires the tail flag the prepass zeroes (helpers: v38's)
 Arch: sm_90a
-Analogue: group_gemm v121 / v124 (the tall launches made dependent with the two-stage lap: B 1.028-1.032x, A 1.026x
-their parents, session 81); gemm v121 (its split launch made dependent and cooperative: SAME, session 81; dual_gemm
-v37 found a cooperative dependent is not placed until its prepass ends, which a cluster launch is not)
-Why: v52's timeline (session 66 marks, medians): the GEMM's first stamp at 3.55 us on 256x4096x7168 and 2.88 on
-256x3072x4096, both after their prepass has completed; the split CTAs' barriers, tensor-map fetches and first B
-stages could run under it, as the tall launches' do in group_gemm since v121.
-Prediction: each split CTA's first stage lands ~0.7-1.3 us sooner: 256x3072x4096 1.02-1.04x v63, 256x4096x7168
-1.01-1.03x; the 512-row shapes SAME (their launches are v63's). Refuted if both are SAME: then the clusters are not
-placed under the prepass (the marks' GEMM start would say), or their start is not what the call waits on.
+Analogue: v42 (256x4096x7168's split clusters made dependent with v41's first lap, the whole lap's six stages of B
+before the wait: SAME; its marks: the clusters placed under the prepass, GEMM start 2.40 us, but the wait returned only
+at 4.32, the producer 0.77 us late to it after issuing six stages of B); group_gemm v121 / v124 (the tall launches made
+dependent with the two-stage lap: B 1.028-1.032x, A 1.026x their parents, session 81); gemm v121 (its cooperative split
+launch made dependent: SAME; a cooperative dependent is not placed until its prepass ends, v37)
+Why: v42 showed the clusters are placed under the prepass and that the start then waits for the prepass to be
+visible; what v42 still paid is v41's queue (the producer reaching the wait late behind six stages of B, A's first
+copies behind them). Two stages keep stage 0's B landed by the wait and A's first copies first after it.
+Prediction: each split CTA's first stage ~0.3-0.6 us sooner than v63's (v52's start): 256x3072x4096 1.01-1.02x,
+256x4096x7168 ~1.01x, both likely SAME by the 2% margin; the 512-row shapes SAME (v63's launches). Refuted if either
+split shape is slower by its interval (the programmatic attribute costing the clusters' placement).
 Measured: not yet run
 """
 
