@@ -1473,23 +1473,11 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         const Problem& problem = chunk.problem;
         decode_a_kernel<<<chunk.decode_blocks, kDecodeThreads, 0, stream>>>(problem);
         cudaLaunchConfig_t config = {};
-        cudaLaunchAttribute attributes[2];
-        int num_attributes = 1;
-        cudaLaunchAttribute& attribute = attributes[0];
+        cudaLaunchAttribute attribute;
         if (problem.stream) {
             // NOTE: a stream CTA waits for other CTAs' flags: the cooperative launch guarantees all are resident.
             attribute.id = cudaLaunchAttributeCooperative;
             attribute.val.cooperative = 1;
-        } else if (problem.splits > 1) {
-            // v122: the prepass's programmatic dependent and not cooperative (v121 was both and read SAME: dual_gemm
-            // v37 found a cooperative dependent is not placed until its prepass has ended).
-            // NOTE: a split CTA waits for its S - 1 peers' flags, so they must all be resident together. The launch is
-            // tiles x S <= SMs CTAs of one an SM (choose_splits; the ring's shared memory), dispatched in blockIdx
-            // order as SMs free up; nothing they wait on waits on them (the prepass's blocks run to their end), so
-            // every peer is placed once the prepass has left its SMs. The cooperative attribute guaranteed that on a
-            // GPU shared with other work too; this launch assumes the call has the GPU's SMs (as GPU MODE's eval does).
-            attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attribute.val.programmaticStreamSerializationAllowed = 1;
         } else {
             // NOTE: v52: programmatic stream serialization (v48's): this grid may be scheduled once every
             // prepass block has executed griddepcontrol.launch_dependents, not when the prepass ends; only the
@@ -1498,6 +1486,13 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
             // GEMM included, whose workspace it rewrites). Under a stream capture (build_graph's, or a
             // caller's) the attribute becomes a programmatic edge between the two kernel nodes (CUDA 12.3+).
             // v48 on 128x7168x2048 (H200): the wait returned 0.07 us after B was armed, 1.071x over v47.
+            // v122: a split launch too, and not cooperative (v121 was both and read SAME: dual_gemm v37 found a
+            // cooperative dependent is not placed until its prepass has ended).
+            // NOTE: a split CTA waits for its S - 1 peers' flags, so they must all be resident together. The launch is
+            // tiles x S <= SMs CTAs of one an SM (choose_splits; the ring's shared memory), dispatched in blockIdx
+            // order as SMs free up; nothing they wait on waits on them (the prepass's blocks run to their end), so
+            // every peer is placed once the prepass has left its SMs. The cooperative attribute guaranteed that on a
+            // GPU shared with other work too; this launch assumes the call has the GPU's SMs (as GPU MODE's eval does).
             attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
             attribute.val.programmaticStreamSerializationAllowed = 1;
         }
@@ -1505,8 +1500,8 @@ static int enqueue(const LaunchPlan& plan, cudaStream_t stream) {
         config.blockDim = dim3(kThreads, 1, 1);
         config.dynamicSmemBytes = SMEM_BYTES;
         config.stream = stream;
-        config.attrs = attributes;
-        config.numAttrs = num_attributes;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
         cudaError_t err = cudaGetLastError();  // NOTE: the prepass's launch error, if any
         if (err == cudaSuccess)
             err = cudaLaunchKernelEx(&config, kernel_for(problem.groups[0].m_tile_rows, kind_of(problem)), problem);
