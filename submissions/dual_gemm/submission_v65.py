@@ -13,7 +13,18 @@ compiles its own kernel (kMode is a template parameter), so the two are separabl
 Prediction: `compare dual_gemm v52 v65`: 256x4096x7168 ~1.02x (v64's), 512x3072x7168 SAME (v52's kernel instruction
 for instruction), 512x4096x7168 and 256x3072x4096 SAME (as in v64). Refuted if 256x4096x7168 is not faster by its
 interval, or 512x3072x7168 is slower by its interval.
-Measured: not yet run
+Measured: NVIDIA H200, session 82 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 310ce14): tests,
+edges, random shapes and bad inputs pass; racecheck and synccheck clean (smallest tests and benchmark shapes:
+256x3072x4096 is a kSplitTails launch, whose new wait precedes its tail flag). `compare dual_gemm v52 v65` (v52: the
+best before it; kernel method, one process, mean us): 256x4096x7168 45.42 -> 44.51 1.020x [1.019, 1.022] FASTER,
+512x4096x7168 78.04 -> 78.14 0.999x [0.996, 1.002], 256x3072x4096 29.16 -> 29.07 1.003x [0.995, 1.011], 512x3072x7168
+63.67 -> 63.76 0.999x [0.992, 1.006] (SAME); geomean 1.005x; outputs bit for bit v52's. As predicted. Recorded kernel
+44.55 / 78.13 / 29.00 / 63.72 us, gpumode 46.05 / 78.89 / 29.94 / 64.74. Marks (`probe marks dual_gemm v52 v65
+--shapes benchmarks:0`, 20 calls, medians, us after the call's first stamp): GEMM start 3.58 -> 2.34 (the clusters
+placed under the prepass: 0.48 after its stores issued, against 1.73), first blocks decoded 2.82, the wait returned
+3.58 (where v52's CTAs started), K loop done 39.23 -> 38.08, end 44.19 -> 43.07 (last CTA 44.45 -> 43.58): the start's
+1.25 us carried to the end almost whole. On 256x3072x4096 the same launch kind gained nothing measurable (v64's
+prediction said 1.01-1.02x). Kept as the best: faster than v52 by its interval on one shape, none slower.
 """
 
 import torch

@@ -14,7 +14,17 @@ measured nothing of its idea; without the attribute the CTAs can take the SMs th
 Prediction: 128x4096x7168's GEMM start ~0.7-1.3 us sooner: 1.03-1.06x v121; the other two SAME (v121's launches).
 Refuted if SAME: then the split CTAs' start is not what the call waits on (the last CTA placed, after the prepass's
 last block, sets it).
-Measured: not yet run
+Measured: NVIDIA H200, session 82 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit c72eb29): tests,
+edges, random shapes and bad inputs pass; racecheck and synccheck clean on 128x4096x7168 (the split launch). `compare gemm v113 v122` (v113: the best
+before it; kernel method, one process, mean us): 128x7168x16384 52.11 -> 52.06 1.001x [0.994, 1.008] SAME, 128x4096x7168
+21.20 -> 20.59 1.030x [1.021, 1.038] FASTER, 128x7168x2048 12.67 -> 12.56 1.008x [1.002, 1.015] SAME, geomean 1.013x
+[1.010, 1.015]; outputs bit for bit v113's. At the low end of the prediction. Recorded kernel 52.10 / 20.44 / 12.52 us,
+gpumode 52.42 / 21.49 / 14.49. Marks (`probe marks gemm v119 v122 --shapes benchmarks:1`, 20 calls, medians): the plain
+builds' calls 21.73 -> 20.45 us (timed in turn beside the marks builds); the marks builds' first-to-last stamp 17.39
+-> 18.27 because v122's first stamp is its first CTA placed under the prepass: its CTAs' starts spread to 1.18 us
+after it (v119 0.16; the last 1.39), the wait returned at 1.76. So the split CTAs now start as the prepass's blocks
+free their SMs, and the ~1.3 us the call gained is that start. Kept as the best: faster than v113 by its interval on
+128x4096x7168, none slower.
 """
 
 import torch

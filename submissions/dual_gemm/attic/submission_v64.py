@@ -1,21 +1,31 @@
-"""NVFP4 dual_gemm v63: the dependent launch's first lap issues two stages of B before the wait, their A after it.
+"""NVFP4 dual_gemm v64: the split (cluster) launches as the prepass's programmatic dependents too, with v63's first lap.
 
-Version: v63
-Parent: v52
-Change: in the kTailsEarly launch (512x3072x7168's, the prepass's programmatic dependent) each producer's first run
-(a tile CTA's first blocks, a helper's first tail) arms stages 0-1 for A and B and issues their B (gate and up)
-before griddepcontrol.wait, then their A, then the rest as before (produce_dependent); v52's producer waited first
-and issued nothing before the wait
+Version: v64
+Parent: v63
+Change: the kSplit and kSplitTails launches (256x4096x7168's and 256x3072x4096's S = 2 clusters) carry the programmatic
+stream serialization attribute beside the cluster's, their prepass triggers them (kTrigger), and their CTAs run the
+dependent path: v63's first lap (two stages of B before griddepcontrol.wait, A after), and in kSplitTails each
+consumer thread's griddepcontrol.wait before it acquires the tail flag the prepass zeroes (helpers: v38's)
 Arch: sm_90a
-Analogue: group_gemm v119 (the same split of the deep ring's first lap: C 1.009x, D 1.014x v89, session 80); v41
-(the whole lap's six stages of B before the wait: SAME)
-Why: v39's marks (session 51): stage 0's A and B left together after the wait, B from HBM after the flush, so stage 0
-landed at the later of the two. v41 moved the whole lap's B before the wait and read SAME; group_gemm v89's marks
-(session 80) found why such a lap costs what it saves: A's first copies, issued after it, left the producer ~1.25 us
-after the wait. Two stages ahead keep B off stage 0's path without the queue.
-Prediction: 512x3072x7168's first stage ~0.3-0.5 us sooner (v41's arithmetic): 1.005-1.008x, likely SAME by the 2%
-margin; the other three SAME (their launches are v52's). Refuted if 512x3072x7168 is slower by its interval.
-Measured: not yet run
+Analogue: v42 (256x4096x7168's split clusters made dependent with v41's first lap, the whole lap's six stages of B
+before the wait: SAME; its marks: the clusters placed under the prepass, GEMM start 2.40 us, but the wait returned only
+at 4.32, the producer 0.77 us late to it after issuing six stages of B); group_gemm v121 / v124 (the tall launches made
+dependent with the two-stage lap: B 1.028-1.032x, A 1.026x their parents, session 81); gemm v121 (its cooperative split
+launch made dependent: SAME; a cooperative dependent is not placed until its prepass ends, v37)
+Why: v42 showed the clusters are placed under the prepass and that the start then waits for the prepass to be
+visible; what v42 still paid is v41's queue (the producer reaching the wait late behind six stages of B, A's first
+copies behind them). Two stages keep stage 0's B landed by the wait and A's first copies first after it.
+Prediction: each split CTA's first stage ~0.3-0.6 us sooner than v63's (v52's start): 256x3072x4096 1.01-1.02x,
+256x4096x7168 ~1.01x, both likely SAME by the 2% margin; the 512-row shapes SAME (v63's launches). Refuted if either
+split shape is slower by its interval (the programmatic attribute costing the clusters' placement).
+Measured: NVIDIA H200, session 82 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit c72eb29): tests,
+edges, random shapes and bad inputs pass (sanitizers not run here; v65 carries them). `compare dual_gemm v63 v64`
+(kernel method, one process, mean us): 256x4096x7168 45.34 -> 44.38 1.022x [1.014, 1.029] FASTER, 512x4096x7168 78.12
+-> 78.11 1.000x, 256x3072x4096 29.16 -> 29.19 0.999x [0.992, 1.006], 512x3072x7168 65.35 -> 65.52 0.997x [0.996, 0.999]
+(SAME); outputs bit for bit v63's. The prediction held on 256x4096x7168 (~1.01x predicted, 1.022x) and not on
+256x3072x4096 (1.01-1.02x predicted, SAME). Recorded (not merged: see the verdict) kernel 44.38 / 78.17 / 29.25 / 65.49
+us. Against v52 it carries v63's 0.979x on 512x3072x7168, so it is mixed; v65 is v64 without v63's change.
+Verdict: mixed
 """
 
 import torch
@@ -25,7 +35,7 @@ BLOCK_N = 64
 BLOCK_M_MAX = 256
 TILE_ROWS = (32, 64, 96, 128, 160, 192, 256)
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_dual_gemm_v63"
+EXTENSION_NAME = "nvfp4_dual_gemm_v64"
 # `nvfp4 probe marks`: ids 0-1 are the prepass's blocks, 2-6 the GEMM kernel's CTAs (3 and 4: v38's
 # kTailsEarly launch only, its first blocks' A decoded in the ring, and the producer's griddepcontrol.wait
 # returned; every other launch skips them); helper CTAs stamp only 2, 3 (4 in kTailsEarly) and 11-13.
@@ -600,8 +610,8 @@ decode_a_kernel(const __grid_constant__ Problem<kGroups> problem) {
     if constexpr (kTrigger) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (threadIdx.x == 0) NVFP4_MARK(0);
     // NOTE: the GEMM kernel's tail flags start at 0 each launch; stream order puts these stores
-    // before it (no epoch to carry between calls; gemm v30's rule). v38: in a kTailsEarly launch, before
-    // every read and write of a flag by the GEMM kernel too: each is behind a griddepcontrol.wait.
+    // before it (no epoch to carry between calls; gemm v30's rule). v38: in a kTailsEarly (v64: or kSplitTails)
+    // launch, before every read and write of a flag by the GEMM kernel too: each is behind a griddepcontrol.wait.
     if (blockIdx.x == 0 && problem.tails.helpers > 0)
         for (int i = threadIdx.x; i < problem.num_tiles; i += kDecodeThreads) problem.tails.flags[i] = 0u;
     int g = 0;
@@ -817,6 +827,10 @@ __device__ __forceinline__ void reduce_in_cluster(const GroupDesc& d, int S, int
     constexpr int kTailPositions = kWithTail ? kN / 32 : 1;
     float4 tail_g[kTailPositions], tail_up[kTailPositions];
     if constexpr (kWithTail) {
+        // NOTE: v64: kSplitTails is the prepass's programmatic dependent, and the prepass zeroes the flag: each thread
+        // waits for it (griddepcontrol.wait is per thread; the prepass is long done here, so it returns at once)
+        // before its own acquire (not the previous call's 1 before this call's zeroing).
+        wait_for_prepass();
         while (flag_acquire(flag) == 0u) {
         }
         if (cthread == 0) NVFP4_MARK(7);
@@ -1219,7 +1233,8 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
 
     constexpr bool kHelpers = kMode == kTails || kMode == kSplitTails || kMode == kTailsEarly;
     constexpr bool kHelpersFirst = kMode == kSplitTails || kMode == kTailsEarly;
-    constexpr bool kDependent = kMode == kTailsEarly;  // the prepass's programmatic dependent
+    // the prepass's programmatic dependent (v64: the split launches too, kSplit and kSplitTails)
+    constexpr bool kDependent = kMode == kTailsEarly || kMode == kSplit || kMode == kSplitTails;
     constexpr bool kSplits = kMode == kSplit || kMode == kSplitTails;
     // NOTE: the tiles' CTAs per tile: S for split launches, 1 otherwise (tail_blocks_of's balance)
     const int splits = kSplits ? problem.split_k.splits : 1;
@@ -1228,10 +1243,11 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
     int early = 0;
     if constexpr (kDependent) {
         const bool helper = static_cast<int>(blockIdx.x) < problem.tails.helpers;
-        // NOTE: helper h < helpers <= num_tiles: its first tail is tile h's
-        const int tile = helper ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x) - problem.tails.helpers;
+        // NOTE: helper h < helpers <= num_tiles: its first tail is tile h's. v64: a split launch's tile has S CTAs.
+        const int tile = helper ? static_cast<int>(blockIdx.x)
+                                : (static_cast<int>(blockIdx.x) - problem.tails.helpers) / splits;
         const TilePlace p = place_of(problem, tile);
-        const int tail = tail_blocks_of(p.blocks, problem.tails.per_helper, 1);
+        const int tail = tail_blocks_of(p.blocks, problem.tails.per_helper, splits);
         const int kb0 = helper ? p.blocks - tail : 0, run = helper ? tail : p.blocks - tail;
         early = run < kEarlyBlocks ? run : kEarlyBlocks;
         const GroupDesc& d = problem.groups[p.g];
@@ -1696,14 +1712,18 @@ static cudaError_t launch_chunk(const Problem<kMaxGroups>& chunk, int decode_blo
     problem.split_k = chunk.split_k;
     problem.tails = chunk.tails;
     const int mode = mode_of(chunk);
-    if (mode == kTailsEarly) decode_a_kernel<kGroups, true><<<decode_blocks, kDecodeThreads, 0, stream>>>(problem);
+    // v64: the split launches are programmatic dependents too (their prepass triggers them)
+    if (mode == kTailsEarly || mode == kSplit || mode == kSplitTails)
+        decode_a_kernel<kGroups, true><<<decode_blocks, kDecodeThreads, 0, stream>>>(problem);
     else decode_a_kernel<kGroups, false><<<decode_blocks, kDecodeThreads, 0, stream>>>(problem);
     const cudaError_t err = cudaGetLastError();  // NOTE: the prepass's launch error, if any
     if (err != cudaSuccess) return err;
     void (*const kernel)(Problem<kGroups>) = kernel_for<kGroups>(problem.groups[0].m_tile_rows, mode);
     if (kernel == nullptr) return cudaErrorInvalidDeviceFunction;  // NOTE: the host rule never asks for one
     cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attribute;
+    cudaLaunchAttribute attributes[2];
+    cudaLaunchAttribute& attribute = attributes[0];
+    int num_attributes = 1;
     if (mode == kTails) {
         // NOTE: a tile CTA waits for its helper's flag: the cooperative launch guarantees every CTA
         // is resident (tiles + helpers <= SMs, one CTA per SM).
@@ -1725,13 +1745,20 @@ static cudaError_t launch_chunk(const Problem<kMaxGroups>& chunk, int decode_blo
         attribute.val.clusterDim.x = problem.split_k.splits;
         attribute.val.clusterDim.y = 1;
         attribute.val.clusterDim.z = 1;
+        if (mode == kSplit || mode == kSplitTails) {
+            // v64: and the prepass's programmatic dependent (kTailsEarly's attribute beside the cluster's): each CTA's
+            // first two stages of B go out under the prepass (produce_dependent), A's after griddepcontrol.wait
+            attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attributes[1].val.programmaticStreamSerializationAllowed = 1;
+            num_attributes = 2;
+        }
     }
     config.gridDim = dim3(problem.num_tiles * problem.split_k.splits + problem.tails.helpers, 1, 1);
     config.blockDim = dim3(kThreads, 1, 1);
     config.dynamicSmemBytes = SMEM_BYTES;
     config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    config.attrs = attributes;
+    config.numAttrs = num_attributes;
     return cudaLaunchKernelEx(&config, kernel, problem);
 }
 
