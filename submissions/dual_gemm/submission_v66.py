@@ -12,7 +12,15 @@ Why: 512x4096x7168's 128 CTAs are the only benchmark launch that still waits for
 placed; as a dependent each starts its barriers, tensor-map prefetch and producer as the prepass's blocks leave.
 Prediction: 512x4096x7168 ~0.5-1.0 us sooner: 1.006-1.013x v65, likely SAME by the 2% margin; the others SAME (v65's
 launches). Refuted if 512x4096x7168 is slower by its interval.
-Measured: not yet run
+Measured: NVIDIA H200, session 82 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit effb32f): tests,
+edges, random shapes and bad inputs pass; racecheck and synccheck not yet run (the session's device time was spent; the
+unsplit launch reads no flag, and its only read of the prepass's output is the producer's A copies after its wait).
+`compare dual_gemm v65 v66` (kernel method, one process, mean us): 256x4096x7168 44.44 -> 44.44 1.000x [0.993, 1.007],
+512x4096x7168 77.86 -> 76.72 1.015x [1.007, 1.023] FASTER, 256x3072x4096 29.06 -> 29.13 0.998x [0.990, 1.005],
+512x3072x7168 63.81 -> 63.97 0.997x [0.992, 1.003] (SAME); geomean 1.002x; outputs bit for bit v65's. Above the
+prediction (1.006-1.013x): 1.14 us. Recorded kernel 44.51 / 76.73 / 29.05 / 63.74 us, gpumode 46.32 / 77.41 / 31.89 /
+65.89 (256x3072x4096's gpumode on this machine's host: its kernel row is v65's). Kept as the best: faster than v65 by
+its interval on one shape, none slower.
 """
 
 import torch

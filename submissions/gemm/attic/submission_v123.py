@@ -12,7 +12,17 @@ starts only after it ends; as a dependent, each SM the prepass leaves takes a GE
 are in flight by the time the prepass is visible.
 Prediction: 128x7168x16384 ~0.6-1.3 us sooner (v122 gained ~0.6 us on a 112-block prepass): 1.01-1.025x v122; the
 other two SAME (v122's launches). Refuted if 128x7168x16384 is not faster by its interval.
-Measured: not yet run
+Measured: NVIDIA H200, session 82 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit effb32f): tests,
+edges, the stream shapes 200x3072x4608 and 64x3072x4608 (L = 2) on every distribution, random shapes and bad inputs
+pass; racecheck and synccheck clean on 200x3072x4608. `compare gemm v122 v123` (kernel method, one process, mean us):
+128x7168x16384 52.21 -> 51.75 1.009x [1.003, 1.015], 128x4096x7168 0.996x [0.987, 1.004], 128x7168x2048 0.995x [0.988,
+1.002], all SAME by the 2% margin, geomean 1.000x; outputs bit for bit v122's. Under the prediction (1.01-1.025x).
+Marks (`probe marks gemm v122 v123 --shapes benchmarks:0`, 20 calls, medians): the stream CTAs start under the prepass
+(starts spread to 0.64 us median, 1.07 the last, after the first stamp), B armed and the wait returned at 2.37 (the
+prepass ends there), the loop then as v122's (K loop done 42.10 against 40.29 from a first stamp ~2 us earlier); the
+plain builds timed in turn read 52.78 -> 51.66 us (0.979). So the start moved ~0.5-1 us under a 256-block prepass, and
+the call gained under 1%: the prepass, not the GEMM's placement, is most of the ~2.4 us before the wait returns.
+Verdict: slower
 """
 
 import torch

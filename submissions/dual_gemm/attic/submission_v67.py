@@ -10,7 +10,12 @@ Why: whichever of v63 and v64 the unsplit 256-row launch follows is an open ques
 call answers it.
 Prediction: 512x4096x7168 within 1% of v66 either way (B from HBM under the prepass ~0.3 us sooner, A's queue behind
 it as in v63). Refuted if 512x4096x7168 moves by more than 2% either way.
-Measured: not yet run
+Measured: NVIDIA H200, session 82 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit effb32f): tests,
+edges, random shapes and bad inputs pass. `compare dual_gemm v66 v67` (kernel method, one process, mean us):
+256x4096x7168 1.000x [0.993, 1.007], 512x4096x7168 76.74 -> 76.72 1.000x [0.992, 1.009], 256x3072x4096 0.998x [0.994,
+1.001], 512x3072x7168 1.002x [0.993, 1.012], all SAME; outputs bit for bit v66's. As predicted: on the unsplit 256-row
+launch the first lap's order moves nothing measurable (the split clusters gained from it, kTailsEarly lost).
+Verdict: slower
 """
 
 import torch

@@ -12,7 +12,19 @@ v89's order (CTAs 32-95 and 128-191) start in the first wave, side by side. Whic
 atomic, the writer's 127 KB of stores and release, the wait, or the adder's reads decides between a co-scheduled
 symmetric exchange (2-CTA clusters over DSMEM) and a cheaper writer.
 Prediction: the timed build is v124's (SAME); the marks split the 7.6 us.
-Measured: not yet run
+Measured: NVIDIA H200, session 82 (`probe marks group_gemm v124 v125 --shapes benchmarks:0 --ctas
+0-31,32-95,96-127,128-191,192-319`, 20 calls each in turn, medians in us after the call's first stamp; commit 310ce14).
+The plain builds' calls 124.18 -> 124.08 us (the timed build is v124's). The 248-row halves (CTAs 32-95, both halves
+of a pair side by side in the first wave): K loop done 44.26, ticket taken 44.83, the writing half's partial released
+48.03 (3.26 after its ticket: 127 KB of scalar __stcg, the barrier and the release), the adding half's flag seen 48.58
+(3.71 after its ticket), partial added 50.56 (1.95 more), C staged 52.16, end 53.60. The 176-row halves (CTAs 128-191,
+started as the first wave's SMs freed, 48.54): loop done 79.23, ticket 79.84, released 82.27 (2.43), flag seen 82.78,
+added 83.71 (0.96), C staged 84.32, end 85.28 (last CTA 86.58). The second wave's last CTAs (192-319) start at 86.42,
+as the 176-row adders end, and the call ends with them (126.26). So the pair's 7.9 us are the writer's stores (~3.2)
+waited for whole, then the adder's reads (~2.0), C (~1.6): the two halves end their loops together, so a symmetric
+exchange (each half writes half the tile's partial and adds the other's: ~1.6 + ~1.0 us, no half idle) or a writer
+the adder can follow chunk by chunk takes what the adder waits for; the 176-row pairs' ends gate the second wave.
+Verdict: slower
 """
 
 import torch
