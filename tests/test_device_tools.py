@@ -181,5 +181,42 @@ def test_a_round_naming_a_version_that_does_not_load_stops_before_anything_runs(
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "gemm:v99999:v1: gemm has no version v99999" in done.stderr
-    assert "gemm:v1: a spec is P:V:PARENT[:STEPS]" in done.stderr
+    assert "gemm:v1: a spec is P:V:PARENT[:STEPS[:SANITIZE]]" in done.stderr
     assert not (tmp_path / "out").exists()  # NOTE: refused before the round's output folder was made
+
+
+def round_with_fakes(round_env, *specs: str, **extra) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """tools/device_round.sh with round_env's stand-in harness (its specs still loaded by the real one) on GPU 0."""
+    tmp_path, env = round_env
+    env = dict(env, FAKE_VERDICTS="FASTER", GPUS="0", **extra)
+    done = subprocess.run(["bash", str(ROOT / "tools" / "device_round.sh"), *specs], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    log = tmp_path / "calls.log"
+    return done, (log.read_text().splitlines() if log.exists() else [])
+
+
+@pytest.mark.parametrize("spec,said", [
+    ("gemm:v2:v1:checks", "STEPS must be check, time, record or all (or empty), got 'checks'"),
+    ("gemm:v2:v1:check:yes", "SANITIZE must be 0 or 1 (or empty), got 'yes'"),
+    ("gemm:v2:v1:check:1:x", "a spec is P:V:PARENT[:STEPS[:SANITIZE]]"),
+])
+def test_a_spec_s_bad_steps_or_sanitize_stops_the_round_before_anything_runs(round_env, spec, said):
+    done, calls = round_with_fakes(round_env, "gemm:v3:v2", spec)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert calls == []  # NOTE: no build, no step: the good spec beside it did not run either
+
+
+@pytest.mark.parametrize("name,value", [("STEPS", "tests"), ("SANITIZE", "no")])
+def test_a_bad_round_variable_stops_the_round_before_anything_runs(round_env, name, value):
+    done, calls = round_with_fakes(round_env, "gemm:v2:v1", **{name: value})
+    assert done.returncode == 2 and name in done.stderr, done.stderr
+    assert calls == []
+
+
+def test_a_spec_s_sanitize_overrides_the_round_s_for_its_version_alone(round_env):
+    """SANITIZE=0 for the round, the first spec's own 1: only that version's sanitizers run."""
+    done, calls = round_with_fakes(round_env, "gemm:v3:v2:check:1", "gemm:v2:v1:check", SANITIZE="0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    sanitized = {c.split()[2] for c in calls if c.startswith("sanitize ")}
+    assert sanitized == {"v3"}, calls
+    assert {c.split()[2] for c in calls if c.startswith("test ")} == {"v2", "v3"}

@@ -3,9 +3,10 @@
 # tools/try_version.sh's steps, one version per GPU at a time (on a machine of G GPUs, G versions run
 # side by side, each alone on its GPU: its timings never share one); everything each version wrote goes
 # into $OUT/round.tgz (the device returns at most 8 files; the build cache into $OUT/ext.tgz with KEEP_BUILDS=1).
-# Usage (device machine, repo root): STEPS=check|time|record|all bash tools/device_round.sh P:V:PARENT[:STEPS] ...
+# Usage (device machine, repo root): STEPS=check|time|record|all bash tools/device_round.sh P:V:PARENT[:STEPS[:SANITIZE]] ...
 # STEPS=check builds and tests only; time compares with the parent and records; record only
-# records; all does check and time. A spec's own STEPS overrides the variable for that version.
+# records; all does check and time. A spec's own STEPS (empty: the variable's) and SANITIZE (0 or 1) override the
+# variables for that version: `gemm:v9:v8::1 dual_gemm:v5:v4` sanitizes v9 alone where SANITIZE=0 is set.
 # Env: GPUS (ids to use, default every GPU nvidia-smi lists); DEADLINE (seconds after the round starts,
 # e.g. 540 in a 600 s device call: no step runs past it, and what was skipped is said); EXTRA (a file of
 # harness command lines, run in order on the first GPU the versions leave free: marks, custom shapes,
@@ -24,15 +25,29 @@ if [ -z "${NVFP4_GIT_COMMIT:-}" ]; then echo "set NVFP4_GIT_COMMIT to the commit
 # session 80's round built and tested a version, then lost its compare and a marks run to a parent whose Verdict line
 # the harness refuses; a refusal here costs seconds, not the round.
 python3 - "$@" <<'PY' || exit 2
+import os
 import sys
 from harness import submissions
 from harness.errors import UserError
 bad = []
+# NOTE: the variables too (try_version refuses a bad SANITIZE only at its version's turn, and took an unknown STEPS for
+# check and time)
+if os.environ.get("STEPS", "") not in ("", "check", "time", "record", "all"):
+    bad.append(f"STEPS must be check, time, record or all, got '{os.environ['STEPS']}'")
+if os.environ.get("SANITIZE", "") not in ("", "0", "1"):
+    bad.append(f"SANITIZE must be 0 or 1, got '{os.environ['SANITIZE']}'")
 for spec in sys.argv[1:]:
-    problem, version, parent = (spec.split(":") + ["", ""])[:3]
-    if not (problem and version and parent):
-        bad.append(f"{spec}: a spec is P:V:PARENT[:STEPS]")
+    fields = spec.split(":")
+    problem, version, parent, steps, sanitize = (fields + [""] * 4)[:5]
+    if not (problem and version and parent) or len(fields) > 5:
+        bad.append(f"{spec}: a spec is P:V:PARENT[:STEPS[:SANITIZE]]")
         continue
+    # NOTE: a spec's own settings are checked here, not when its version's turn comes (try_version would refuse a bad
+    # one only then, after the builds and the versions before it had spent the call's device time).
+    if steps not in ("", "check", "time", "record", "all"):
+        bad.append(f"{spec}: STEPS must be check, time, record or all (or empty), got '{steps}'")
+    if sanitize not in ("", "0", "1"):
+        bad.append(f"{spec}: SANITIZE must be 0 or 1 (or empty), got '{sanitize}'")
     for name in (version, parent):
         try:
             submissions.resolve(problem, name)
@@ -68,9 +83,9 @@ echo "[$(( $(date +%s) - t0 )) s] builds done; ${#gpus[@]} GPU(s): ${gpus[*]}"
 # may have, so every round of sessions 66-68 compressed it on the device's clock and got it back as "left out".
 [ "${KEEP_BUILDS:-0}" = 1 ] && tar czf "$OUT/ext.tgz" -C .build torch_extensions
 one() {  # one SPEC GPU: the version's steps alone on that GPU
-  local p v parent steps
-  IFS=: read -r p v parent steps <<< "$1"
-  CUDA_VISIBLE_DEVICES="$2" STEPS="${steps:-${STEPS:-all}}" OUT="$work/$p-$v" \
+  local p v parent steps sanitize
+  IFS=: read -r p v parent steps sanitize <<< "$1"
+  CUDA_VISIBLE_DEVICES="$2" STEPS="${steps:-${STEPS:-all}}" SANITIZE="${sanitize:-${SANITIZE:-1}}" OUT="$work/$p-$v" \
     bash tools/try_version.sh "$p" "$v" "$parent" > /dev/null 2>&1
   { echo "== $p $v (parent $parent, GPU $2, $(( $(date +%s) - t0 )) s)"; cat "$work/$p-$v/summary.txt"; } > "$work/$p-$v.done"
   # NOTE: rewritten as each version ends (under a lock: versions end concurrently), so a call stopped
