@@ -19,8 +19,8 @@ unsplit launch reads no flag, and its only read of the prepass's output is the p
 512x4096x7168 77.86 -> 76.72 1.015x [1.007, 1.023] FASTER, 256x3072x4096 29.06 -> 29.13 0.998x [0.990, 1.005],
 512x3072x7168 63.81 -> 63.97 0.997x [0.992, 1.003] (SAME); geomean 1.002x; outputs bit for bit v65's. Above the
 prediction (1.006-1.013x): 1.14 us. Recorded kernel 44.51 / 76.73 / 29.05 / 63.74 us, gpumode 46.32 / 77.41 / 31.89 /
-65.89 (256x3072x4096's gpumode on this machine's host: its kernel row is v65's). Kept as the best: faster than v65 by
-its interval on one shape, none slower.
+65.89 (256x3072x4096's gpumode 31.89 against v65's 29.94 from the same kernels, 29.05 and 29.00 by the kernel method:
+this call's host, not the version). Kept as the best: faster than v65 by its interval on one shape, none slower.
 """
 
 import torch
