@@ -160,8 +160,9 @@ def test_a_failed_soft_check_is_said_and_the_version_goes_on_to_its_timing(round
     assert "bad inputs (test --bad-inputs): FAILED" in (tmp_path / "out" / "summary.txt").read_text()
 
 
-@pytest.mark.parametrize("name,value", [("SANITIZE", "no"), ("SANITIZE_TIMEOUT", "4m"), ("SANITIZE_TIMEOUT", "0")])
-def test_a_bad_sanitize_setting_is_refused_before_any_step(round_env, name, value):
+@pytest.mark.parametrize("name,value", [("SANITIZE", "no"), ("SANITIZE_TIMEOUT", "4m"), ("SANITIZE_TIMEOUT", "0"),
+                                        ("STEPS", "tests")])
+def test_a_bad_setting_is_refused_before_any_step(round_env, name, value):
     done, calls = try_version(round_env, "FASTER", **{name: value})
     assert done.returncode == 2 and name in done.stderr
     assert calls == []

@@ -30,8 +30,8 @@ import sys
 from harness import submissions
 from harness.errors import UserError
 bad = []
-# NOTE: the variables too (try_version refuses a bad SANITIZE only at its version's turn, and took an unknown STEPS for
-# check and time)
+# NOTE: the variables and each spec's own too: try_version.sh refuses a bad STEPS or SANITIZE itself, but only at its
+# version's turn, after the builds and the versions before it
 if os.environ.get("STEPS", "") not in ("", "check", "time", "record", "all"):
     bad.append(f"STEPS must be check, time, record or all, got '{os.environ['STEPS']}'")
 if os.environ.get("SANITIZE", "") not in ("", "0", "1"):
@@ -42,8 +42,6 @@ for spec in sys.argv[1:]:
     if not (problem and version and parent) or len(fields) > 5:
         bad.append(f"{spec}: a spec is P:V:PARENT[:STEPS[:SANITIZE]]")
         continue
-    # NOTE: a spec's own settings are checked here, not when its version's turn comes (try_version would refuse a bad
-    # one only then, after the builds and the versions before it had spent the call's device time).
     if steps not in ("", "check", "time", "record", "all"):
         bad.append(f"{spec}: STEPS must be check, time, record or all (or empty), got '{steps}'")
     if sanitize not in ("", "0", "1"):

@@ -27,6 +27,7 @@ export NVFP4_EXTENSIONS_DIR="${NVFP4_EXTENSIONS_DIR:-$PWD/.build/torch_extension
 log="$OUT/$problem-$version.log" summary="$OUT/summary.txt" t0=$(date +%s)
 record="${RECORD:-if-faster}"
 case "$record" in if-faster|always) ;; *) echo "RECORD must be if-faster or always, got '$record'" >&2; exit 2 ;; esac
+case "${STEPS:-all}" in check|time|record|all) ;; *) echo "STEPS must be check, time, record or all, got '$STEPS'" >&2; exit 2 ;; esac
 case "${SANITIZE:-1}" in 0|1) ;; *) echo "SANITIZE must be 0 or 1, got '$SANITIZE'" >&2; exit 2 ;; esac
 case "${SANITIZE_TIMEOUT:-240}" in ''|*[!0-9]*|0) echo "SANITIZE_TIMEOUT must be whole seconds above 0, got '$SANITIZE_TIMEOUT'" >&2; exit 2 ;; esac
 # NOTE: session 76: gemm v109-v113's stream launch runs only where a split launch leaves SMs idle: on none of the tests

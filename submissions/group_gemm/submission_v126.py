@@ -608,7 +608,7 @@ __host__ __device__ inline int64_t partial_bytes(const GroupDesc& d) {
     return d.k_splits > 1 ? static_cast<int64_t>(split_pairs(d)) * d.m_tile_rows * BLOCK_N * 4 : 0;
 }
 __host__ __device__ inline int64_t group_workspace_bytes(const GroupDesc& d) {
-    return a16_bytes(d) + partial_bytes(d) + (d.k_splits > 1 ? static_cast<int64_t>(split_pairs(d)) * 4 * kPairWords : 0);
+    return a16_bytes(d) + partial_bytes(d) + (d.k_splits > 1 ? static_cast<int64_t>(split_pairs(d)) * kPairWords * static_cast<int64_t>(sizeof(unsigned int)) : 0);
 }
 __device__ __forceinline__ float* pair_partial(const GroupDesc& d, int pair) {
     return reinterpret_cast<float*>(d.a16 + a16_bytes(d)) + static_cast<int64_t>(pair) * d.m_tile_rows * BLOCK_N;
