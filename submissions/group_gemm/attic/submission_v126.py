@@ -18,7 +18,16 @@ Prediction: A 1.01-1.03x v124 (the 248-row pairs' adders ~4 us sooner, the 176-r
 SAME (no long-K split group: their kernels are v124's). Outputs bit for bit v124's (own + partial in fp32, whichever
 half adds). Refuted if A is not faster by its interval; then `probe marks` on a marks copy (v125's stamps) says which
 mode the pairs took.
-Measured: not yet run
+Measured: NVIDIA H200, session 83 (one-GPU machine, torch 2.11.0+cu130; commit 5b74769): tests, edges, three custom
+shapes with long-K split groups (every distribution), random shapes and bad inputs pass; racecheck and synccheck
+clean on the smallest shapes and on the custom ones. `compare group_gemm v124 v126` (kernel method, one process, mean
+us): A 121.51 -> 127.64 0.952x [0.946, 0.958] SLOWER, B 1.001x, C 0.986x [0.981, 0.992], D 1.001x (SAME), outputs bit
+for bit v124's. Refuted: A 5% slower, not 1-3% faster. Without marks, the account is the code's: when the second half
+has not taken its ticket in time (the fallback), the first half's two regions are written one warpgroup after the
+other (region 1 by warpgroup 1, then region 0 by warpgroup 0 after the handshake), where v124's 256 threads wrote the
+whole partial at once; so in that mode the writer holds its SM longer, and the SMs the first wave frees for the
+176-row pairs free later. Which mode each pair took is unmeasured (a marks copy with v125's stamps would say).
+Verdict: slower
 """
 
 import torch
