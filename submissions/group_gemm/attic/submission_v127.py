@@ -16,7 +16,15 @@ the last wave's CTAs start as the 176-row adders end, so the call's end moves wi
 Prediction: A 1.01-1.02x v124; B, C, D SAME (no long-K split group: their kernels are v124's). Outputs bit for bit
 v124's (own + partial in fp32, the same values in the same order). Refuted if A is SAME: then the exchange's time is
 the bytes' path from one SM or its synchronisation, not its instruction count.
-Measured: not yet run
+Measured: NVIDIA H200, session 83 (one-GPU machine, torch 2.11.0+cu130; commit 0d3bbbf): tests, edges, three custom
+shapes with long-K split groups (every distribution), random shapes and bad inputs pass. `compare group_gemm v124
+v127` (kernel method, one process): A 1.002x [0.999, 1.005], B 1.000x, C 0.988x [0.980, 0.996], D 1.007x, all SAME,
+outputs bit for bit v124's. Refuted. Marks (`probe marks group_gemm v124 v127 --shapes benchmarks:0 --ctas
+0-31,32-95,96-127,128-191,192-319`, 20 calls, medians, marks builds): the 176-row pairs' K loop done -> C staged 4.80
+-> 4.64 us, the 248-row pairs' loop done -> C staged 7.81 -> 7.18; the call's last CTA 126.83 -> 125.76 in the marks
+builds, 124.40 -> 124.43 in the plain builds timed beside them. A quarter of the instructions moved the exchange by
+well under a microsecond: its time is the bytes' path from one SM and the handshake, not the instruction count.
+Verdict: slower
 """
 
 import torch
