@@ -13,8 +13,8 @@ placed; as a dependent each starts its barriers, tensor-map prefetch and produce
 Prediction: 512x4096x7168 ~0.5-1.0 us sooner: 1.006-1.013x v65, likely SAME by the 2% margin; the others SAME (v65's
 launches). Refuted if 512x4096x7168 is slower by its interval.
 Measured: NVIDIA H200, session 82 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit effb32f): tests,
-edges, random shapes and bad inputs pass; racecheck and synccheck not yet run (the session's device time was spent; the
-unsplit launch reads no flag, and its only read of the prepass's output is the producer's A copies after its wait).
+edges, random shapes and bad inputs pass; racecheck and synccheck clean on the tests shape and 512x4096x7168 (the
+unsplit launch; session 83).
 `compare dual_gemm v65 v66` (kernel method, one process, mean us): 256x4096x7168 44.44 -> 44.44 1.000x [0.993, 1.007],
 512x4096x7168 77.86 -> 76.72 1.015x [1.007, 1.023] FASTER, 256x3072x4096 29.06 -> 29.13 0.998x [0.990, 1.005],
 512x3072x7168 63.81 -> 63.97 0.997x [0.992, 1.003] (SAME); geomean 1.002x; outputs bit for bit v65's. Above the

@@ -19,7 +19,15 @@ other three SAME (no helpers in their launches: 256x4096x7168 is kSplit, 512x409
 kTailsEarly, whose helpers already wait first). Outputs bit for bit v66's (the same sums in the same order). Refuted if
 256x3072x4096 is SAME: then the helpers' later flags in v66's marks were the marks builds' or the tile CTAs' traffic,
 not the lap.
-Measured: not yet run
+Measured: NVIDIA H200, session 83 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit bd36b1a): tests,
+edges, random shapes and bad inputs pass; racecheck and synccheck clean on the tests shape and 256x3072x4096 (the
+changed launch). `compare dual_gemm v66 v68` (kernel method, one process, mean us): 256x4096x7168 44.34 -> 44.19
+1.003x [0.997, 1.010], 512x4096x7168 1.000x [0.993, 1.006], 256x3072x4096 28.99 -> 28.55 1.015x [1.005, 1.025] FASTER,
+512x3072x7168 1.002x [0.995, 1.009] (SAME); geomean 1.005x [1.003, 1.007]; outputs bit for bit v66's. As predicted
+(1.01-1.02x on 256x3072x4096, the rest SAME). Recorded kernel 44.35 / 76.57 / 28.51 / 63.51 us, gpumode 45.87 / 77.22
+/ 30.07 / 65.09. Kept as the best: faster than v66 by its interval on one shape, none slower. So on this launch the
+dependent lap helps the tile CTAs and hurts the helpers, as v63 found for kTailsEarly's; why the helpers' lap is
+slower (their tails are the tiles' last K blocks, their A the prepass's last writes) is not taken apart.
 """
 
 import torch
