@@ -1,10 +1,11 @@
 """group_gemm's launch plans of two versions side by side, from their own C++ (CPU only: nvcc, no GPU).
 
-Usage (repository root): python studies/group_gemm_plans.py v50 v52 [--random 20000]
+Usage (repository root): python studies/group_gemm_plans.py v50 v52 [--random 20000] [--long-k]
 
 Each version's CUDA_SRC is built for the host with a main() that feeds fill_chunk (and largest_first,
 wants_deep_ring) the shapes of shapes.yaml (tests, benchmarks, edges), four custom shapes and N random
-ones (g 1-12, M 1-700, N 128-8192; the plan does not read K), with sms = 132 (an H100 SXM / H200), and
+ones (g 1-12, M 1-700, N 128-8192; K 256, or with --long-k each shape's own and random 256-8192, printing each
+group's k_splits: versions v86 on), with sms = 132 (an H100 SXM / H200), and
 prints each chunk's ring, CTA count, workspace bytes, prepass blocks and per group m_tiles x
 m_tile_rows. Each tile's wgmma N is then computed here as the kernel does (v52's deep-ring expression
 min(m_tile_rows, rows left rounded up to 32), v50's rounded min(m_tile_rows, rows left) elsewhere: equal
@@ -37,7 +38,7 @@ int main() {
             const long long bytes = fill_chunk(desc.data(), order, first, g, 132, pr, tiles, db);
             printf("%s %d %lld %d", wants_deep_ring(pr) ? "deep" : "tall", tiles, bytes, db);
             for (int i = 0; i < pr.num_groups; ++i)
-                printf(" %d:%d:%d", pr.groups[i].m, pr.groups[i].m_tiles, pr.groups[i].m_tile_rows);
+                printf(" %d:%d:%d" K_SPLITS_FORMAT, pr.groups[i].m, pr.groups[i].m_tiles, pr.groups[i].m_tile_rows K_SPLITS_ARG);
             printf(";");
         }
         printf("\n");
@@ -47,14 +48,17 @@ int main() {
 CUSTOM = [([330, 208], [3072] * 2), ([100, 448], [4096] * 2), ([289, 128, 97], [3072] * 3), ([330], [5120])]
 
 
-def build(version, tmp):
+def build(version, tmp, long_k=False):
     path = os.path.join(ROOT, "submissions", "group_gemm", f"submission_{version}.py")
     if not os.path.exists(path):
         path = os.path.join(ROOT, "submissions", "group_gemm", "attic", f"submission_{version}.py")
     src = next(n.value.value for n in ast.parse(open(path).read()).body
                if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CUDA_SRC")
     cu = os.path.join(tmp, f"plan_{version}.cu")
-    open(cu, "w").write(src + MAIN)
+    # --long-k: each group's k_splits too (v86 on; earlier versions have no such field)
+    macros = ('#define K_SPLITS_FORMAT ":%d"\n#define K_SPLITS_ARG , pr.groups[i].k_splits\n' if long_k
+              else "#define K_SPLITS_FORMAT\n#define K_SPLITS_ARG\n")
+    open(cu, "w").write(src + macros + MAIN)
     exe = os.path.join(tmp, f"plan_{version}")
     subprocess.run(["nvcc", "-O1", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-o", exe, cu], check=True)
     return exe
@@ -65,7 +69,7 @@ def tiles_n(chunk):
     ring, _, _, _, *groups = chunk.split()
     out = []
     for gdesc in groups:
-        m, mt, mtr = (int(x) for x in gdesc.split(":"))
+        m, mt, mtr = (int(x) for x in gdesc.split(":")[:3])
         for t in range(mt):
             left = m - t * mtr
             out.append(min(mtr, (left + 31) // 32 * 32) if ring == "deep" else (min(mtr, left) + 31) // 32 * 32)
@@ -76,22 +80,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("a"); ap.add_argument("b")
     ap.add_argument("--random", type=int, default=20000)
+    ap.add_argument("--long-k", action="store_true",
+                    help="feed each shape's own K (random ones 256-8192) and print k_splits (versions v86 on)")
     args = ap.parse_args()
     cfg = yaml.safe_load(open(os.path.join(ROOT, "shapes.yaml")))["group_gemm"]
-    named = [(f"{kind}:{i}", s["m"], s["n"]) for kind in ("tests", "benchmarks", "edges") for i, s in enumerate(cfg[kind])]
-    named += [(f"custom:{i}", m, n) for i, (m, n) in enumerate(CUSTOM)]
+    named = [(f"{kind}:{i}", s["m"], s["n"], s["k"] if args.long_k else [256] * len(s["m"]))
+             for kind in ("tests", "benchmarks", "edges") for i, s in enumerate(cfg[kind])]
+    named += [(f"custom:{i}", m, n, [256] * len(m)) for i, (m, n) in enumerate(CUSTOM)]
     rng = random.Random(52)
     rand = []
     for _ in range(args.random):
         g = rng.randint(1, 12)
-        rand.append(("random", [rng.randint(1, 700) for _ in range(g)], [128 * rng.randint(1, 64) for _ in range(g)]))
+        m, n = [rng.randint(1, 700) for _ in range(g)], [128 * rng.randint(1, 64) for _ in range(g)]
+        k = [64 * rng.randint(4, 128) for _ in range(g)] if args.long_k else [256] * g
+        rand.append(("random", m, n, k))
     shapes = named + rand
-    text = "".join(f"{len(m)} " + " ".join(f"{x} {y} 256" for x, y in zip(m, n)) + "\n" for _, m, n in shapes)
+    text = "".join(f"{len(m)} " + " ".join(f"{x} {y} {z}" for x, y, z in zip(m, n, k)) + "\n" for _, m, n, k in shapes)
     with tempfile.TemporaryDirectory() as tmp:
-        outs = [subprocess.run([build(v, tmp)], input=text, capture_output=True, text=True, check=True).stdout.splitlines()
-                for v in (args.a, args.b)]
+        outs = [subprocess.run([build(v, tmp, args.long_k)], input=text, capture_output=True, text=True,
+                               check=True).stdout.splitlines() for v in (args.a, args.b)]
     outside = 0
-    for (name, m, n), pa, pb in zip(shapes, *outs):
+    for (name, m, n, _), pa, pb in zip(shapes, *outs):
         if name != "random":
             print(f"{name:12s} m={m if len(m) < 9 else f'({len(m)} groups)'} {'CHANGED' if pa != pb else 'same'}")
             if pa != pb:
@@ -101,7 +110,7 @@ def main():
             for ca, cb in zip(pa.split(";"), pb.split(";")):
                 for ga, gb in zip(ca.split()[4:], cb.split()[4:]):
                     if ga != gb:
-                        mm, mt, mtr = (int(x) for x in gb.split(":"))
+                        mm, mt, mtr = (int(x) for x in gb.split(":")[:3])
                         split = (mm + mt - 1) // mt
                         ok = cb.split()[0] == "deep" and mtr == 112 and 96 < split <= 112 and ga.endswith(":128")
                         outside += not ok
