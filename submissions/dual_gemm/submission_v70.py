@@ -1234,7 +1234,7 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();  // NOTE: the producer warpgroup leaves below, thread 0 after its copies
+    __syncthreads();  // NOTE: the producer warpgroup leaves below, thread 0 (v70: and 32) after its copies
 
     constexpr bool kHelpers = kMode == kTails || kMode == kSplitTails || kMode == kTailsEarly;
     constexpr bool kHelpersFirst = kMode == kSplitTails || kMode == kTailsEarly;
