@@ -246,3 +246,27 @@ def test_a_new_cuda_version_carries_the_timeline_marks_and_still_compiles(tmp_pa
         cmd, _ = compile_only.nvcc_command(nvcc, c, "sm_90", prelude=False)
         run = subprocess.run([*cmd, *extra], capture_output=True, text=True, cwd=tmp_path)
         assert run.returncode == 0, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("text, width", [
+    ("a long-K group (K above 4096, at most 8192) whose tiles are 128-160 rows", 26),
+    ("v86 (K halves for the 176- and 248-row tiles, for the registers)", 29),
+    ("[dim]gemm v97's byte spread, 11 instructions a word[/dim] and more", 30),
+    ("x" * 50, 10),
+])
+def test_a_cut_text_cell_fits_keeps_its_markup_and_never_ends_in_a_number(text, width):
+    """A terminal table's text column is cut at a word, its markup kept: rich's own ellipsis cut at a character, and a
+    change line's "K above 4096" showed as "K above 409…", a number that reads as whole."""
+    import re
+
+    from rich.text import Text
+
+    from harness.cli.render import cut_at_word
+    cut = cut_at_word(text, width)
+    shown = Text.from_markup(cut)
+    assert shown.cell_len <= width and shown.plain.endswith("…")
+    assert not re.search(r"\d[\d,.]*…", shown.plain), shown.plain
+    assert Text.from_markup(text).plain.startswith(shown.plain[:-1])  # a prefix of what was there, whole words
+    if text.startswith("[dim]"):
+        assert shown.spans and shown.spans[0].style == "dim"
+    assert cut_at_word("short", 10) == "short"

@@ -130,6 +130,27 @@ class Col:
 ELASTIC_MIN = 12  # a text column with a max_width (a change line) is cut to fit, never below this
 
 
+def cut_at_word(cell: str, width: int) -> str:
+    """A text cell (rich markup) cut to ``width`` columns at a word boundary with an ellipsis, its markup kept: never
+    inside a word, and never right after a number, which would read as a number cut short (rich's own ellipsis cuts at
+    a character: a change line's "K above 4096" showed as "K above 409…"). A first word longer than ``width`` is cut
+    where it must be."""
+    text = Text.from_markup(cell)
+    if text.cell_len <= width or width < 2:
+        return cell
+    plain = text.plain
+    end = plain.rfind(" ", 0, width)  # NOTE: the kept text and its "…" fit: end <= width - 1
+    while end > 0 and plain[:end].rstrip(" ,;:(")[-1:].isdigit():
+        end = plain.rfind(" ", 0, end)
+    if end <= 0:
+        end = width - 1
+    kept = text[:end]
+    kept.rstrip()
+    kept.plain = kept.plain.rstrip(",;:(")
+    kept.append("…")
+    return kept.markup
+
+
 def _rich_table(title: str, cols: list[Col], rows: list[dict], merged: bool, caps: dict | None = None) -> Table:
     # NOTE: no vertical rules, one space between columns and none at the edges: 80 columns hold a version, four shapes,
     # the geomean and two ratios (rich's default box spends 3 characters a column). Every column is
@@ -144,6 +165,9 @@ def _rich_table(title: str, cols: list[Col], rows: list[dict], merged: bool, cap
         cells = []
         for c in shown:
             cell = row.get(c.name, "")
+            cap = (caps or {}).get(c.name, c.max_width)
+            if cap and not c.wrap and isinstance(cell, str):
+                cell = cut_at_word(cell, cap)  # NOTE: before rich, whose ellipsis would cut inside a word or number
             below = [row.get(u.name) for u in cols if merged and u.under == c.name and row.get(u.name)]
             cells.append("\n".join([cell, *(f"[dim]({b})[/dim]" for b in below)]))
         table.add_row(*cells)
