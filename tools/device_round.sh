@@ -30,11 +30,12 @@ import sys
 from harness import submissions
 from harness.errors import UserError
 bad = []
+STEPS, SANITIZE = ("", "check", "time", "record", "all"), ("", "0", "1")  # NOTE: "": the default (try_version.sh's)
 # NOTE: the variables and each spec's own too: try_version.sh refuses a bad STEPS or SANITIZE itself, but only at its
 # version's turn, after the builds and the versions before it
-if os.environ.get("STEPS", "") not in ("", "check", "time", "record", "all"):
+if os.environ.get("STEPS", "") not in STEPS:
     bad.append(f"STEPS must be check, time, record or all, got '{os.environ['STEPS']}'")
-if os.environ.get("SANITIZE", "") not in ("", "0", "1"):
+if os.environ.get("SANITIZE", "") not in SANITIZE:
     bad.append(f"SANITIZE must be 0 or 1, got '{os.environ['SANITIZE']}'")
 for spec in sys.argv[1:]:
     fields = spec.split(":")
@@ -42,9 +43,9 @@ for spec in sys.argv[1:]:
     if not (problem and version and parent) or len(fields) > 5:
         bad.append(f"{spec}: a spec is P:V:PARENT[:STEPS[:SANITIZE]]")
         continue
-    if steps not in ("", "check", "time", "record", "all"):
+    if steps not in STEPS:
         bad.append(f"{spec}: STEPS must be check, time, record or all (or empty), got '{steps}'")
-    if sanitize not in ("", "0", "1"):
+    if sanitize not in SANITIZE:
         bad.append(f"{spec}: SANITIZE must be 0 or 1 (or empty), got '{sanitize}'")
     for name in (version, parent):
         try:

@@ -138,15 +138,14 @@ def cut_at_word(cell: str, width: int) -> str:
     text = Text.from_markup(cell)
     if text.cell_len <= width or width < 2:
         return cell
-    plain = text.plain
+    plain, trailing = text.plain, " ,;:("  # NOTE: what a cut line does not end in before its "…"
     end = plain.rfind(" ", 0, width)  # NOTE: the kept text and its "…" fit: end <= width - 1
-    while end > 0 and plain[:end].rstrip(" ,;:(")[-1:].isdigit():
+    while end > 0 and plain[:end].rstrip(trailing)[-1:].isdigit():
         end = plain.rfind(" ", 0, end)
     if end <= 0:
         end = width - 1
     kept = text[:end]
-    kept.rstrip()
-    kept.plain = kept.plain.rstrip(",;:(")
+    kept.plain = kept.plain.rstrip(trailing)
     kept.append("…")
     return kept.markup
 
