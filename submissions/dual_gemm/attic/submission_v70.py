@@ -20,7 +20,16 @@ Prediction: 256x4096x7168 1.005-1.015x v68 and 256x3072x4096 1.005-1.02x (the ti
 sooner); 512x4096x7168 and 512x3072x7168 SAME (their producers wait first, unchanged). Outputs bit for bit v68's.
 Refuted if SAME: then the lap's copies are not issued one after another by a thread's issue (the ~0.9 us is their
 descriptors' or the TMA unit's, which a second thread shares).
-Measured: not yet run
+Measured: NVIDIA H200, session 84 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit e032893): tests,
+edges, random shapes and bad inputs pass; racecheck and synccheck clean on the tests shape and 256x3072x4096.
+`compare dual_gemm v68 v70` (kernel method, one process, mean us): 256x4096x7168 44.28 -> 45.42 0.975x [0.968, 0.982]
+SLOWER (0.973x A first, 0.977x B first), 512x4096x7168 0.993x [0.989, 0.998], 256x3072x4096 28.58 -> 28.91 0.989x
+[0.981, 0.996], 512x3072x7168 0.995x [0.987, 1.004] (SAME); geomean 0.988x [0.987, 0.989]; outputs bit for bit v68's.
+Refuted, and worse than SAME: a second producer thread issuing the lap's B costs the split launch 2.5%, as two
+producer threads cost gemm (v104). The ~0.9 us before the split lap's wait is not one thread's issue that another
+thread can take over (the copies share one path to the TMA unit); why the second thread makes the launch slower
+rather than SAME is not taken apart (no marks were taken).
+Verdict: slower
 """
 
 import torch

@@ -17,7 +17,13 @@ its A the prepass's L2 writes: with the wait first both go out at ~2.5 us.
 Prediction: 256x3072x4096 1.005-1.02x v68 (its tile CTAs' first stage ~0.5 us sooner, the loops' end with it); the
 other three SAME (their launches unchanged). Outputs bit for bit v68's. Refuted if SAME or slower: then the split
 lap's B in flight before the wait is worth what its issue costs on this launch too, as v65 found on 256x4096x7168.
-Measured: not yet run
+Measured: NVIDIA H200, session 84 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit e032893): tests,
+edges, random shapes and bad inputs pass. `compare dual_gemm v68 v69` (kernel method, one process, mean us):
+256x4096x7168 0.998x [0.990, 1.005], 512x4096x7168 0.997x [0.987, 1.007], 256x3072x4096 28.54 -> 28.65 0.996x [0.993,
+0.999], 512x3072x7168 1.002x [0.992, 1.011], all SAME; geomean 0.998x [0.996, 1.000]; outputs bit for bit v68's.
+Refuted: on 256x3072x4096's tile CTAs the split lap's B in flight before the wait is worth what its issue costs, as
+on 256x4096x7168 (v65); only the helpers, whose B is the tiles' last K blocks, gain by waiting first (v68).
+Verdict: slower
 """
 
 import torch
