@@ -1,6 +1,6 @@
 """group_gemm's launch plans of two versions side by side, from their own C++ (CPU only: nvcc, no GPU).
 
-Usage (repository root): python studies/group_gemm_plans.py v50 v52 [--random 20000] [--long-k]
+Usage (repository root): python studies/group_gemm_plans.py v50 v52 [--random 20000] [--long-k] [--order]
 
 Each version's CUDA_SRC is built for the host with a main() that feeds fill_chunk (and largest_first,
 wants_deep_ring) the shapes of shapes.yaml (tests, benchmarks, edges), four custom shapes and N random
@@ -32,7 +32,7 @@ int main() {
             p[6] = m; p[7] = n; p[8] = k;
             p[0] = p[1] = p[2] = p[3] = p[4] = 0x10000; p[9] = k / 2; p[10] = k / 2; p[13] = n;
         }
-        const std::vector<int> order = largest_first(desc.data(), g);
+        const std::vector<int> order = ORDER_OF(desc.data(), g);
         for (int first = 0; first < g; first += kMaxGroups) {
             Problem pr; int tiles = 0, db = 0;
             const long long bytes = fill_chunk(desc.data(), order, first, g, 132, pr, tiles, db);
@@ -48,7 +48,7 @@ int main() {
 CUSTOM = [([330, 208], [3072] * 2), ([100, 448], [4096] * 2), ([289, 128, 97], [3072] * 3), ([330], [5120])]
 
 
-def build(version, tmp, long_k=False):
+def build(version, tmp, long_k=False, order=False):
     path = os.path.join(ROOT, "submissions", "group_gemm", f"submission_{version}.py")
     if not os.path.exists(path):
         path = os.path.join(ROOT, "submissions", "group_gemm", "attic", f"submission_{version}.py")
@@ -58,6 +58,9 @@ def build(version, tmp, long_k=False):
     # --long-k: each group's k_splits too (v86 on; earlier versions have no such field)
     macros = ('#define K_SPLITS_FORMAT ":%d"\n#define K_SPLITS_ARG , pr.groups[i].k_splits\n' if long_k
               else "#define K_SPLITS_FORMAT\n#define K_SPLITS_ARG\n")
+    # --order: the groups in the order the call launches them (launch_order, versions v74 on), not largest first
+    macros += ("#define ORDER_OF(d, g) launch_order(d, g, 132)\n" if order
+               else "#define ORDER_OF(d, g) largest_first(d, g)\n")
     open(cu, "w").write(src + macros + MAIN)
     exe = os.path.join(tmp, f"plan_{version}")
     subprocess.run(["nvcc", "-O1", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-o", exe, cu], check=True)
@@ -80,6 +83,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("a"); ap.add_argument("b")
     ap.add_argument("--random", type=int, default=20000)
+    ap.add_argument("--order", action="store_true",
+                    help="chunks and groups in launch_order's order (versions v74 on), not largest first")
     ap.add_argument("--long-k", action="store_true",
                     help="feed each shape's own K (random ones 256-8192) and print k_splits (versions v86 on)")
     args = ap.parse_args()
@@ -97,7 +102,7 @@ def main():
     shapes = named + rand
     text = "".join(f"{len(m)} " + " ".join(f"{x} {y} {z}" for x, y, z in zip(m, n, k)) + "\n" for _, m, n, k in shapes)
     with tempfile.TemporaryDirectory() as tmp:
-        outs = [subprocess.run([build(v, tmp, args.long_k)], input=text, capture_output=True, text=True,
+        outs = [subprocess.run([build(v, tmp, args.long_k, args.order)], input=text, capture_output=True, text=True,
                                check=True).stdout.splitlines() for v in (args.a, args.b)]
     outside = 0
     for (name, m, n, _), pa, pb in zip(shapes, *outs):

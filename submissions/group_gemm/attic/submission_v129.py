@@ -14,7 +14,14 @@ of ~100 cycles less each is ~3 us a half on the 160-row group.
 Prediction: A 1.01-1.03x v128 (the 128- and 160-row halves' loops 5-12% shorter; the call's end moves with the part
 of them on its path); B, C, D SAME. Outputs differ from v128's on those groups (one chain a half instead of promoted
 sums), within the yardstick on `--dist all` (the study's figure for two chains). Refuted if SAME.
-Measured: not yet run
+Measured: NVIDIA H200, session 84 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit e032893): tests,
+edges, the custom long-K shapes (every distribution), random shapes (mixed) and bad inputs pass. `compare group_gemm
+v128 v129` (kernel method, one process, mean us): A 119.27 -> 119.15 1.000x [0.993, 1.008], B 0.997x [0.990, 1.004], C
+1.000x [0.991, 1.009], D 1.001x [0.992, 1.009], all SAME; outputs bit for bit v128's on the competition's inputs.
+Refuted: the halves' promotion (a wait and 80 FADDs a lap at 160 rows) is not on A's path; the halves' end is their
+exchange and the launch's waves, not their loops' last microseconds. v128 keeps the promotion (its accuracy margin
+on mixed data is the better one) and stays the best.
+Verdict: slower
 """
 
 import torch
