@@ -21,11 +21,17 @@ rounded once more), equally exact (`test --dist all`). Refuted if A is SAME or s
 what the balance gives.
 Measured: NVIDIA H200, session 84 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit e032893): tests,
 edges, custom long-K shapes (g3 m[130,160,64] k[6144,7168,5120], g2 m[100,256] k[8192,4608]; every distribution),
-random shapes (mixed) and bad inputs pass. `compare group_gemm v124 v128` (kernel method, one process, mean us): A
+random shapes (mixed) and bad inputs pass; racecheck and synccheck clean (the tests shape and g3 m[130,160,64]
+k[6144,7168,5120], whose 160-row tiles run as halves). `compare group_gemm v124 v128` (kernel method, one process, mean us): A
 122.64 -> 120.25 1.019x [1.009, 1.030] FASTER (1.022x A first, 1.018x B first), B 0.994x [0.984, 1.004], C 0.995x
 [0.990, 1.001], D 1.001x [0.997, 1.004] (SAME); outputs bit for bit v124's on the competition's inputs (its sums are
 exact there, so the extra rounding the prediction named never shows; every distribution's tests pass). As predicted (the lower half of 1.01-1.04x). Recorded kernel 119.50 / 64.73 / 28.27 / 14.93 us, gpumode
-120.81 / 66.44 / 29.86 / 16.85. Kept as the best: faster than v124 by its interval on A, none slower.
+120.81 / 66.44 / 29.86 / 16.85 (D's host path: `probe host group_gemm v128 --shapes benchmarks:3` 12.46 us idle,
+12.69 queued, against 14.75 of device time; cudaGraphLaunch 7.15 of it; this host's torch launch 8.39, its slow
+mode). Kept as the best: faster than v124 by its interval on A, none slower. The fair peer (`compare group_gemm peer
+v128`, one process): 3.062x [2.521, 3.573] / 4.904x / 1.657x [1.522, 1.776] / 2.465x (peer 364.7 / 308.4 / 46.84 /
+36.37 us, v128 118.4 / 63.84 / 28.26 / 14.74): issue 46's >= 1.3x on every shape in this call, with the peer ~30%
+slower on A and C than in session 83's call (280.0, 36.06): its own spread, not v128's.
 """
 
 import torch

@@ -22,7 +22,17 @@ launch_order's order: 563 of 3,000 random shapes at K 256, 1,546 of 3,000 long-K
 Prediction: A 1.01-1.03x v128 (the model's 2.7%, which read v128 3% long); B, C, D SAME (their launches
 unchanged). Outputs bit for bit v128's (the same tiles and sums in another order). Refuted if A is SAME: then the
 short tiles run longer beside the halves' exchanges than alone at the end, and whole-CTA durations do not compose.
-Measured: not yet run
+Measured: NVIDIA H200, session 84 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 945feb7): tests,
+edges, the custom long-K shapes (every distribution), random shapes (mixed) and bad inputs pass. `compare group_gemm
+v128 v130` (kernel method, one process, mean us): A 118.01 -> 121.64 0.970x [0.964, 0.975] SLOWER (0.971x A first,
+0.970x B first), B 0.990x [0.981, 0.999], C 0.994x [0.992, 0.997], D 1.004x (SAME); outputs bit for bit v128's.
+Refuted, as the prediction's clause said: `probe marks group_gemm v128 v130 --shapes benchmarks:0 --fill 'GEMM
+start:end'` (20 calls each in turn, medians) reads the same fill ratio (1.087x -> 1.085x of an even spread) over more
+CTA-time: the even-spread end 112.64 -> 115.71 us, i.e. the CTAs' summed durations grew 2.7% with the short tiles in
+the first waves beside the 248-row halves and the halves last (their last start 82.40 -> 94.24 us, the call's end
+122.43 -> 125.57). A CTA's duration depends on what runs beside it, so a dispatch model of fixed durations cannot
+rank these orders; v128's order stays.
+Verdict: slower
 """
 
 import torch
