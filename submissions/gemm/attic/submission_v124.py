@@ -16,7 +16,14 @@ and stage 1 a block later (~0.22 us in the paired loop).
 Prediction: 128x7168x2048 and 128x4096x7168 1.000-1.010x v122 (A's first copy ~0.2 us sooner); 128x7168x16384 SAME
 (its stream launch waits for its prepass as a plain launch). Outputs bit for bit v122's. Refuted if SAME: then stage
 1's B from DRAM, not A's first copy, paces the first lap, and v119's two stages stay.
-Measured: not yet run
+Measured: NVIDIA H200, session 84 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 02d4c15): tests,
+edges, random shapes and bad inputs pass. `compare gemm v122 v124` (kernel method, one process, mean us):
+128x7168x16384 1.004x [1.000, 1.007] SAME, 128x4096x7168 20.42 -> 20.79 0.982x [0.974, 0.990] SLOWER, 128x7168x2048
+12.57 -> 12.88 0.975x [0.971, 0.979] SLOWER (0.983x A first, 0.968x B first); outputs bit for bit v122's. Refuted:
+on gemm's dependent launches the second stage's B in flight before the wait is worth more than A's first copy
+leaving one stage sooner (the paired loop needs stage 1 ~0.22 us after stage 0, sooner than B from DRAM lands when
+issued after the wait). v119's two stages stay.
+Verdict: slower
 """
 
 import torch

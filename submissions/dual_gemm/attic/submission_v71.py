@@ -18,7 +18,17 @@ Prediction: 256x4096x7168 and 256x3072x4096 1.000-1.010x v68 (the first stage's 
 end when the first lap paces the start); 512x4096x7168 and 512x3072x7168 SAME (their producers wait first). Outputs
 bit for bit v68's. Refuted if SAME: then the second stage's B, not A's first copy, paces the first lap, and v65's
 two stages stay.
-Measured: not yet run
+Measured: NVIDIA H200, session 84 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 02d4c15): tests,
+edges, random shapes and bad inputs pass. `compare dual_gemm v68 v71` (kernel method, one process, mean us):
+256x4096x7168 44.46 -> 44.24 1.005x [1.002, 1.008] (1.008x A first, 1.002x B first), 512x4096x7168 0.998x,
+256x3072x4096 0.999x, 512x3072x7168 0.997x [0.994, 1.000], all SAME (inside the compare's 1% margin); outputs bit for
+bit v68's. `probe marks dual_gemm v68 v71 --shapes benchmarks:0` (20 calls each in turn, medians): the wait returned
+0.13 us sooner (3.65 -> 3.52 us after the call's first stamp), the loop phase unchanged (34.40 both), the last CTA's
+end 0.34 us sooner (43.65 -> 43.31) in the marks builds, while the plain builds timed in turn beside them read 44.67
+-> 44.56 us (0.997). Inside the prediction's range, but under the margin the product calls a difference: SAME. The
+wait returns ~0.1 us sooner with one early stage, and the end moves by about that, not by the ~0.45 us priced: the
+first lap's pace after the wait is A's copies landing, not their issue.
+Verdict: slower
 """
 
 import torch
