@@ -28,10 +28,14 @@ k[6144,7168,5120], whose 160-row tiles run as halves). `compare group_gemm v124 
 exact there, so the extra rounding the prediction named never shows; every distribution's tests pass). As predicted (the lower half of 1.01-1.04x). Recorded kernel 119.50 / 64.73 / 28.27 / 14.93 us, gpumode
 120.81 / 66.44 / 29.86 / 16.85 (D's host path: `probe host group_gemm v128 --shapes benchmarks:3` 12.46 us idle,
 12.69 queued, against 14.75 of device time; cudaGraphLaunch 7.15 of it; this host's torch launch 8.39, its slow
-mode). Kept as the best: faster than v124 by its interval on A, none slower. The fair peer (`compare group_gemm peer
+mode; A's: `probe host group_gemm v128 --shapes benchmarks:0` 32.43 us idle, 33.13 queued, against 118.18 of device
+time, cudaGraphLaunch 5.37 and the rest, the Python and C++ that read the 8 groups' 40 tensors and key the plan
+cache, 26.36, on a host whose torch launch read 8.55: issue 46's <= 20 us for g = 8 is not met on it (v88 read 21.28
+on another host)). Kept as the best: faster than v124 by its interval on A, none slower. The fair peer (`compare group_gemm peer
 v128`, one process): 3.062x [2.521, 3.573] / 4.904x / 1.657x [1.522, 1.776] / 2.465x (peer 364.7 / 308.4 / 46.84 /
 36.37 us, v128 118.4 / 63.84 / 28.26 / 14.74): issue 46's >= 1.3x on every shape in this call, with the peer ~30%
-slower on A and C than in session 83's call (280.0, 36.06): its own spread, not v128's.
+slower on A and C than in session 83's call (280.0, 36.06): its own spread, not v128's. A second call on another
+machine of the session read C 1.627x [1.505, 1.734] (peer 46.13, v128 28.42).
 """
 
 import torch
