@@ -16,6 +16,10 @@ of the same CTA-µs over 132 SMs is 113.6. The gap is granularity: 192 long CTAs
 (43.6) on 132 SMs, so an SM gets one long CTA or two (73-119 µs) before its short one; no order of whole tiles
 closes it. What would: pieces finer than a tile where the waves end (split or streamed K), priced against the
 exchange each piece costs (the 248-row adders' ~9 µs after their loops, v125's marks).
+Caveat (session 84): a CTA's duration is not fixed. v128 (the 128- and 160-row tiles as K halves) measured A 1.019x
+v124 and v130 (v128's groups in the order this model ranks best, the short tiles before the 128- to 176-row halves:
+122.4 against v128's 125.8 µs) measured 0.970x: the same fill ratio (1.085x of an even spread) over 2.7% more
+CTA-time, so the same CTAs ran longer beside other neighbours. The model ranks orders only within that error.
 """
 import heapq
 import itertools
