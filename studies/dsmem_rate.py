@@ -19,7 +19,7 @@ its 1/256 of the received bytes:
 
 Per mode: 20 launches; per launch the slowest CTA's time from the cluster barrier before the
 exchange to its last thread done (%globaltimer), median over launches, as µs and as GB/s per CTA.
-Usage: python3 studies/dsmem_rate.py [--kb 64] [--compile-only]
+Usage: python3 studies/dsmem_rate.py [--kb 64] [--ctas 132] [--compile-only]
 (writes and builds a standalone CUDA program with nvcc under .build/experiments/; no torch needed)
 """
 import argparse
@@ -32,7 +32,7 @@ import standalone  # noqa: E402
 MODES = ["pull, 1 in flight", "pull, 16 in flight", "push, bulk copy", "push, st.shared::cluster"]
 
 
-def program(kb: int) -> str:
+def program(kb: int, ctas: int = 132) -> str:
     return r"""
 #include <cstdint>
 #include <cstdio>
@@ -45,7 +45,7 @@ constexpr int kBytes = """ + str(kb) + r""" * 1024;       // exchanged a CTA
 constexpr int kPerThread = kBytes / 16 / kThreads;        // float4 a thread
 constexpr int kChunks = 4;                                 // bulk copies a push
 constexpr int kSmem = 2 * kBytes + 1024;                   // own buffer, receive area, barrier
-constexpr int kCtas = 132, kLaunches = 20;
+constexpr int kCtas = """ + str(ctas) + r""", kLaunches = 20;
 static_assert(kBytes % (16 * kThreads) == 0 && kBytes % (16 * kChunks) == 0, "whole float4 a thread");
 
 __device__ __forceinline__ unsigned long long gtime() {
@@ -184,9 +184,17 @@ int main() {
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kb", type=int, default=64, help="KB exchanged a CTA (a multiple of 4)")
+    ap.add_argument("--ctas", type=int, default=132,
+                    help="CTAs exchanging, an even number from 2 to 132 (one an SM; the rest of the SMs idle): "
+                         "whether the rate a CTA is its own link's or the whole network's")
     ap.add_argument("--compile-only", action="store_true")
     args = ap.parse_args()
-    return standalone.build_and_run(f"dsmem_rate_{args.kb}", program(args.kb), compile_only=args.compile_only)
+    if args.kb < 4 or args.kb % 4:
+        ap.error(f"--kb must be a positive multiple of 4, got {args.kb}")
+    if not 2 <= args.ctas <= 132 or args.ctas % 2:
+        ap.error(f"--ctas must be an even number from 2 to 132, got {args.ctas}")
+    return standalone.build_and_run(f"dsmem_rate_{args.kb}_{args.ctas}", program(args.kb, args.ctas),
+                                    compile_only=args.compile_only)
 
 
 if __name__ == "__main__":
