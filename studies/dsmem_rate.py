@@ -16,6 +16,12 @@ its 1/256 of the received bytes:
                         reads the received bytes locally
   push, st.shared::cluster  every thread stores its 16 float4 into the peer's receive area, then a
                         cluster barrier (release / acquire), then local reads
+  half DSMEM, half L2   thread 0 pushes the first half as "push, bulk copy" does and bulk-stores the
+                        second half to global memory, then arrives (release, cluster scope) on the
+                        peer's mbarrier; every thread reads the first half locally and the peer's
+                        second half from L2 (ld.global.cg): do the two paths add their rates?
+  3/4 DSMEM, 1/4 L2     the same with a quarter through L2 (its round trip is two transfers)
+  all through L2        the same with nothing over DSMEM: the L2 round trip on its own
 
 Per mode: 20 launches; per launch the slowest CTA's time from the cluster barrier before the
 exchange to its last thread done (%globaltimer), median over launches, as µs and as GB/s per CTA.
@@ -29,7 +35,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # standalone.py beside this file
 import standalone  # noqa: E402
 
-MODES = ["pull, 1 in flight", "pull, 16 in flight", "push, bulk copy", "push, st.shared::cluster"]
+MODES = ["pull, 1 in flight", "pull, 16 in flight", "push, bulk copy", "push, st.shared::cluster", "half DSMEM, half L2",
+         "3/4 DSMEM, 1/4 L2", "all through L2"]
 
 
 def program(kb: int, ctas: int = 132) -> str:
@@ -46,6 +53,8 @@ constexpr int kPerThread = kBytes / 16 / kThreads;        // float4 a thread
 constexpr int kChunks = 4;                                 // bulk copies a push
 constexpr int kSmem = 2 * kBytes + 1024;                   // own buffer, receive area, barrier
 constexpr int kCtas = """ + str(ctas) + r""", kLaunches = 20;
+constexpr int kChunkBytes = kBytes / kChunks;
+// NOTE: the DSMEM part of modes 4-6 (half, 3/4, none; the rest through L2) is set per mode in the kernel
 static_assert(kBytes % (16 * kThreads) == 0 && kBytes % (16 * kChunks) == 0, "whole float4 a thread");
 
 __device__ __forceinline__ unsigned long long gtime() {
@@ -74,7 +83,8 @@ __device__ __forceinline__ float add4(float a, float4 v) { return a + v.x + v.y 
 
 template <int kMode>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
-exchange(unsigned long long* stamps, float* out) {
+exchange(unsigned long long* stamps, float* out, float4* scratch) {
+    constexpr int kDsmemBytes = kMode == 4 ? kBytes / 2 : kMode == 5 ? 3 * kBytes / 4 : 0;  // modes 4-6: pushed over DSMEM
     extern __shared__ __align__(1024) uint8_t smem[];
     const uint32_t mine = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
     const uint32_t recv = mine + kBytes, bar = mine + 2 * kBytes;
@@ -84,10 +94,13 @@ exchange(unsigned long long* stamps, float* out) {
     for (int i = t; i < kBytes / 16; i += kThreads)
         *reinterpret_cast<float4*>(smem + 16 * i) = make_float4(i, rank, 1.f, 2.f);
     if (t == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bar) : "memory");
+        // NOTE: modes 4-6 count two arrivals: the local expect_tx (the DSMEM half's bytes) and the peer's release
+        // once its L2 half is written
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(kMode >= 4 ? 2 : 1) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         // NOTE: armed before the cluster barrier, so the peer's bytes can only land on an armed phase.
-        if (kMode == 2) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(kBytes) : "memory");
+        if (kMode == 2 || kMode >= 4)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(kMode == 2 ? kBytes : kDsmemBytes) : "memory");
     }
     // NOTE: the fills are generic-proxy writes that the bulk copy (async proxy) reads.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -102,6 +115,32 @@ exchange(unsigned long long* stamps, float* out) {
         float4 v[kPerThread];
         #pragma unroll
         for (int i = 0; i < kPerThread; ++i) v[i] = ld_cluster(mapa(mine + 16 * (i * kThreads + t), peer));
+        #pragma unroll
+        for (int i = 0; i < kPerThread; ++i) acc = add4(acc, v[i]);
+    } else if (kMode >= 4) {
+        if (t == 0) {
+            const uint32_t dst = mapa(recv, peer), remote_bar = mapa(bar, peer);
+            for (int c = 0; c < kDsmemBytes / kChunkBytes; ++c)
+                asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                             :: "r"(dst + c * kChunkBytes), "r"(mine + c * kChunkBytes), "r"(kChunkBytes), "r"(remote_bar) : "memory");
+            float4* const mine_global = scratch + static_cast<size_t>(blockIdx.x) * (kBytes / 16);
+            for (int c = kDsmemBytes / kChunkBytes; c < kBytes / kChunkBytes; ++c)
+                asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                             :: "l"(reinterpret_cast<uint8_t*>(mine_global) + c * kChunkBytes), "r"(mine + c * kChunkBytes), "r"(kChunkBytes) : "memory");
+            asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group 0;\n" ::: "memory");
+            // NOTE: the bulk stores are the async proxy's; the peer reads them through the generic proxy
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(remote_bar) : "memory");
+        }
+        asm volatile("{\n.reg .pred done;\nwait_%=:\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], 0;\n@!done bra wait_%=;\n}\n"
+                     :: "r"(bar) : "memory");
+        const float4* const theirs = scratch + static_cast<size_t>(blockIdx.x ^ 1u) * (kBytes / 16);
+        float4 v[kPerThread];
+        #pragma unroll
+        for (int i = 0; i < kPerThread; ++i) {
+            const int index = i * kThreads + t;
+            v[i] = 16 * index < kDsmemBytes ? ld_local(recv + 16 * index) : __ldcg(theirs + index);
+        }
         #pragma unroll
         for (int i = 0; i < kPerThread; ++i) acc = add4(acc, v[i]);
     } else {
@@ -130,12 +169,15 @@ exchange(unsigned long long* stamps, float* out) {
 }
 
 template <int kMode>
-static void run(const char* name, unsigned long long* d_stamps, float* d_out) {
+static void run(const char* name, unsigned long long* d_stamps, float* d_out, float4* d_scratch) {
     cudaFuncSetAttribute(exchange<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
     std::vector<double> slowest, median;
     std::vector<unsigned long long> h(2 * kCtas);
     for (int l = 0; l < kLaunches + 2; ++l) {
-        exchange<kMode><<<kCtas, kThreads, kSmem>>>(d_stamps, d_out);
+        // NOTE: zeroed before every launch, so a read of the L2 part ahead of its writes shows as "DATA WRONG"
+        // (every launch writes the same values)
+        if (kMode >= 4) cudaMemset(d_scratch, 0, static_cast<size_t>(kCtas) * kBytes);
+        exchange<kMode><<<kCtas, kThreads, kSmem>>>(d_stamps, d_out, d_scratch);
         cudaError_t err = cudaDeviceSynchronize();
         if (err != cudaSuccess) { printf("%-26s launch failed: %s\n", name, cudaGetErrorString(err)); return; }
         if (l < 2) continue;  // NOTE: warm-up launches
@@ -171,11 +213,16 @@ int main() {
     printf("%-26s %8s %8s   %7s %7s\n", "mode", "CTA us", "slowest", "GB/s/CTA", "TB/s all");
     unsigned long long* d_stamps; float* d_out;
     cudaMalloc(&d_stamps, 2 * kCtas * 8);
+    float4* d_scratch;
     cudaMalloc(&d_out, kCtas * kThreads * 4);
-    run<0>("pull, 1 in flight", d_stamps, d_out);
-    run<1>("pull, 16 in flight", d_stamps, d_out);
-    run<2>("push, bulk copy", d_stamps, d_out);
-    run<3>("push, st.shared::cluster", d_stamps, d_out);
+    cudaMalloc(&d_scratch, static_cast<size_t>(kCtas) * kBytes);
+    run<0>("pull, 1 in flight", d_stamps, d_out, d_scratch);
+    run<1>("pull, 16 in flight", d_stamps, d_out, d_scratch);
+    run<2>("push, bulk copy", d_stamps, d_out, d_scratch);
+    run<3>("push, st.shared::cluster", d_stamps, d_out, d_scratch);
+    run<4>("half DSMEM, half L2", d_stamps, d_out, d_scratch);
+    run<5>("3/4 DSMEM, 1/4 L2", d_stamps, d_out, d_scratch);
+    run<6>("all through L2", d_stamps, d_out, d_scratch);
     return 0;
 }
 """
