@@ -789,52 +789,46 @@ __device__ __forceinline__ float4 add_in_order(float4 first, float4 second) {
     return sum;
 }
 
-// v72: reduce_in_cluster's S = 2 exchange for split kSplit's consumer thread u of warpgroup kOperand (0: gate, 1: up),
-// in phases: (1) the peer's share of this thread's partial into the drained ring (only the peer reads it), then this
-// CTA's arrival on the cluster barrier; (2) the tail's loads (kWithTail); (3) the own share's positions that the other
-// warpgroup sums (j = own begin + (1 - kOperand) + 2i), a consumer barrier, the cluster barrier's wait; (4) the peer's
-// partials of this thread's positions (j = own begin + kOperand + 2i) pulled, both operands, and summed with this
-// thread's own operand from its registers and the other's from the ring. v68 staged all 128 KB (kN = 256) before
-// arriving and read both own operands back from shared memory: here 64 KB is staged before the arrival and 32 KB
-// after it. Sums in v68's order, ((0 + split 0) + split 1) + tail, so outputs are bit for bit.
+// v72: reduce_in_cluster's S = 2 exchange, in phases for split kSplit's consumer thread u of warpgroup kOperand (0:
+// gate, 1: up): (1) stage_peer_share: the peer's share of this thread's partial into the drained ring (only the peer
+// reads it), then the CTA's arrival on the cluster barrier; the tail's loads (kWithTail); (2) stage_other_positions:
+// the own share's positions that the other warpgroup sums (j = own begin + (1 - kOperand) + 2i), a consumer barrier,
+// the cluster barrier's wait; (3) sum_own_positions: the peer's partials of this thread's positions (j = own begin +
+// kOperand + 2i) pulled, both operands, and summed with this thread's own operand from its registers and the other's
+// from the ring. v68 staged all 128 KB (kN = 256) before arriving and read both own operands back from shared memory:
+// here 64 KB is staged before the arrival and 32 KB after it. Sums in v68's order, ((0 + split 0) + split 1) + tail,
+// so outputs are bit for bit.
 // NOTE: acc is indexed by compile-time positions only (kSplit and kOperand are template arguments): a run-time
-// index would put the accumulators in local memory.
-template <int kN, bool kWithTail, int kSplit, int kOperand>
-__device__ __forceinline__ void reduce_pair(int u, uint32_t ring, const float* acc, const float* tail,
-                                            const uint32_t* flag) {
-    constexpr uint32_t kUpOffset = kN / 8 * kOperandThreads * 16;  // bytes of one product's partial
-    constexpr int kShare = kN / 16;                                  // positions j a split sums
-    constexpr int kOwnBegin = kSplit * kShare, kPeerBegin = (kSplit ^ 1) * kShare;
-    constexpr int kPositions = kN / 32;                              // this thread's: j = kOwnBegin + kOperand + 2i
-    const uint32_t mine = ring + kOperand * kUpOffset, other = ring + (kOperand ^ 1) * kUpOffset;
+// index would put the accumulators in local memory. The barriers stay in reduce_in_cluster, one instruction for
+// both warpgroups (synccheck flagged the first build, whose warpgroups reached bar.sync in different instantiations).
+template <int kN, int kSplit, int kOperand>
+__device__ __forceinline__ void stage_peer_share(int u, uint32_t ring, const float* acc) {
+    constexpr uint32_t kUpOffset = kN / 8 * kOperandThreads * 16;
+    constexpr int kShare = kN / 16, kPeerBegin = (kSplit ^ 1) * kShare;
     #pragma unroll
     for (int q = 0; q < kShare; ++q) {
         const int j = kPeerBegin + q;
-        st_shared_f4(mine + (j * kOperandThreads + u) * 16, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+        st_shared_f4(ring + kOperand * kUpOffset + (j * kOperandThreads + u) * 16, acc[4 * j], acc[4 * j + 1],
+                     acc[4 * j + 2], acc[4 * j + 3]);
     }
-    cluster_arrive();  // NOTE: release: the peer's share of this CTA's partials is in shared memory
-    float4 tail_g[kWithTail ? kPositions : 1], tail_up[kWithTail ? kPositions : 1];
-    if constexpr (kWithTail) {
-        // NOTE: v32's and v64's order (reduce_in_cluster, below): griddepcontrol.wait, then each thread's own acquire
-        wait_for_prepass();
-        while (flag_acquire(flag) == 0u) {
-        }
-        if (kOperand == 0 && u == 0) NVFP4_MARK(7);
-        #pragma unroll
-        for (int i = 0; i < kPositions; ++i) {
-            const int j = kOwnBegin + kOperand + 2 * i;
-            tail_g[i] = __ldcg(reinterpret_cast<const float4*>(tail + (j * kOperandThreads + u) * 4));
-            tail_up[i] = __ldcg(reinterpret_cast<const float4*>(tail + ((kN / 8 + j) * kOperandThreads + u) * 4));
-        }
-    }
+}
+template <int kN, int kSplit, int kOperand>
+__device__ __forceinline__ void stage_other_positions(int u, uint32_t ring, const float* acc) {
+    constexpr uint32_t kUpOffset = kN / 8 * kOperandThreads * 16;
+    constexpr int kOwnBegin = kSplit * (kN / 16);
     #pragma unroll
-    for (int i = 0; i < kPositions; ++i) {
+    for (int i = 0; i < kN / 32; ++i) {
         const int j = kOwnBegin + (kOperand ^ 1) + 2 * i;
-        st_shared_f4(mine + (j * kOperandThreads + u) * 16, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+        st_shared_f4(ring + kOperand * kUpOffset + (j * kOperandThreads + u) * 16, acc[4 * j], acc[4 * j + 1],
+                     acc[4 * j + 2], acc[4 * j + 3]);
     }
-    consumer_sync();  // NOTE: the other warpgroup's operand of this thread's positions is in the ring
-    cluster_wait();   // NOTE: acquire: the peer's share of its partials is in its shared memory
-    if (kOperand == 0 && u == 0) NVFP4_MARK(8);
+}
+template <int kN, bool kWithTail, int kSplit, int kOperand>
+__device__ __forceinline__ void sum_own_positions(int u, uint32_t ring, const float* acc, const float4* tail_g,
+                                                  const float4* tail_up) {
+    constexpr uint32_t kUpOffset = kN / 8 * kOperandThreads * 16;
+    constexpr int kOwnBegin = kSplit * (kN / 16), kPositions = kN / 32;
+    const uint32_t other = ring + (kOperand ^ 1) * kUpOffset;
     const int v_warp = u / 32, v_lane = u % 32;
     const int v_row = v_warp * 16 + v_lane / 4, v_tig = v_lane % 4;
     float4 peer_g[kPositions], peer_up[kPositions];
@@ -863,6 +857,12 @@ __device__ __forceinline__ void reduce_pair(int u, uint32_t ring, const float* a
         st_shared_half(at + C_ROW_BYTES + 16, silu_times(g.w, up.w));
     }
 }
+// v72: one of the four (split, operand) instantiations of a phase, chosen by warp-uniform values.
+#define V72_DISPATCH(call_0_0, call_0_1, call_1_0, call_1_1) \
+    do {                                                       \
+        if (split == 0) { if (operand == 0) call_0_0; else call_0_1; } \
+        else { if (operand == 0) call_1_0; else call_1_1; }    \
+    } while (0)
 
 // Split-K, consumer threads only, S > 1: this CTA's partials go into its own drained ring, gate
 // (warpgroup 0's) then up (warpgroup 1's), each as float4 [j][thread of the warpgroup]; after the
@@ -883,14 +883,36 @@ __device__ __forceinline__ void reduce_in_cluster(const GroupDesc& d, int S, int
     constexpr uint32_t kUpOffset = kN / 8 * kOperandThreads * 16;  // bytes of one product's partial
     const int operand = cthread / kOperandThreads, u = cthread % kOperandThreads;
     consumer_sync();  // NOTE: every consumer warp's last wgmma has read its stage before the ring is overwritten
-    if (S == 2) {  // v72: the pair's exchange in phases (reduce_pair)
-        if (split == 0) {
-            if (operand == 0) reduce_pair<kN, kWithTail, 0, 0>(u, ring, acc, tail, flag);
-            else reduce_pair<kN, kWithTail, 0, 1>(u, ring, acc, tail, flag);
-        } else {
-            if (operand == 0) reduce_pair<kN, kWithTail, 1, 0>(u, ring, acc, tail, flag);
-            else reduce_pair<kN, kWithTail, 1, 1>(u, ring, acc, tail, flag);
+    if (S == 2) {  // v72: the pair's exchange in phases (stage_peer_share, stage_other_positions, sum_own_positions)
+        V72_DISPATCH((stage_peer_share<kN, 0, 0>(u, ring, acc)), (stage_peer_share<kN, 0, 1>(u, ring, acc)),
+                     (stage_peer_share<kN, 1, 0>(u, ring, acc)), (stage_peer_share<kN, 1, 1>(u, ring, acc)));
+        cluster_arrive();  // NOTE: release: the peer's share of this CTA's partials is in shared memory
+        constexpr int kPositions = kN / 32;
+        const int own_begin = split * (kN / 16);
+        float4 tail_g[kWithTail ? kPositions : 1], tail_up[kWithTail ? kPositions : 1];
+        if constexpr (kWithTail) {
+            // NOTE: v32's and v64's order (below): griddepcontrol.wait, then each thread's own acquire
+            wait_for_prepass();
+            while (flag_acquire(flag) == 0u) {
+            }
+            __syncwarp();  // NOTE: the spin's lanes leave it apart; the aligned barriers below need the warp whole
+            if (cthread == 0) NVFP4_MARK(7);
+            #pragma unroll
+            for (int i = 0; i < kPositions; ++i) {
+                const int j = own_begin + operand + 2 * i;
+                tail_g[i] = __ldcg(reinterpret_cast<const float4*>(tail + (j * kOperandThreads + u) * 4));
+                tail_up[i] = __ldcg(reinterpret_cast<const float4*>(tail + ((kN / 8 + j) * kOperandThreads + u) * 4));
+            }
         }
+        V72_DISPATCH((stage_other_positions<kN, 0, 0>(u, ring, acc)), (stage_other_positions<kN, 0, 1>(u, ring, acc)),
+                     (stage_other_positions<kN, 1, 0>(u, ring, acc)), (stage_other_positions<kN, 1, 1>(u, ring, acc)));
+        consumer_sync();  // NOTE: the other warpgroup's operand of each thread's positions is in the ring
+        cluster_wait();   // NOTE: acquire: the peer's share of its partials is in its shared memory
+        if (cthread == 0) NVFP4_MARK(8);
+        V72_DISPATCH((sum_own_positions<kN, kWithTail, 0, 0>(u, ring, acc, tail_g, tail_up)),
+                     (sum_own_positions<kN, kWithTail, 0, 1>(u, ring, acc, tail_g, tail_up)),
+                     (sum_own_positions<kN, kWithTail, 1, 0>(u, ring, acc, tail_g, tail_up)),
+                     (sum_own_positions<kN, kWithTail, 1, 1>(u, ring, acc, tail_g, tail_up)));
         consumer_sync();  // NOTE: every thread's results are in the C rows before any of them is stored
         if (cthread == 0) NVFP4_MARK(10);
         store_staged_c(d, cthread, m0, n0, ring + C_STAGE_OFFSET, 8 * split * (kN / 8) / 2, 8 * (split + 1) * (kN / 8) / 2);
