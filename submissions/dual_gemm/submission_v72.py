@@ -17,7 +17,17 @@ needs.
 Prediction: 256x4096x7168 and 256x3072x4096 1.005-1.015x v68 (the arrival ~0.3 us sooner, 32 KB fewer shared
 reads); 512x4096x7168 and 512x3072x7168 SAME (kUnsplit and kTailsEarly: no cluster exchange). Refuted if the two
 S = 2 shapes read SAME: then the barrier's wait is the peer's loop (its end's spread), not the staging.
-Measured: not yet run
+Measured: NVIDIA H200, session 85 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit aae4c37): tests, edges,
+random shapes and bad inputs pass; racecheck and synccheck clean on 256x512x256 and 256x3072x4096 (the first build,
+44f8ca3, whose warpgroups reached the pair's consumer barrier from different instantiations, was not synccheck-clean
+on 256x3072x4096: the barriers now sit in shared code). `compare dual_gemm v68 v72` (kernel method, one process, mean
+us): 256x4096x7168 44.83 -> 44.25 1.013x [1.004, 1.022] FASTER, 512x4096x7168 1.005x [1.005, 1.006] SAME, 256x3072x4096
+28.74 -> 28.35 1.014x [1.013, 1.015] (read SAME by the compare), 512x3072x7168 0.998x [0.992, 1.004] SAME; geomean
+1.008x [1.007, 1.009]; outputs bit for bit v68's. Inside the prediction on both S = 2 shapes. Marks (first build,
+`probe marks dual_gemm v68 v72 --shapes benchmarks:0`, 20 calls, medians): K loop -> end 4.96 -> 4.54 us, sums
+complete -> C staged 2.85 -> 2.59; the plain builds' calls 44.35 -> 43.86 us. Recorded kernel 44.41 / 77.14 / 28.33 /
+64.09 us, gpumode 46.38 / 78.36 / 30.70 / 65.92 (this machine read v68 at 44.83 in the compare, above its own recorded
+44.35). Kept as the best: faster than v68 by its interval on one shape, none slower.
 """
 
 import torch
