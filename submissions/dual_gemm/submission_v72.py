@@ -27,7 +27,9 @@ us): 256x4096x7168 44.83 -> 44.25 1.013x [1.004, 1.022] FASTER, 512x4096x7168 1.
 `probe marks dual_gemm v68 v72 --shapes benchmarks:0`, 20 calls, medians): K loop -> end 4.96 -> 4.54 us, sums
 complete -> C staged 2.85 -> 2.59; the plain builds' calls 44.35 -> 43.86 us. Recorded kernel 44.41 / 77.14 / 28.33 /
 64.09 us, gpumode 46.38 / 78.36 / 30.70 / 65.92 (this machine read v68 at 44.83 in the compare, above its own recorded
-44.35). Kept as the best: faster than v68 by its interval on one shape, none slower.
+44.35). Kept as the best: faster than v68 by its interval on one shape, none slower. After the measurement, the S > 2
+path's unreachable S = 2 branch and tail loads (v68's, left behind when S = 2 returned early) were removed; what runs
+on every benchmark shape is unchanged and was not re-timed.
 """
 
 import torch
@@ -901,7 +903,10 @@ __device__ __forceinline__ void reduce_in_cluster(const GroupDesc& d, int S, int
         const int own_begin = split * (kN / 16);
         float4 tail_g[kWithTail ? kPositions : 1], tail_up[kWithTail ? kPositions : 1];
         if constexpr (kWithTail) {
-            // NOTE: v32's and v64's order (below): griddepcontrol.wait, then each thread's own acquire
+            // NOTE: v32: each thread acquires the helper's gpu-scope release itself, so its loads are ordered after
+            // its own acquire and their L2 round trip overlaps the barrier's wait. v64: kSplitTails is the prepass's
+            // programmatic dependent and the prepass zeroes the flag, so each thread waits for it first
+            // (griddepcontrol.wait is per thread; the prepass is long done here) and never sees the previous call's 1.
             wait_for_prepass();
             while (flag_acquire(flag) == 0u) {
             }
@@ -929,74 +934,20 @@ __device__ __forceinline__ void reduce_in_cluster(const GroupDesc& d, int S, int
         cluster_sync();  // NOTE: no CTA leaves, taking its shared memory with it, while a peer may still read it
         return;
     }
+    // v72: S > 2 from here (S = 2 returned above); no tail: the host gives a split launch helpers only at S = 2
+    // (choose_split_tails).
     #pragma unroll
     for (int j = 0; j < kN / 8; ++j)
         st_shared_f4(ring + operand * kUpOffset + (j * kOperandThreads + u) * 16,
                      acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
     const int j_begin = split * (kN / 8) / S, j_end = (split + 1) * (kN / 8) / S;
-    // NOTE: v32: the tail's float4s of this thread's positions (the S = 2 loop's j_begin + operand + 2i),
-    // loaded before the cluster barrier so their L2 round trip overlaps its wait (v25's peer reads
-    // are issued after it). Every thread acquires the helper's gpu-scope release itself (its loads
-    // are then ordered after its own acquire; v25-v44's add_tail, thread 0's acquire + a barrier, would put them
-    // after the barrier). In the first compile, loads issued after the barrier beside the peer's were spread by
-    // ptxas through the positions' arithmetic (the SASS: 16 LDG, 11 of them one per position).
-    constexpr int kTailPositions = kWithTail ? kN / 32 : 1;
-    float4 tail_g[kTailPositions], tail_up[kTailPositions];
-    if constexpr (kWithTail) {
-        // NOTE: v64: kSplitTails is the prepass's programmatic dependent, and the prepass zeroes the flag: each thread
-        // waits for it (griddepcontrol.wait is per thread; the prepass is long done here, so it returns at once)
-        // before its own acquire (not the previous call's 1 before this call's zeroing).
-        wait_for_prepass();
-        while (flag_acquire(flag) == 0u) {
-        }
-        if (cthread == 0) NVFP4_MARK(7);
-        #pragma unroll
-        for (int i = 0; i < kTailPositions; ++i) {
-            const int j = j_begin + operand + 2 * i;
-            tail_g[i] = __ldcg(reinterpret_cast<const float4*>(tail + (j * kOperandThreads + u) * 4));
-            tail_up[i] = __ldcg(reinterpret_cast<const float4*>(tail + ((kN / 8 + j) * kOperandThreads + u) * 4));
-        }
-    }
     cluster_sync();  // NOTE: every split's partials are in its CTA's shared memory before any is read
     if (cthread == 0) NVFP4_MARK(8);
     // NOTE: position (j, v) was written by thread v of each warpgroup: its fragment rows and columns
     const int v_warp = u / 32, v_lane = u % 32;
     const int v_row = v_warp * 16 + v_lane / 4, v_tig = v_lane % 4;
-    if (S == 2) {
-        // NOTE: kN is a multiple of 32, so a split's share is kN / 16 positions and each consumer
-        // thread sums kN / 32 of them (j_begin + operand + 2i). Every read of the peer is issued
-        // here, before the first add (64 registers at kN = 256; acc is dead): the sum's arithmetic
-        // on the first positions overlaps the arrival of the later ones (dsmem_rate.py).
-        constexpr int kPositions = kN / 32;
-        float4 peer_g[kPositions], peer_up[kPositions];
-        #pragma unroll
-        for (int i = 0; i < kPositions; ++i) {
-            const uint32_t addr = ring + ((j_begin + operand + 2 * i) * kOperandThreads + u) * 16;
-            peer_g[i] = ld_cluster_f4(addr, split ^ 1);
-            peer_up[i] = ld_cluster_f4(addr + kUpOffset, split ^ 1);
-        }
-        #pragma unroll
-        for (int i = 0; i < kPositions; ++i) {
-            const int j = j_begin + operand + 2 * i;
-            const uint32_t addr = ring + (j * kOperandThreads + u) * 16;
-            const float4 own_g = ld_shared_f4(addr), own_up = ld_shared_f4(addr + kUpOffset);
-            // NOTE: split order, as cluster_sum: ((0 + part 0) + part 1); v32: then + the tail
-            float4 g = add_in_order(split == 0 ? own_g : peer_g[i], split == 0 ? peer_g[i] : own_g);
-            float4 up = add_in_order(split == 0 ? own_up : peer_up[i], split == 0 ? peer_up[i] : own_up);
-            if constexpr (kWithTail) {
-                g.x += tail_g[i].x; g.y += tail_g[i].y; g.z += tail_g[i].z; g.w += tail_g[i].w;
-                up.x += tail_up[i].x; up.y += tail_up[i].y; up.z += tail_up[i].z; up.w += tail_up[i].w;
-            }
-            const uint32_t at = ring + C_STAGE_OFFSET + (8 * j + 2 * v_tig) * C_ROW_BYTES + v_row * 2;
-            st_shared_half(at, silu_times(g.x, up.x));
-            st_shared_half(at + 16, silu_times(g.z, up.z));
-            st_shared_half(at + C_ROW_BYTES, silu_times(g.y, up.y));
-            st_shared_half(at + C_ROW_BYTES + 16, silu_times(g.w, up.w));
-        }
-    }
-    // NOTE: no tail here: the host gives a split launch helpers only at S = 2 (choose_split_tails).
     #pragma unroll 1
-    for (int j = j_begin + operand; j < j_end && S > 2; j += 2) {
+    for (int j = j_begin + operand; j < j_end; j += 2) {
         const uint32_t addr = ring + (j * kOperandThreads + u) * 16;
         const float4 g = cluster_sum(addr, S, split), up = cluster_sum(addr + kUpOffset, S, split);
         // g, up: tile rows (n) v_row and v_row + 8, columns (m) 8j + 2 v_tig and + 1
