@@ -62,10 +62,11 @@ class Kernel:
     barriers: int = 0
     cmem: dict = field(default_factory=dict)  # bank -> bytes
     other: list = field(default_factory=list)  # fields this parser does not name, verbatim
-    # NOTE: ptxas's C7512 ("wgmma.mma_async instructions are serialized due to <why>"): every wgmma of the kernel
-    # waits for the one before, so its tensor work runs at a fraction of the rate with no other sign in the
+    # NOTE: ptxas's C7511 and C7512 ("wgmma.mma_async instructions are serialized due to <why>"): every wgmma of the
+    # kernel waits for the one before, so its tensor work runs at a fraction of the rate with no other sign in the
     # registers or spills (group_gemm v35 and v84: a loop over tiles with a switch over wgmma shapes inside, or a
-    # __trap() in the kernel). The reason, or "" where ptxas said nothing.
+    # __trap() in the kernel; dual_gemm v73's first build, C7511: accumulators indexed by a run-time split, its loop
+    # 30% slower on the device). The code and ptxas's reason ("C7511: ..."), or "" where ptxas said nothing.
     wgmma_serialized: str = ""
 
 
@@ -363,8 +364,9 @@ _ENTRY = re.compile(r"^ptxas info\s*: Compiling entry function '([^']+)' for '(\
 _PROPS = re.compile(r"^ptxas info\s*: Function properties for (\S+)")
 _FRAME = re.compile(r"^\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\s*$")
 _USED = re.compile(r"^ptxas info\s*: Used (\d+) registers(.*)$")
-_SERIALIZED = re.compile(r"^ptxas info\s*: \(C7512\) .*wgmma\.mma_async instructions are serialized due to (.+?) "
-                         r"for the function '([^']+)'")
+# NOTE: two wordings seen: C7512 "... due to <why> for the function '<f>'", C7511 "... due to <why> in the function '<f>'"
+_SERIALIZED = re.compile(r"^ptxas info\s*: \((C75\d\d)\) .*wgmma\.mma_async instructions are serialized due to (.+?) "
+                         r"(?:for|in) the function '([^']+)'")
 _PIECES = (
     ("barriers", re.compile(r"^used (\d+) barriers?$")),
     ("smem", re.compile(r"^(\d+) bytes smem$")),
@@ -381,14 +383,14 @@ def parse_ptxas(text: str) -> tuple[list[Kernel], list[str]]:
     problems: list[str] = []
     props: dict[str, tuple[int, int, int]] = {}
     entries: list[dict] = []
-    serialized: dict[str, str] = {}  # mangled name -> ptxas's reason (C7512 comes before the entry's own lines)
+    serialized: dict[str, str] = {}  # mangled name -> ptxas's code and reason (they come before the entry's lines)
     current = None
     lines = text.splitlines()
     for i, line in enumerate(lines):
         line = line.rstrip()
         m = _SERIALIZED.match(line)
         if m:
-            serialized[m.group(2)] = m.group(1)
+            serialized[m.group(3)] = f"{m.group(1)}: {m.group(2)}"
             continue
         m = _ENTRY.match(line)
         if m:

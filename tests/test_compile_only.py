@@ -79,11 +79,13 @@ def test_parse_cuda12_style_spills_and_cmem():
 
 
 def test_parse_keeps_ptxas_saying_a_kernels_wgmma_are_serialized():
-    # NOTE: the C7512 line is ptxas's (group_gemm v84's first build, session 71), and it comes before the entry's lines
+    # NOTE: the C7512 line is ptxas's (group_gemm v84's first build, session 71), the C7511 line's wording ("in the
+    # function") dual_gemm v73's first build's (session 86); each comes before its entry's lines
     kernels, problems = compile_only.parse_ptxas((DATA / "wgmma_serialized.txt").read_text())
     assert problems == []
     by_name = {k.mangled: k for k in kernels}
-    assert by_name["_Z10persistentv"].wgmma_serialized == "insufficient register resources"
+    assert by_name["_Z10persistentv"].wgmma_serialized == "C7512: insufficient register resources"
+    assert by_name["_Z5splitv"].wgmma_serialized == "C7511: insufficient register resources for the wgmma pipeline"
     assert by_name["_Z5cleanv"].wgmma_serialized == ""
 
 
@@ -94,7 +96,9 @@ def test_compile_only_table_warns_of_a_kernel_whose_wgmma_ptxas_serialized(capsy
     render.print_compile_only([type("Sub", (), {"problem": "gemm", "label": "v9"})], [result], several=False)
     warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
     assert warnings == ["WARNING v9 _Z10persistentv: ptxas serialises every wgmma (C7512: insufficient register "
-                        "resources); its tensor work runs one instruction at a time"]
+                        "resources); its tensor work runs one instruction at a time",
+                        "WARNING v9 _Z5splitv: ptxas serialises every wgmma (C7511: insufficient register resources "
+                        "for the wgmma pipeline); its tensor work runs one instruction at a time"]
 
 
 def test_parse_is_strict():

@@ -917,7 +917,7 @@ def print_compile_only(subs, results, several: bool) -> None:
         for k in r.kernels:
             if k.wgmma_serialized:
                 console.print(f"[bold yellow]WARNING[/] {sub.label} {escape(k.name)}: ptxas serialises every wgmma "
-                              f"(C7512: {escape(k.wgmma_serialized)}); its tensor work runs one instruction at a time")
+                              f"({escape(k.wgmma_serialized)}); its tensor work runs one instruction at a time")
 
 
 # ------------------------------------------------------------------------- sanitize, profile

@@ -25,8 +25,18 @@ the ~2.6 us of staging and two 32 KB rounds; the finish reads only its own share
 v73` ~1.035-1.045x and ~1.05-1.07x; 512x4096x7168 and 512x3072x7168 SAME (kUnsplit and kTailsEarly: untouched).
 Refuted if the S = 2 shapes gain < 0.5 us: then the bulk copies do not run under the narrowed blocks (the marks'
 "staged" (9) -> "sums complete" (8) would show the wait).
-Compile-only (nvcc 13.0, sm_90a): the 256-row split kernels 168 registers at launch, 16 bytes of spill outside the
-wgmma loops (`probe sass`: no local access in any loop); every other kernel v72's.
+Layout: split 1's producer swaps the tile's row halves in its slots, so both CTAs' own rows are the slots' first half
+and acc[0..63]: one narrowed instantiation, no accumulator indexed by the split.
+Compile-only (nvcc 13.0, sm_90a): the 256-row split kernels 168 registers at launch, 4 bytes of spill outside the wgmma
+loops (`probe sass`: no local access in any loop, narrowed loop 1.55x its tensor work, wide 0.77x); the rest v72's.
+First build (3eea5de, the split's halves not swapped: acc[64..127] for split 1's narrowed blocks, split-indexed
+positions): ptxas serialised every wgmma of both split kernels (C7511, "insufficient register resources for the wgmma
+pipeline", which `build --compile-only` did not flag: it knew only C7512's wording; it does now). Measured on a one-GPU
+H200 (session 86): tests, edges, a custom 200x2048x3328 and bad inputs passed; racecheck clean on 256x512x256, timed
+out (240 s) on 256x3072x4096; marks (`probe marks dual_gemm v72 v73 --shapes benchmarks:0`): the wide range 0.80 us a
+block against v72's 0.616 (prepass visible -> K loop 34.50 -> 45.31 us), the four narrowed blocks 2.11 us (0.53
+each), K loop -> end 4.61 -> 3.33 us; the call 44.10 -> 54.37 us. v74 (that build with d = 4) `compare dual_gemm v72
+v74`: 0.809x / 0.995x / 0.823x / 0.999x.
 Measured: not yet run
 """
 
@@ -668,12 +678,24 @@ __device__ __forceinline__ int64_t scale_tile_of(const GroupDesc& d, int n0, int
     return (static_cast<int64_t>(n0 / kScaleTileRows) * (d.k / BLOCK_K) + kb) * B_SCALE_BYTES;
 }
 
-// v73: row_begin > 0 (a multiple of 8): only the A tile's rows row_begin .. row_begin + n_cols - 1, at their own place
-// in the slot (the S = 2 handoff's narrowed blocks).
+// v73: A's n_cols rows from `src` (one K block's tile, from its row a_first_row) to the slot's tile at `dst`; `swap`:
+// the rows' two halves exchanged in the slot (the S = 2 handoff's split 1, whose own rows then come first).
+// NOTE: halves of 128 rows keep each row's 128-byte swizzle phase (r % 8), so the slot's tile is a valid operand.
+__device__ __forceinline__ void copy_a(uint32_t dst, const uint8_t* src, int n_cols, bool swap, uint32_t bar) {
+    const uint32_t bytes = static_cast<uint32_t>(n_cols) * 128;
+    if (swap) {
+        bulk_copy(dst, src + bytes / 2, bytes / 2, bar);
+        bulk_copy(dst + bytes / 2, src, bytes / 2, bar);
+    } else {
+        bulk_copy(dst, src, bytes, bar);
+    }
+}
+// v73: a_first_row > 0: n_cols rows of A's tile from that row (the handoff's narrowed blocks); swap: copy_a's.
 __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
-                                        int pos, uint32_t ring, uint32_t full, uint32_t empty, int row_begin = 0) {
+                                        int pos, uint32_t ring, uint32_t full, uint32_t empty, int a_first_row = 0,
+                                        bool swap = false) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
-    const uint8_t* const a_src = d.a16 + a16_offset(d, t, kb_first, row_begin, 0);
+    const uint8_t* const a_src = d.a16 + a16_offset(d, t, kb_first, a_first_row, 0);
     const int64_t a_step = static_cast<int64_t>(d.m_tile_rows) * 128;  // from one K block's tile to the next
     const int64_t scale_tile = scale_tile_of(d, n0, kb_first);
     for (int kb = 0; kb < num_k; ++kb) {
@@ -682,7 +704,7 @@ __device__ __forceinline__ void produce(const GroupDesc& d, int t, int n0, int n
         mbar_wait(empty + 8 * s, (((pos + kb) / kStages) & 1) ^ 1);
         const Stage st = stage_of(ring, s);
         mbar_arrive_expect_tx(full + 8 * s, a_bytes + 2 * B_BYTES);
-        bulk_copy(st.a + row_begin * 128, a_src + kb * a_step, a_bytes, full + 8 * s);
+        copy_a(st.a, a_src + kb * a_step, n_cols, swap, full + 8 * s);
         copy_b(d, st, n0, kb_first + kb, scale_tile + static_cast<int64_t>(kb) * B_SCALE_BYTES, full + 8 * s);
     }
 }
@@ -700,7 +722,7 @@ constexpr int kEarlyBStages = 2;
 // prepass (its fp16 A tiles), their A, then produce() from there. NOTE: group_gemm v89's marks (session 80): a copy
 // issued after a lap of B from DRAM left the producer ~1.25 us after the wait; here A's first copies follow two stages.
 __device__ __forceinline__ void produce_dependent(const GroupDesc& d, int t, int n0, int n_cols, int kb_first, int num_k,
-                                                  uint32_t ring, uint32_t full, uint32_t empty) {
+                                                  uint32_t ring, uint32_t full, uint32_t empty, bool swap = false) {
     const uint32_t a_bytes = static_cast<uint32_t>(n_cols) * 128;
     const int early = num_k < kEarlyBStages ? num_k : kEarlyBStages;
     const int64_t scale_tile = scale_tile_of(d, n0, kb_first);
@@ -712,8 +734,8 @@ __device__ __forceinline__ void produce_dependent(const GroupDesc& d, int t, int
     NVFP4_MARK(4);
     const uint8_t* const a_src = d.a16 + a16_offset(d, t, kb_first, 0, 0);
     const int64_t a_step = static_cast<int64_t>(d.m_tile_rows) * 128;
-    for (int kb = 0; kb < early; ++kb) bulk_copy(stage_of(ring, kb).a, a_src + kb * a_step, a_bytes, full + 8 * kb);
-    produce(d, t, n0, n_cols, kb_first + early, num_k - early, early, ring, full, empty);
+    for (int kb = 0; kb < early; ++kb) copy_a(stage_of(ring, kb).a, a_src + kb * a_step, n_cols, swap, full + 8 * kb);
+    produce(d, t, n0, n_cols, kb_first + early, num_k - early, early, ring, full, empty, 0, swap);
 }
 
 // ---------------------------------------------------------------- the cluster's split-K sum
@@ -967,12 +989,17 @@ __device__ __forceinline__ void reduce_in_cluster(const GroupDesc& d, int S, int
 
 // ---------------------------------------------------------------- v73: the S = 2 handoff
 // The tile's B blocks (all but a tail's) in three ranges: [0, y0) run by split 0 over all kN rows of A, [y1, B) by
-// split 1 over all rows, and [y0, y1) by both, narrowed: split 0 over the A tile's first half of rows (its own share
-// of the output), split 1 over the second (its share). Rows of the first half then sum split 0's [0, y1) and split 1's
-// [y1, B); rows of the second split 0's [0, y0) and split 1's [y0, B). Each CTA's partial of the peer's rows is final
-// once its wide range ends, so it leaves during the narrowed blocks instead of after the loop (v72: ~1.0 us of
-// barrier wait and ~2.2 of pull after it). Both wide ranges are even (the consumer's two-slot passes start on even
-// ring positions) and at least 2 blocks; otherwise (and for kN != 256) v72's exchange runs.
+// split 1 over all rows, and [y0, y1) by both, narrowed: each over its own share of the rows only (split 0 the tile's
+// first half, split 1 the second). Rows of the first half then sum split 0's [0, y1) and split 1's [y1, B); rows of
+// the second split 0's [0, y0) and split 1's [y0, B). Each CTA's partial of the peer's rows is final once its wide
+// range ends, so it leaves during the narrowed blocks instead of after the loop (v72: ~1.0 us of barrier wait and
+// ~2.2 of pull after it). Both wide ranges are even (the consumer's two-slot passes start on even ring positions) and
+// at least 2 blocks; otherwise (and for kN != 256) v72's exchange runs.
+// NOTE: split 1's producer puts the tile's second half of rows first in every slot (copy_a's swap), so for both CTAs
+// the own share is the slot's first half and acc[0 .. kN / 4 - 1] (positions j < kN / 16), the peer's the second
+// half and the rest: the narrowed blocks are one instantiation (wgmma N = kN / 2 on the first half), and no
+// accumulator is indexed by the split. (The first build indexed by split: ptxas serialised every wgmma of the kernel
+// for registers, C7511, and the wide loop ran 30% slower.)
 constexpr int kHandoffBlocks = 2;  // d: the narrowed range is ~2d blocks around the middle
 struct Handoff { bool on; int y0, y1; };
 __host__ __device__ constexpr Handoff handoff_of(int blocks) {
@@ -980,21 +1007,22 @@ __host__ __device__ constexpr Handoff handoff_of(int blocks) {
     const int wide0 = (mid - kHandoffBlocks) & ~1, wide1 = (blocks - mid - kHandoffBlocks) & ~1;
     return {mid - kHandoffBlocks >= 2 && blocks - mid - kHandoffBlocks >= 2, wide0, blocks - wide1};
 }
-// NOTE: where the handoff's bytes live. In the narrowed blocks a CTA's producer fills only its half of each slot's A
-// tile (split 0 the first 16 KB at kN = 256, split 1 the second): the other half of every slot ("free", F) holds,
-// once the wide range's last wgmma has read it, the CTA's partial of the peer's rows (pieces 0-3 of 16 KB in slots
-// 0-3: gate positions 0-7, 8-15, then up's) and what the peer sends (its gate pieces into slots 4-5, then its up
-// pieces into slots 0-1, once this CTA's own pieces 0-1 have left). After the loop the loaded half ("L") of every slot
-// is free too: the other warpgroup's operand in slots 0-1, the C rows in slots 2-3.
-template <int kN> __device__ __forceinline__ uint32_t handoff_free(uint32_t ring, int slot, int split) {
-    return ring + slot * STAGE_BYTES + (split == 0 ? kN / 2 * 128 : 0);
+// NOTE: where the handoff's bytes live. In the narrowed blocks a CTA's producer fills only the first half of each
+// slot's A tile (its own rows): the second half of every slot ("free") holds, once the wide range's last wgmma has
+// read it, the CTA's partial of the peer's rows (pieces 0-3 of 16 KB in slots 0-3: gate positions 0-7 and 8-15 of the
+// peer's share, then up's) and what the peer sends (its gate pieces into slots 4-5, then its up pieces into slots
+// 0-1, once this CTA's own pieces 0-1 have left). After the loop the first ("loaded") halves are free too: the other
+// warpgroup's operand in slots 0-1, the C rows in slots 2-3.
+template <int kN> __device__ __forceinline__ uint32_t handoff_free(uint32_t ring, int slot) {
+    return ring + slot * STAGE_BYTES + kN / 2 * 128;
 }
-template <int kN> __device__ __forceinline__ uint32_t handoff_loaded(uint32_t ring, int slot, int split) {
-    return ring + slot * STAGE_BYTES + (split == 0 ? 0 : kN / 2 * 128);
+template <int kN> __device__ __forceinline__ uint32_t handoff_loaded(uint32_t ring, int slot) {
+    return ring + slot * STAGE_BYTES;
 }
 static_assert(6 <= kStages, "the handoff's pieces take six slots' free halves");
 static_assert(8 * kOperandThreads * 16 <= BLOCK_M_MAX / 2 * 128, "a piece (8 positions of a warpgroup) fits a half slot");
 static_assert(64 * C_ROW_BYTES <= BLOCK_M_MAX / 2 * 128, "64 staged C rows fit a half slot");
+constexpr uint32_t kPieceBytes = 8 * kOperandThreads * 16;
 
 __device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory"); }
 // An mbarrier of the CTA of cluster rank `rank`, arrived on with release at cluster scope.
@@ -1009,8 +1037,8 @@ __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity)
         "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
         "@!done bra wait_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
-// This CTA's shared bytes [src, src + bytes) to the same addresses' counterpart `dst` in the CTA of rank `rank`,
-// counted on that CTA's barrier `bar` (both addresses this CTA's numbers; the layouts are the same).
+// This CTA's shared bytes [src, src + bytes) to `dst` in the CTA of rank `rank`, counted on that CTA's barrier `bar`
+// (dst and bar given as this CTA's numbers: the layouts are the same).
 __device__ __forceinline__ void bulk_copy_to_peer(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t bar, uint32_t rank) {
     uint32_t remote_dst, remote_bar;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote_dst) : "r"(dst), "r"(rank));
@@ -1019,15 +1047,15 @@ __device__ __forceinline__ void bulk_copy_to_peer(uint32_t dst, uint32_t src, ui
                  ::"r"(remote_dst), "r"(src), "r"(bytes), "r"(remote_bar) : "memory");
 }
 
-// Consumers, after the wide range: this thread's partial of the peer's rows (positions j of the peer's share) into
-// pieces operand x 2 + q / 8, then fenced for the bulk copies (async proxy) and counted on `staged`.
-template <int kN, int kSplit>
+// Consumers, after the wide range: this thread's partial of the peer's rows (positions kN / 16 + q) into pieces
+// operand x 2 + q / 8, then fenced for the bulk copies (async proxy) and counted on `staged`.
+template <int kN>
 __device__ __forceinline__ void handoff_stage(int u, int operand, uint32_t ring, const float* acc, uint32_t staged) {
-    constexpr int kShare = kN / 16, kPeerBegin = (kSplit ^ 1) * kShare;
+    constexpr int kShare = kN / 16;
     #pragma unroll
     for (int q = 0; q < kShare; ++q) {
-        const int j = kPeerBegin + q;
-        st_shared_f4(handoff_free<kN>(ring, operand * 2 + q / 8, kSplit) + ((q % 8) * kOperandThreads + u) * 16,
+        const int j = kShare + q;
+        st_shared_f4(handoff_free<kN>(ring, operand * 2 + q / 8) + ((q % 8) * kOperandThreads + u) * 16,
                      acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
     }
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // NOTE: generic writes before the copies read them
@@ -1047,52 +1075,49 @@ __device__ __forceinline__ void handoff_send(int split, uint32_t ring, uint32_t 
     mbar_wait_cluster(ready, 0);
     #pragma unroll
     for (int q = 0; q < 2; ++q)
-        bulk_copy_to_peer(handoff_free<kN>(ring, 4 + q, peer), handoff_free<kN>(ring, q, split), 8 * kOperandThreads * 16,
-                          received1, peer);
+        bulk_copy_to_peer(handoff_free<kN>(ring, 4 + q), handoff_free<kN>(ring, q), kPieceBytes, received1, peer);
     mbar_wait(received1, 0);
     #pragma unroll
     for (int q = 0; q < 2; ++q)
-        bulk_copy_to_peer(handoff_free<kN>(ring, q, peer), handoff_free<kN>(ring, 2 + q, split), 8 * kOperandThreads * 16,
-                          received2, peer);
+        bulk_copy_to_peer(handoff_free<kN>(ring, q), handoff_free<kN>(ring, 2 + q), kPieceBytes, received2, peer);
 }
-// Consumers, after the narrowed range: the own share's positions finished as v72's (the gate warpgroup j even, the
-// up odd), the peer's partial of them read locally from the pieces it sent; C rows staged in the L halves of slots
-// 2-3 and stored; then the cluster barrier (no CTA leaves while its bytes may still be read by the peer's copy).
-// NOTE: acc indexed by compile-time positions only (kSplit, kOperand template arguments, v72's rule); the barriers
-// stay in handoff_finish, one instruction for both warpgroups (v72's synccheck lesson).
-template <int kN, int kSplit, int kOperand>
+// Consumers, after the narrowed range: the own share's positions (j < kN / 16) finished as v72's (the gate warpgroup j
+// even, the up odd), the peer's partial of them read locally from the pieces it sent; C rows staged in the loaded
+// halves of slots 2-3 and stored; then the cluster barrier (no CTA leaves while its bytes may still be read by the
+// peer's copy). Each position's sum is (own + peer) + tail: for two terms (0 + a) + b = (0 + b) + a exactly, so
+// v72's split order is kept without indexing by the split.
+// NOTE: acc indexed by compile-time positions only (kOperand a template argument, v72's rule); the barriers stay in
+// handoff_finish, one instruction for both warpgroups (v72's synccheck lesson).
+template <int kN, int kOperand>
 __device__ __forceinline__ void handoff_stage_other(int u, uint32_t ring, const float* acc) {
-    constexpr int kOwnBegin = kSplit * (kN / 16);
     #pragma unroll
-    for (int i = 0; i < kN / 32; ++i) {  // the other warpgroup's positions of this operand: L half of slot kOperand
-        const int j = kOwnBegin + (kOperand ^ 1) + 2 * i;
-        st_shared_f4(handoff_loaded<kN>(ring, kOperand, kSplit) + (i * kOperandThreads + u) * 16, acc[4 * j],
-                     acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+    for (int i = 0; i < kN / 32; ++i) {  // the other warpgroup's positions of this operand: loaded half of slot kOperand
+        const int j = (kOperand ^ 1) + 2 * i;
+        st_shared_f4(handoff_loaded<kN>(ring, kOperand) + (i * kOperandThreads + u) * 16, acc[4 * j], acc[4 * j + 1],
+                     acc[4 * j + 2], acc[4 * j + 3]);
     }
 }
-template <int kN, bool kWithTail, int kSplit, int kOperand>
+template <int kN, bool kWithTail, int kOperand>
 __device__ __forceinline__ void handoff_sum(int u, uint32_t ring, const float* acc, const float4* tail_g,
                                             const float4* tail_up) {
-    constexpr int kOwnBegin = kSplit * (kN / 16);
     const int v_warp = u / 32, v_lane = u % 32;
     const int v_row = v_warp * 16 + v_lane / 4, v_tig = v_lane % 4;
     #pragma unroll
     for (int i = 0; i < kN / 32; ++i) {
-        const int j = kOwnBegin + kOperand + 2 * i, q = j - kOwnBegin;
-        const uint32_t at_piece = ((q % 8) * kOperandThreads + u) * 16;
-        const float4 peer_g = ld_shared_f4(handoff_free<kN>(ring, 4 + q / 8, kSplit) + at_piece);
-        const float4 peer_up = ld_shared_f4(handoff_free<kN>(ring, q / 8, kSplit) + at_piece);
-        const float4 staged = ld_shared_f4(handoff_loaded<kN>(ring, kOperand ^ 1, kSplit) + (i * kOperandThreads + u) * 16);
+        const int j = kOperand + 2 * i;
+        const uint32_t at_piece = ((j % 8) * kOperandThreads + u) * 16;
+        const float4 peer_g = ld_shared_f4(handoff_free<kN>(ring, 4 + j / 8) + at_piece);
+        const float4 peer_up = ld_shared_f4(handoff_free<kN>(ring, j / 8) + at_piece);
+        const float4 staged = ld_shared_f4(handoff_loaded<kN>(ring, kOperand ^ 1) + (i * kOperandThreads + u) * 16);
         const float4 held = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
         const float4 own_g = kOperand == 0 ? held : staged, own_up = kOperand == 0 ? staged : held;
-        float4 g = kSplit == 0 ? add_in_order(own_g, peer_g) : add_in_order(peer_g, own_g);
-        float4 up = kSplit == 0 ? add_in_order(own_up, peer_up) : add_in_order(peer_up, own_up);
+        float4 g = add_in_order(own_g, peer_g), up = add_in_order(own_up, peer_up);
         if constexpr (kWithTail) {
             g.x += tail_g[i].x; g.y += tail_g[i].y; g.z += tail_g[i].z; g.w += tail_g[i].w;
             up.x += tail_up[i].x; up.y += tail_up[i].y; up.z += tail_up[i].z; up.w += tail_up[i].w;
         }
-        const int r = 8 * q + 2 * v_tig;  // the share's C row (its A row less kOwnBegin x 8); r + 1 in the same 64
-        const uint32_t at = handoff_loaded<kN>(ring, 2 + r / 64, kSplit) + (r % 64) * C_ROW_BYTES + v_row * 2;
+        const int r = 8 * j + 2 * v_tig;  // the share's C row; r + 1 in the same 64
+        const uint32_t at = handoff_loaded<kN>(ring, 2 + r / 64) + (r % 64) * C_ROW_BYTES + v_row * 2;
         st_shared_half(at, silu_times(g.x, up.x));
         st_shared_half(at + 16, silu_times(g.z, up.z));
         st_shared_half(at + C_ROW_BYTES, silu_times(g.y, up.y));
@@ -1105,8 +1130,7 @@ __device__ __forceinline__ void handoff_finish(const GroupDesc& d, int split, in
                                                uint32_t received1, uint32_t received2) {
     constexpr int kPositions = kN / 32;
     const int operand = cthread / kOperandThreads, u = cthread % kOperandThreads;
-    const int own_begin = split * (kN / 16);
-    consumer_sync();  // NOTE: every consumer warp's last wgmma has read its stage before the L halves are overwritten
+    consumer_sync();  // NOTE: every consumer warp's last wgmma has read its stage before the loaded halves are written
     float4 tail_g[kWithTail ? kPositions : 1], tail_up[kWithTail ? kPositions : 1];
     if constexpr (kWithTail) {
         wait_for_prepass();  // NOTE: v64's: the prepass zeroes the flag
@@ -1116,31 +1140,31 @@ __device__ __forceinline__ void handoff_finish(const GroupDesc& d, int split, in
         if (cthread == 0) NVFP4_MARK(7);
         #pragma unroll
         for (int i = 0; i < kPositions; ++i) {
-            const int j = own_begin + operand + 2 * i;
+            // NOTE: the helper's partial is laid out by the tile's own positions: this share's j is the tile's
+            // split x kN / 16 + j (split 1's halves are swapped in its slots only)
+            const int j = split * (kN / 16) + operand + 2 * i;
             tail_g[i] = __ldcg(reinterpret_cast<const float4*>(tail + (j * kOperandThreads + u) * 4));
             tail_up[i] = __ldcg(reinterpret_cast<const float4*>(tail + ((kN / 8 + j) * kOperandThreads + u) * 4));
         }
     }
-    V72_DISPATCH((handoff_stage_other<kN, 0, 0>(u, ring, acc)), (handoff_stage_other<kN, 0, 1>(u, ring, acc)),
-                 (handoff_stage_other<kN, 1, 0>(u, ring, acc)), (handoff_stage_other<kN, 1, 1>(u, ring, acc)));
+    if (operand == 0) handoff_stage_other<kN, 0>(u, ring, acc);
+    else handoff_stage_other<kN, 1>(u, ring, acc);
     mbar_wait(received1, 0);
     mbar_wait(received2, 0);
     consumer_sync();  // NOTE: the other warpgroup's operand is staged
     if (cthread == 0) NVFP4_MARK(8);
-    V72_DISPATCH((handoff_sum<kN, kWithTail, 0, 0>(u, ring, acc, tail_g, tail_up)),
-                 (handoff_sum<kN, kWithTail, 0, 1>(u, ring, acc, tail_g, tail_up)),
-                 (handoff_sum<kN, kWithTail, 1, 0>(u, ring, acc, tail_g, tail_up)),
-                 (handoff_sum<kN, kWithTail, 1, 1>(u, ring, acc, tail_g, tail_up)));
+    if (operand == 0) handoff_sum<kN, kWithTail, 0>(u, ring, acc, tail_g, tail_up);
+    else handoff_sum<kN, kWithTail, 1>(u, ring, acc, tail_g, tail_up);
     consumer_sync();  // NOTE: every thread's results are in the C rows before any of them is stored
     if (cthread == 0) NVFP4_MARK(10);
     constexpr int kChunks = BLOCK_N * 2 / 16;
-    const int row0 = m0 + own_begin * 8;
+    const int row0 = m0 + split * (kN / 2);
     #pragma unroll 4
     for (int idx = cthread; idx < kN / 2 * kChunks; idx += kConsumerThreads) {
         const int r = idx / kChunks, chunk = idx % kChunks;
         if (row0 + r < d.m)
             *reinterpret_cast<uint4*>(d.c + static_cast<int64_t>(row0 + r) * d.c_row + n0 + chunk * 8) =
-                ld_shared_u4(handoff_loaded<kN>(ring, 2 + r / 64, split) + (r % 64) * C_ROW_BYTES + chunk * 16);
+                ld_shared_u4(handoff_loaded<kN>(ring, 2 + r / 64) + (r % 64) * C_ROW_BYTES + chunk * 16);
     }
     cluster_wait();  // NOTE: phase 0 (arrived at the start)
     cluster_sync();  // NOTE: no CTA leaves while the peer's copy of its up pieces may still read its shared memory
@@ -1601,8 +1625,8 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
             // v63: a dependent CTA's first lap split around the wait (produce_dependent); v65: the split launches' only,
             // kTailsEarly's producer waits first and issues its lap after (v52's)
             if constexpr (kSplitLap) {
-                if (handoff.on) {  // v73: the wide range, then the narrowed one (this split's half of the rows)
-                    produce_dependent(d, p.t, p.n0, n_cols, split == 0 ? 0 : handoff.y1, wide, ring, full, empty);
+                if (handoff.on) {  // v73: the wide range (split 1's halves swapped), then the narrowed one (own rows)
+                    produce_dependent(d, p.t, p.n0, n_cols, split == 0 ? 0 : handoff.y1, wide, ring, full, empty, split == 1);
                     produce(d, p.t, p.n0, n_cols / 2, handoff.y0, handoff.y1 - handoff.y0, wide, ring, full, empty,
                             split * (n_cols / 2));
                 } else {
@@ -1632,11 +1656,9 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
             const int operand = cthread / kOperandThreads, u = cthread % kOperandThreads;
             mma_blocks<kN>(acc, wide, 0, p.n0, ring, ring_generic, full, empty);
             consumer_sync();  // NOTE: both warpgroups' last wide wgmma has read its slot before the free halves are written
-            if (split == 0) handoff_stage<kN, 0>(u, operand, ring, acc, staged);
-            else handoff_stage<kN, 1>(u, operand, ring, acc, staged);
+            handoff_stage<kN>(u, operand, ring, acc, staged);
             if (cthread == 0) NVFP4_MARK(9);
-            if (split == 0) mma_blocks<kN, false, false, 0>(acc, handoff.y1 - handoff.y0, wide, p.n0, ring, ring_generic, full, empty);
-            else mma_blocks<kN, false, false, 1>(acc, handoff.y1 - handoff.y0, wide, p.n0, ring, ring_generic, full, empty);
+            mma_blocks<kN, false, false, 0>(acc, handoff.y1 - handoff.y0, wide, p.n0, ring, ring_generic, full, empty);
             if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
             constexpr bool kWithTail = kMode == kSplitTails;
             const float* tail = kWithTail ? tail_partial_at<kN>(problem.tails, tile, 0) : nullptr;
