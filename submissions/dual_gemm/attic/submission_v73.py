@@ -1,19 +1,57 @@
-"""NVFP4 dual_gemm v76: the handoff's copies piece by piece, each up piece sent as soon as its slot at the peer is free
+"""NVFP4 dual_gemm v73: the S = 2 pair hands off: its last K blocks narrowed to each CTA's half of A's rows, the peer's half sent under them
 
-Version: v76
-Parent: v75
-Change: one received barrier a 16 KB piece (four, was two of 32 KB): the sending thread issues its gate pieces 0 and 1,
-then up piece 2 once the peer's gate piece 0 has landed here and up piece 3 once its piece 1 has (v73-v75: both up
-pieces after both gate pieces had landed)
+Version: v73
+Parent: v72
+Change: in the S = 2 cluster launches at 256 rows (kSplit and kSplitTails: 256x4096x7168's and 256x3072x4096's) the
+tile's K blocks are three ranges, not two halves: split 0 runs [0, y0) over all 256 rows of A, split 1 [y1, B), and
+both run the ~2d = 4 blocks [y0, y1) narrowed (wgmma N = 128) to their own share's rows (split 0 the first 128, split
+1 the second). Each CTA's partial of the peer's rows is then final when its wide range ends: its consumers stage it
+(64 KB) into the halves of the ring's slots that the narrowed blocks leave unloaded, and a producer-warpgroup thread
+sends it to the peer's free halves by two bulk copies across the cluster (gate pieces, then up pieces into the slots
+the peer's own gate pieces left), while the narrowed blocks run. After the loop each CTA finishes its share from
+shared memory (v72: the whole 64 KB pulled over DSMEM after both loops ended and a cluster barrier). Sums are
+((0 + split 0) + split 1) + tail, over different K ranges than v72's: not bit for bit.
 Arch: sm_90a
-Analogue: dual_gemm v73 (the handoff's rounds); gemm v57 (an exchange in rounds)
-Why: v73's marks (session 86): staged -> sums complete ~2.7 us for the 64 KB each CTA sends, against ~2.1 at the link's
-30 GB/s a CTA (studies/dsmem_rate); between v73's rounds the link waits for the whole first round to land. Piece by
-piece, the third copy is queued while the second still flies.
-Prediction: the exchange ~0.4-0.5 us shorter: the four narrowed blocks (1.66 us) then leave ~0.5 us of wait after the
-loop instead of ~1.0; 256x4096x7168 and 256x3072x4096 ~0.4 us sooner than v75 (`compare dual_gemm v72 v76` ~1.01x
-above v75's); the 512 shapes SAME.
-Measured: not yet run
+Analogue: dual_gemm v72 (the exchange's phases); gemm v57 (the split exchange overlapped, in rounds, after the loop)
+Why: v72's marks on 256x4096x7168: K loop -> end 4.54 us, of which ~1.0 the barrier's wait for the later CTA of the
+pair and ~2.2 the peer's 64 KB over DSMEM at the link's 30 GB/s a CTA (studies/dsmem_rate, session 85: not faster
+with more CTAs or with a share through L2). Only moving the bytes earlier takes that time; a CTA's partial of rows it
+no longer accumulates can leave while it accumulates the others.
+Cost: a narrowed block is issue-bound (`probe sass dual_gemm v73`: the N = 128 loops 1.61x their tensor work, the
+wide ones 0.81x), so it takes ~0.81 of a wide block where half would be its tensor share: ~0.19 us more a block at
+v72's 0.614 us a wide block, ~0.77 us for 4; the staging ~0.3 us at the switch.
+Prediction: 256x4096x7168 and 256x3072x4096 1.5-2.0 us sooner each (the 4 narrowed blocks, ~2.0 us, cover most of
+the ~2.6 us of staging and two 32 KB rounds; the finish reads only its own shared memory): `compare dual_gemm v72
+v73` ~1.035-1.045x and ~1.05-1.07x; 512x4096x7168 and 512x3072x7168 SAME (kUnsplit and kTailsEarly: untouched).
+Refuted if the S = 2 shapes gain < 0.5 us: then the bulk copies do not run under the narrowed blocks (the marks'
+"staged" (9) -> "sums complete" (8) would show the wait).
+Layout: split 1's producer swaps the tile's row halves in its slots, so both CTAs' own rows are the slots' first half
+and acc[0..63]: one narrowed instantiation, no accumulator indexed by the split.
+Compile-only (nvcc 13.0, sm_90a): the 256-row split kernels 168 registers at launch, 4 bytes of spill outside the wgmma
+loops (`probe sass`: no local access in any loop, narrowed loop 1.55x its tensor work, wide 0.77x); the rest v72's.
+First build (3eea5de, the split's halves not swapped: acc[64..127] for split 1's narrowed blocks, split-indexed
+positions): ptxas serialised every wgmma of both split kernels (C7511, "insufficient register resources for the wgmma
+pipeline", which `build --compile-only` did not flag: it knew only C7512's wording; it does now). Measured on a one-GPU
+H200 (session 86): tests, edges, a custom 200x2048x3328 and bad inputs passed; racecheck clean on 256x512x256, timed
+out (240 s) on 256x3072x4096; marks (`probe marks dual_gemm v72 v73 --shapes benchmarks:0`): the wide range 0.80 us a
+block against v72's 0.616 (prepass visible -> K loop 34.50 -> 45.31 us), the four narrowed blocks 2.11 us (0.53
+each), K loop -> end 4.61 -> 3.33 us; the call 44.10 -> 54.37 us. v74 (that build with d = 4) `compare dual_gemm v72
+v74`: 0.809x / 0.995x / 0.823x / 0.999x.
+Measured: NVIDIA H200, session 86 (one-GPU machines, driver 580.159.04, torch 2.11.0+cu130; commit d9d151b): tests,
+edges, 200x2048x3328 (split launch with tails, rows past M), the benchmarks (`--dist all`), random shapes and bad inputs
+pass; synccheck clean on 256x512x256 and 256x3072x4096, racecheck clean on 256x512x256 and timed out (150 s) on
+256x3072x4096 (v72's finished there in session 85). `compare dual_gemm v72 v73` (kernel method, one process, mean us):
+256x4096x7168 44.15 -> 44.68 0.988x [0.981, 0.996] SAME, 512x4096x7168 1.000x SAME, 256x3072x4096 28.10 -> 28.26
+0.994x [0.988, 1.000] SAME, 512x3072x7168 1.001x SAME; outputs differ from v72's on the S = 2 shapes (other K
+ranges), bit for bit on the others. Marks (`probe marks dual_gemm v72 v73 --shapes benchmarks:0`, 20 calls, medians,
+us after the call's first stamp): the loop's end moved 38.53 -> 40.80 while K loop -> end fell 4.64 -> 3.10. The wide
+range ran 0.643 us a block (staged at 39.14, ~0.3 after it ended) against v72's 0.619; the four narrowed blocks 1.66 us
+(0.41 each: the prediction's 0.5 was high); the pieces landed ~1.0 us after the loop (staged -> sums complete 2.68
+us, ~0.6 above 64 KB at the link's rate); sums complete -> C staged 1.12, -> end 0.95. The end came 0.72 us later
+than v72's. Refuted as built: the exchange left the loop's tail (-1.54 us) but the wide blocks lost ~1.3 us and the
+pieces still came ~1.0 us after the narrowed blocks. v75 (the sending thread's spin) and v76 (the copies piece by
+piece) test the two.
+Verdict: slower
 """
 
 import torch
@@ -23,7 +61,7 @@ BLOCK_N = 64
 BLOCK_M_MAX = 256
 TILE_ROWS = (32, 64, 96, 128, 160, 192, 256)
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_dual_gemm_v76"
+EXTENSION_NAME = "nvfp4_dual_gemm_v73"
 # `nvfp4 probe marks`: ids 0-1 are the prepass's blocks, 2-6 the GEMM kernel's CTAs (3 and 4: v38's
 # kTailsEarly launch only, its first blocks' A decoded in the ring, and the producer's griddepcontrol.wait
 # returned; every other launch skips them); helper CTAs stamp only 2, 3 (4 in kTailsEarly) and 11-13.
@@ -145,8 +183,8 @@ constexpr int B_BYTES = B_VALUE_BYTES + B_SCALE_BYTES;  // one B operand's share
 // stays aligned for the 128-byte swizzle. 6 slots: 223 KB with the barriers and the alignment
 // slack, of the 227 KB a CTA may have.
 constexpr int STAGE_BYTES = (A_TILE_BYTES + 2 * B_BYTES + 1023) / 1024 * 1024;
-// a full and an empty mbarrier per stage, then v73's for the S = 2 handoff (staged, ready, v76: one received a piece)
-constexpr int kHandoffBarriers = 6;
+// a full and an empty mbarrier per stage, then v73's four for the S = 2 handoff (staged, ready, received 1 and 2)
+constexpr int kHandoffBarriers = 4;
 constexpr int BARRIER_BYTES = (2 * kStages + kHandoffBarriers) * 8;
 constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 1024;  // + slack to align the ring to 1024 bytes
 static_assert(SMEM_BYTES <= 227 * 1024, "the ring must fit a CTA's dynamic shared memory");
@@ -1007,14 +1045,6 @@ __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t rank) 
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
-// v75: whether the barrier's phase of this parity has completed, without waiting.
-__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done != 0;
-}
-constexpr unsigned kHandoffPollNs = 256;  // v75: the sending thread's sleep between polls of `staged`
 __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
     asm volatile(
         "{\n.reg .pred done;\nwait_%=:\n"
@@ -1045,29 +1075,25 @@ __device__ __forceinline__ void handoff_stage(int u, int operand, uint32_t ring,
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // NOTE: generic writes before the copies read them
     mbar_arrive(staged);
 }
-// One thread of the producer warpgroup (not the producer's: it may still wait for slots): the handoff's copies. Once
-// this CTA's pieces are staged, tell the peer its gate pieces may land here (slots 4-5: free since the wide range
-// ended), wait for the peer's word and send pieces 0-1 (gate) to its slots 4-5; then (v76) each up piece q = 2, 3 as
-// soon as the peer's gate piece q - 2 has landed here (so the peer's slot q - 2 has left it), into that slot. v73 sent
-// both up pieces after both gate pieces had landed: the link idled between the rounds (its marks: staged -> sums
-// complete 2.7 us for 64 KB, ~2.1 at the link's 30 GB/s).
+// One thread of the producer warpgroup (not the producer's: it may still wait for slots): the handoff's two rounds.
+// (1) once this CTA's pieces are staged, tell the peer its gate pieces may land here (slots 4-5: free since the wide
+// range ended), wait for the peer's word, send pieces 0-1 (gate) to its slots 4-5; (2) once the peer's gate pieces
+// have landed here (so its pieces 0-1 have left it), send pieces 2-3 (up) into its slots 0-1.
 template <int kN>
-__device__ __forceinline__ void handoff_send(int split, uint32_t ring, uint32_t staged, uint32_t ready, uint32_t received) {
+__device__ __forceinline__ void handoff_send(int split, uint32_t ring, uint32_t staged, uint32_t ready,
+                                             uint32_t received1, uint32_t received2) {
     const uint32_t peer = split ^ 1;
     cluster_wait();  // NOTE: phase 0 (arrived at the start): the peer's barriers are initialised
-    // NOTE: v75: the wide range lasts tens of us; a try_wait loop through it takes issue slots from the consumer warps of
-    // its sub-partition (v73's marks: the wide blocks 0.643 us against v72's 0.619), a poll every kHandoffPollNs does not
-    while (!mbar_test(staged, 0)) __nanosleep(kHandoffPollNs);
+    mbar_wait(staged, 0);
     mbar_arrive_remote(ready, peer);
     mbar_wait_cluster(ready, 0);
     #pragma unroll
     for (int q = 0; q < 2; ++q)
-        bulk_copy_to_peer(handoff_free<kN>(ring, 4 + q), handoff_free<kN>(ring, q), kPieceBytes, received + 8 * q, peer);
+        bulk_copy_to_peer(handoff_free<kN>(ring, 4 + q), handoff_free<kN>(ring, q), kPieceBytes, received1, peer);
+    mbar_wait(received1, 0);
     #pragma unroll
-    for (int q = 0; q < 2; ++q) {
-        mbar_wait(received + 8 * q, 0);  // NOTE: the peer's piece q is here: its slot q's free half has been read
-        bulk_copy_to_peer(handoff_free<kN>(ring, q), handoff_free<kN>(ring, 2 + q), kPieceBytes, received + 8 * (2 + q), peer);
-    }
+    for (int q = 0; q < 2; ++q)
+        bulk_copy_to_peer(handoff_free<kN>(ring, q), handoff_free<kN>(ring, 2 + q), kPieceBytes, received2, peer);
 }
 // Consumers, after the narrowed range: the own share's positions (j < kN / 16) finished as v72's (the gate warpgroup j
 // even, the up odd), the peer's partial of them read locally from the pieces it sent; C rows staged in the loaded
@@ -1115,7 +1141,7 @@ __device__ __forceinline__ void handoff_sum(int u, uint32_t ring, const float* a
 template <int kN, bool kWithTail>
 __device__ __forceinline__ void handoff_finish(const GroupDesc& d, int split, int cthread, int m0, int n0, uint32_t ring,
                                                const float* acc, const float* tail, const uint32_t* flag,
-                                               uint32_t received) {
+                                               uint32_t received1, uint32_t received2) {
     constexpr int kPositions = kN / 32;
     const int operand = cthread / kOperandThreads, u = cthread % kOperandThreads;
     consumer_sync();  // NOTE: every consumer warp's last wgmma has read its stage before the loaded halves are written
@@ -1137,7 +1163,8 @@ __device__ __forceinline__ void handoff_finish(const GroupDesc& d, int split, in
     }
     if (operand == 0) handoff_stage_other<kN, 0>(u, ring, acc);
     else handoff_stage_other<kN, 1>(u, ring, acc);
-    for (int q = 0; q < 4; ++q) mbar_wait(received + 8 * q, 0);
+    mbar_wait(received1, 0);
+    mbar_wait(received2, 0);
     consumer_sync();  // NOTE: the other warpgroup's operand is staged
     if (cthread == 0) NVFP4_MARK(8);
     if (operand == 0) handoff_sum<kN, kWithTail, 0>(u, ring, acc, tail_g, tail_up);
@@ -1487,8 +1514,7 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
     const uint32_t full = ring + kStages * STAGE_BYTES, empty = full + 8 * kStages;
     // v73: the S = 2 handoff's barriers: the consumers' pieces staged, the peer's word that its free halves may be
     // written, the peer's gate pieces and its up pieces landed here (each counting 32 KB)
-    // v76: received (four): the peer's pieces 0, 1 (gate, into slots 4-5) and 2, 3 (up, into slots 0-1) landed here
-    const uint32_t staged = empty + 8 * kStages, ready = staged + 8, received = staged + 16;
+    const uint32_t staged = empty + 8 * kStages, ready = staged + 8, received1 = staged + 16, received2 = staged + 24;
     constexpr int n_cols = kN;  // wgmma's N for every tile of the launch
     if (threadIdx.x == 0) NVFP4_MARK(2);
 
@@ -1499,12 +1525,14 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
         }
         mbar_init(staged, kConsumerThreads);
         mbar_init(ready, 1);
-        for (int q = 0; q < 4; ++q) mbar_init(received + 8 * q, 1);
+        mbar_init(received1, 1);
+        mbar_init(received2, 1);
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         // NOTE: v73: the received barriers expect the peer's bytes from the start (its copies come after the cluster
         // barrier's phase 0, which follows this)
-        for (int q = 0; q < 4; ++q) mbar_arrive_expect_tx(received + 8 * q, 8 * kOperandThreads * 16);
+        mbar_arrive_expect_tx(received1, 2 * 8 * kOperandThreads * 16);
+        mbar_arrive_expect_tx(received2, 2 * 8 * kOperandThreads * 16);
     }
     __syncthreads();  // NOTE: the producer warpgroup leaves below, thread 0 after its copies
 
@@ -1628,7 +1656,7 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
         }
         if constexpr (kSplits && kN == 256) {
             // NOTE: v73: its own thread, so the rounds never wait behind the producer's waits for free slots
-            if (handoff.on && threadIdx.x == 32) handoff_send<kN>(split, ring, staged, ready, received);
+            if (handoff.on && threadIdx.x == 32) handoff_send<kN>(split, ring, staged, ready, received1, received2);
         }
         return;
     }
@@ -1649,7 +1677,7 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
             constexpr bool kWithTail = kMode == kSplitTails;
             const float* tail = kWithTail ? tail_partial_at<kN>(problem.tails, tile, 0) : nullptr;
             const uint32_t* flag = kWithTail ? problem.tails.flags + tile : nullptr;
-            handoff_finish<kN, kWithTail>(d, split, cthread, p.m0, p.n0, ring, acc, tail, flag, received);
+            handoff_finish<kN, kWithTail>(d, split, cthread, p.m0, p.n0, ring, acc, tail, flag, received1, received2);
             if (threadIdx.x == kProducerThreads) NVFP4_MARK(6);
             return;
         }

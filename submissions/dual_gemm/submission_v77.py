@@ -1,42 +1,24 @@
-"""NVFP4 dual_gemm v73: the S = 2 pair hands off: its last K blocks narrowed to each CTA's half of A's rows, the peer's half sent under them
+"""NVFP4 dual_gemm v77: the handoff's wide range through the launch's one K-loop call site
 
-Version: v73
-Parent: v72
-Change: in the S = 2 cluster launches at 256 rows (kSplit and kSplitTails: 256x4096x7168's and 256x3072x4096's) the
-tile's K blocks are three ranges, not two halves: split 0 runs [0, y0) over all 256 rows of A, split 1 [y1, B), and
-both run the ~2d = 4 blocks [y0, y1) narrowed (wgmma N = 128) to their own share's rows (split 0 the first 128, split
-1 the second). Each CTA's partial of the peer's rows is then final when its wide range ends: its consumers stage it
-(64 KB) into the halves of the ring's slots that the narrowed blocks leave unloaded, and a producer-warpgroup thread
-sends it to the peer's free halves by two bulk copies across the cluster (gate pieces, then up pieces into the slots
-the peer's own gate pieces left), while the narrowed blocks run. After the loop each CTA finishes its share from
-shared memory (v72: the whole 64 KB pulled over DSMEM after both loops ended and a cluster barrier). Sums are
-((0 + split 0) + split 1) + tail, over different K ranges than v72's: not bit for bit.
+Version: v77
+Parent: v73
+Change: the S = 2 handoff's wide range is run by the call of mma_blocks that every split launch already makes (its
+block count `wide` when the handoff is on), and the handoff's staging, narrowed range and finish follow it; v73 made
+a second call for the wide range inside its own branch. Mark 14 ("handoff: wide range end") stamps the wide range's
+end before the staging (marks builds only).
 Arch: sm_90a
-Analogue: dual_gemm v72 (the exchange's phases); gemm v57 (the split exchange overlapped, in rounds, after the loop)
-Why: v72's marks on 256x4096x7168: K loop -> end 4.54 us, of which ~1.0 the barrier's wait for the later CTA of the
-pair and ~2.2 the peer's 64 KB over DSMEM at the link's 30 GB/s a CTA (studies/dsmem_rate, session 85: not faster
-with more CTAs or with a share through L2). Only moving the bytes earlier takes that time; a CTA's partial of rows it
-no longer accumulates can leave while it accumulates the others.
-Cost: a narrowed block is issue-bound (`probe sass dual_gemm v73`: the N = 128 loops 1.61x their tensor work, the
-wide ones 0.81x), so it takes ~0.81 of a wide block where half would be its tensor share: ~0.19 us more a block at
-v72's 0.614 us a wide block, ~0.77 us for 4; the staging ~0.3 us at the switch.
-Prediction: 256x4096x7168 and 256x3072x4096 1.5-2.0 us sooner each (the 4 narrowed blocks, ~2.0 us, cover most of
-the ~2.6 us of staging and two 32 KB rounds; the finish reads only its own shared memory): `compare dual_gemm v72
-v73` ~1.035-1.045x and ~1.05-1.07x; 512x4096x7168 and 512x3072x7168 SAME (kUnsplit and kTailsEarly: untouched).
-Refuted if the S = 2 shapes gain < 0.5 us: then the bulk copies do not run under the narrowed blocks (the marks'
-"staged" (9) -> "sums complete" (8) would show the wait).
-Layout: split 1's producer swaps the tile's row halves in its slots, so both CTAs' own rows are the slots' first half
-and acc[0..63]: one narrowed instantiation, no accumulator indexed by the split.
-Compile-only (nvcc 13.0, sm_90a): the 256-row split kernels 168 registers at launch, 4 bytes of spill outside the wgmma
-loops (`probe sass`: no local access in any loop, narrowed loop 1.55x its tensor work, wide 0.77x); the rest v72's.
-First build (3eea5de, the split's halves not swapped: acc[64..127] for split 1's narrowed blocks, split-indexed
-positions): ptxas serialised every wgmma of both split kernels (C7511, "insufficient register resources for the wgmma
-pipeline", which `build --compile-only` did not flag: it knew only C7512's wording; it does now). Measured on a one-GPU
-H200 (session 86): tests, edges, a custom 200x2048x3328 and bad inputs passed; racecheck clean on 256x512x256, timed
-out (240 s) on 256x3072x4096; marks (`probe marks dual_gemm v72 v73 --shapes benchmarks:0`): the wide range 0.80 us a
-block against v72's 0.616 (prepass visible -> K loop 34.50 -> 45.31 us), the four narrowed blocks 2.11 us (0.53
-each), K loop -> end 4.61 -> 3.33 us; the call 44.10 -> 54.37 us. v74 (that build with d = 4) `compare dual_gemm v72
-v74`: 0.809x / 0.995x / 0.823x / 0.999x.
+Analogue: dual_gemm v73
+Why: v73's marks (session 86): the wide blocks ran 0.643 us against v72's 0.619 (~1.3 us over 54 blocks), which took
+back what the handoff saved after the loop (K loop -> end 4.64 -> 3.10 us); v75 showed it is not the sending
+thread's spin. What differs in the wide loop is its code: inlined at a call site of its own, ptxas built it with 24 of
+v72's 50 SHF.L as IMAD.SHL and 277 instructions (v72: 285). One call site gives the wide range one inlined loop.
+Compile-only (nvcc 13.0, sm_90a): not v72's loop either: `probe sass dual_gemm v77` reads the kSplit wide loop at 277
+instructions (SHF 43, IMAD 25; v72: SHF 50, IMAD 15, 285) and kSplitTails' at 281; 4 bytes of spill outside the loops.
+So this build tests the call site, and the marks (14 -> 9: the staging alone; 2 -> 14: the wide range) separate the
+wide blocks from the staging that v73's "staged" mark lumped together.
+Prediction: if the call site is what slowed v73's wide blocks, they return to ~0.62 us and the S = 2 shapes are ~1.0 us
+sooner than v73 (`compare dual_gemm v72 v77` ~1.01x on 256x4096x7168 where v73 read 0.988x); if the instruction mix
+is (and it is not v72's here), SAME as v73. The 512 shapes SAME.
 Measured: not yet run
 """
 
@@ -47,7 +29,7 @@ BLOCK_N = 64
 BLOCK_M_MAX = 256
 TILE_ROWS = (32, 64, 96, 128, 160, 192, 256)
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_dual_gemm_v73"
+EXTENSION_NAME = "nvfp4_dual_gemm_v77"
 # `nvfp4 probe marks`: ids 0-1 are the prepass's blocks, 2-6 the GEMM kernel's CTAs (3 and 4: v38's
 # kTailsEarly launch only, its first blocks' A decoded in the ring, and the producer's griddepcontrol.wait
 # returned; every other launch skips them); helper CTAs stamp only 2, 3 (4 in kTailsEarly) and 11-13.
@@ -59,7 +41,7 @@ EXTENSION_NAME = "nvfp4_dual_gemm_v73"
 MARK_NAMES = ["prepass start", "prepass stores issued", "GEMM start", "first blocks decoded",
               "prepass visible (wait returned)", "K loop", "end", "tail flag seen", "sums complete",
               "halves exchanged (handoff: staged)", "C staged", "helper: tail 1 flag raised", "helper: tail 2 flag raised",
-              "helper: tail 3+ flag raised"]
+              "helper: tail 3+ flag raised", "handoff: wide range end"]
 FUNCTIONS = ["dual_gemm", "launch_counts"]
 CUDA_FLAGS = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
@@ -1650,24 +1632,6 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
     float acc[kN / 2];  // A.B1^T (warpgroup 0) or A.B2^T (warpgroup 1), x 2^-7
     #pragma unroll
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
-    if constexpr (kSplits && kN == 256) {
-        if (handoff.on) {  // v73: the wide range, the peer's rows staged, the narrowed range, then this share finished
-            const int cthread = threadIdx.x - kProducerThreads;
-            const int operand = cthread / kOperandThreads, u = cthread % kOperandThreads;
-            mma_blocks<kN>(acc, wide, 0, p.n0, ring, ring_generic, full, empty);
-            consumer_sync();  // NOTE: both warpgroups' last wide wgmma has read its slot before the free halves are written
-            handoff_stage<kN>(u, operand, ring, acc, staged);
-            if (cthread == 0) NVFP4_MARK(9);
-            mma_blocks<kN, false, false, 0>(acc, handoff.y1 - handoff.y0, wide, p.n0, ring, ring_generic, full, empty);
-            if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
-            constexpr bool kWithTail = kMode == kSplitTails;
-            const float* tail = kWithTail ? tail_partial_at<kN>(problem.tails, tile, 0) : nullptr;
-            const uint32_t* flag = kWithTail ? problem.tails.flags + tile : nullptr;
-            handoff_finish<kN, kWithTail>(d, split, cthread, p.m0, p.n0, ring, acc, tail, flag, received1, received2);
-            if (threadIdx.x == kProducerThreads) NVFP4_MARK(6);
-            return;
-        }
-    }
     if constexpr (kMode == kTails || kMode == kTailsEarly) {
         // v50: the tail folded into the loop from block `begin` on: helper tile % helpers runs this tile's tail as
         // its (tile / helpers)-th. v51: `begin` from v50's marks: the acquire (block begin - 2) after
@@ -1687,7 +1651,28 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
             add_tail<kN, kDependent>(problem.tails, tile, acc);
         }
     } else {
-        mma_blocks<kN>(acc, num_k, 0, p.n0, ring, ring_generic, full, empty);
+        // NOTE: v77: the handoff's wide range through this one call site: v73 called mma_blocks for it from a call site
+        // of its own, whose inlined loop ptxas built otherwise (24 of v72's SHF.L as IMAD.SHL, 277 instructions against
+        // 285) and ran ~4% slower a block (v73's marks)
+        mma_blocks<kN>(acc, handoff.on ? wide : num_k, 0, p.n0, ring, ring_generic, full, empty);
+    }
+    if constexpr (kSplits && kN == 256) {
+        if (handoff.on) {  // v73: after the wide range, the peer's rows staged, the narrowed range, this share finished
+            if (threadIdx.x == kProducerThreads) NVFP4_MARK(14);
+            const int cthread = threadIdx.x - kProducerThreads;
+            const int operand = cthread / kOperandThreads, u = cthread % kOperandThreads;
+            consumer_sync();  // NOTE: both warpgroups' last wide wgmma has read its slot before the free halves are written
+            handoff_stage<kN>(u, operand, ring, acc, staged);
+            if (cthread == 0) NVFP4_MARK(9);
+            mma_blocks<kN, false, false, 0>(acc, handoff.y1 - handoff.y0, wide, p.n0, ring, ring_generic, full, empty);
+            if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
+            constexpr bool kWithTail = kMode == kSplitTails;
+            const float* tail = kWithTail ? tail_partial_at<kN>(problem.tails, tile, 0) : nullptr;
+            const uint32_t* flag = kWithTail ? problem.tails.flags + tile : nullptr;
+            handoff_finish<kN, kWithTail>(d, split, cthread, p.m0, p.n0, ring, acc, tail, flag, received1, received2);
+            if (threadIdx.x == kProducerThreads) NVFP4_MARK(6);
+            return;
+        }
     }
     if (threadIdx.x == kProducerThreads) NVFP4_MARK(5);
     if constexpr (kSplits) {

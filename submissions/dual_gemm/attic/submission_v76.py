@@ -1,18 +1,26 @@
-"""NVFP4 dual_gemm v74: v73's handoff with eight narrowed blocks, not four
+"""NVFP4 dual_gemm v76: the handoff's copies piece by piece, each up piece sent as soon as its slot at the peer is free
 
-Version: v74
-Parent: v73
-Change: kHandoffBlocks (d) 2 -> 4: the narrowed range [y0, y1) is 8 K blocks on 256x4096x7168 (v73: 4; the wide
-ranges must stay even, so 6 is not possible there at B = 112)
+Version: v76
+Parent: v75
+Change: one received barrier a 16 KB piece (four, was two of 32 KB): the sending thread issues its gate pieces 0 and 1,
+then up piece 2 once the peer's gate piece 0 has landed here and up piece 3 once its piece 1 has (v73-v75: both up
+pieces after both gate pieces had landed)
 Arch: sm_90a
-Analogue: dual_gemm v73
-Why: v73's 4 narrowed blocks (2.11 us in its first build's marks, 0.53 each) may not cover the staging and the two
-32 KB rounds across the cluster (~2.6 us at 30 GB/s plus the two words between the CTAs); 8 cover them with ~1.6 us
-to spare, at ~0.22 us of loop more a narrowed block (~0.9 us more than v73).
-Prediction: if v73's finish waits for the peer's bytes (its marks: "staged" (9) -> "sums complete" (8) longer than the
-narrowed blocks), v74 is up to ~0.5 us sooner than v73 on the S = 2 shapes; if not, ~0.9 us later. The 512 shapes
-SAME.
-Measured: not yet run
+Analogue: dual_gemm v73 (the handoff's rounds); gemm v57 (an exchange in rounds)
+Why: v73's marks (session 86): staged -> sums complete ~2.7 us for the 64 KB each CTA sends, against ~2.1 at the link's
+30 GB/s a CTA (studies/dsmem_rate); between v73's rounds the link waits for the whole first round to land. Piece by
+piece, the third copy is queued while the second still flies.
+Prediction: the exchange ~0.4-0.5 us shorter: the four narrowed blocks (1.66 us) then leave ~0.5 us of wait after the
+loop instead of ~1.0; 256x4096x7168 and 256x3072x4096 ~0.4 us sooner than v75 (`compare dual_gemm v72 v76` ~1.01x
+above v75's); the 512 shapes SAME.
+Measured: NVIDIA H200, session 86 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 7f4674f): tests,
+edges, 200x2048x3328, random shapes and bad inputs pass; synccheck clean on 256x512x256 and 256x3072x4096; racecheck
+clean on 256x512x256, timed out (150 s) on 256x3072x4096 as v73's did. `compare dual_gemm v72 v76` (kernel method,
+one process, mean us): 256x4096x7168 44.21 -> 45.06 0.981x [0.973, 0.989] SLOWER, 512x4096x7168 0.999x SAME,
+256x3072x4096 28.07 -> 28.27 0.993x [0.987, 0.998] SAME, 512x3072x7168 1.001x SAME. Not faster than v73 or v75 in
+their compares (the marks that would say whether the exchange shortened ran past the call's deadline): the
+pieces' order is not what the S = 2 shapes lose on.
+Verdict: slower
 """
 
 import torch
@@ -22,7 +30,7 @@ BLOCK_N = 64
 BLOCK_M_MAX = 256
 TILE_ROWS = (32, 64, 96, 128, 160, 192, 256)
 BLOCK_K = 64
-EXTENSION_NAME = "nvfp4_dual_gemm_v74"
+EXTENSION_NAME = "nvfp4_dual_gemm_v76"
 # `nvfp4 probe marks`: ids 0-1 are the prepass's blocks, 2-6 the GEMM kernel's CTAs (3 and 4: v38's
 # kTailsEarly launch only, its first blocks' A decoded in the ring, and the producer's griddepcontrol.wait
 # returned; every other launch skips them); helper CTAs stamp only 2, 3 (4 in kTailsEarly) and 11-13.
@@ -144,8 +152,8 @@ constexpr int B_BYTES = B_VALUE_BYTES + B_SCALE_BYTES;  // one B operand's share
 // stays aligned for the 128-byte swizzle. 6 slots: 223 KB with the barriers and the alignment
 // slack, of the 227 KB a CTA may have.
 constexpr int STAGE_BYTES = (A_TILE_BYTES + 2 * B_BYTES + 1023) / 1024 * 1024;
-// a full and an empty mbarrier per stage, then v73's four for the S = 2 handoff (staged, ready, received 1 and 2)
-constexpr int kHandoffBarriers = 4;
+// a full and an empty mbarrier per stage, then v73's for the S = 2 handoff (staged, ready, v76: one received a piece)
+constexpr int kHandoffBarriers = 6;
 constexpr int BARRIER_BYTES = (2 * kStages + kHandoffBarriers) * 8;
 constexpr int SMEM_BYTES = kStages * STAGE_BYTES + BARRIER_BYTES + 1024;  // + slack to align the ring to 1024 bytes
 static_assert(SMEM_BYTES <= 227 * 1024, "the ring must fit a CTA's dynamic shared memory");
@@ -975,7 +983,7 @@ __device__ __forceinline__ void reduce_in_cluster(const GroupDesc& d, int S, int
 // half and the rest: the narrowed blocks are one instantiation (wgmma N = kN / 2 on the first half), and no
 // accumulator is indexed by the split. (The first build indexed by split: ptxas serialised every wgmma of the kernel
 // for registers, C7511, and the wide loop ran 30% slower.)
-constexpr int kHandoffBlocks = 4;  // d: the narrowed range is ~2d blocks around the middle (v74: 4; v73: 2)
+constexpr int kHandoffBlocks = 2;  // d: the narrowed range is ~2d blocks around the middle
 struct Handoff { bool on; int y0, y1; };
 __host__ __device__ constexpr Handoff handoff_of(int blocks) {
     const int mid = blocks / 2;
@@ -1006,6 +1014,14 @@ __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t rank) 
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
+// v75: whether the barrier's phase of this parity has completed, without waiting.
+__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
+}
+constexpr unsigned kHandoffPollNs = 256;  // v75: the sending thread's sleep between polls of `staged`
 __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
     asm volatile(
         "{\n.reg .pred done;\nwait_%=:\n"
@@ -1036,25 +1052,29 @@ __device__ __forceinline__ void handoff_stage(int u, int operand, uint32_t ring,
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // NOTE: generic writes before the copies read them
     mbar_arrive(staged);
 }
-// One thread of the producer warpgroup (not the producer's: it may still wait for slots): the handoff's two rounds.
-// (1) once this CTA's pieces are staged, tell the peer its gate pieces may land here (slots 4-5: free since the wide
-// range ended), wait for the peer's word, send pieces 0-1 (gate) to its slots 4-5; (2) once the peer's gate pieces
-// have landed here (so its pieces 0-1 have left it), send pieces 2-3 (up) into its slots 0-1.
+// One thread of the producer warpgroup (not the producer's: it may still wait for slots): the handoff's copies. Once
+// this CTA's pieces are staged, tell the peer its gate pieces may land here (slots 4-5: free since the wide range
+// ended), wait for the peer's word and send pieces 0-1 (gate) to its slots 4-5; then (v76) each up piece q = 2, 3 as
+// soon as the peer's gate piece q - 2 has landed here (so the peer's slot q - 2 has left it), into that slot. v73 sent
+// both up pieces after both gate pieces had landed: the link idled between the rounds (its marks: staged -> sums
+// complete 2.7 us for 64 KB, ~2.1 at the link's 30 GB/s).
 template <int kN>
-__device__ __forceinline__ void handoff_send(int split, uint32_t ring, uint32_t staged, uint32_t ready,
-                                             uint32_t received1, uint32_t received2) {
+__device__ __forceinline__ void handoff_send(int split, uint32_t ring, uint32_t staged, uint32_t ready, uint32_t received) {
     const uint32_t peer = split ^ 1;
     cluster_wait();  // NOTE: phase 0 (arrived at the start): the peer's barriers are initialised
-    mbar_wait(staged, 0);
+    // NOTE: v75: the wide range lasts tens of us; a try_wait loop through it takes issue slots from the consumer warps of
+    // its sub-partition (v73's marks: the wide blocks 0.643 us against v72's 0.619), a poll every kHandoffPollNs does not
+    while (!mbar_test(staged, 0)) __nanosleep(kHandoffPollNs);
     mbar_arrive_remote(ready, peer);
     mbar_wait_cluster(ready, 0);
     #pragma unroll
     for (int q = 0; q < 2; ++q)
-        bulk_copy_to_peer(handoff_free<kN>(ring, 4 + q), handoff_free<kN>(ring, q), kPieceBytes, received1, peer);
-    mbar_wait(received1, 0);
+        bulk_copy_to_peer(handoff_free<kN>(ring, 4 + q), handoff_free<kN>(ring, q), kPieceBytes, received + 8 * q, peer);
     #pragma unroll
-    for (int q = 0; q < 2; ++q)
-        bulk_copy_to_peer(handoff_free<kN>(ring, q), handoff_free<kN>(ring, 2 + q), kPieceBytes, received2, peer);
+    for (int q = 0; q < 2; ++q) {
+        mbar_wait(received + 8 * q, 0);  // NOTE: the peer's piece q is here: its slot q's free half has been read
+        bulk_copy_to_peer(handoff_free<kN>(ring, q), handoff_free<kN>(ring, 2 + q), kPieceBytes, received + 8 * (2 + q), peer);
+    }
 }
 // Consumers, after the narrowed range: the own share's positions (j < kN / 16) finished as v72's (the gate warpgroup j
 // even, the up odd), the peer's partial of them read locally from the pieces it sent; C rows staged in the loaded
@@ -1102,7 +1122,7 @@ __device__ __forceinline__ void handoff_sum(int u, uint32_t ring, const float* a
 template <int kN, bool kWithTail>
 __device__ __forceinline__ void handoff_finish(const GroupDesc& d, int split, int cthread, int m0, int n0, uint32_t ring,
                                                const float* acc, const float* tail, const uint32_t* flag,
-                                               uint32_t received1, uint32_t received2) {
+                                               uint32_t received) {
     constexpr int kPositions = kN / 32;
     const int operand = cthread / kOperandThreads, u = cthread % kOperandThreads;
     consumer_sync();  // NOTE: every consumer warp's last wgmma has read its stage before the loaded halves are written
@@ -1124,8 +1144,7 @@ __device__ __forceinline__ void handoff_finish(const GroupDesc& d, int split, in
     }
     if (operand == 0) handoff_stage_other<kN, 0>(u, ring, acc);
     else handoff_stage_other<kN, 1>(u, ring, acc);
-    mbar_wait(received1, 0);
-    mbar_wait(received2, 0);
+    for (int q = 0; q < 4; ++q) mbar_wait(received + 8 * q, 0);
     consumer_sync();  // NOTE: the other warpgroup's operand is staged
     if (cthread == 0) NVFP4_MARK(8);
     if (operand == 0) handoff_sum<kN, kWithTail, 0>(u, ring, acc, tail_g, tail_up);
@@ -1475,7 +1494,8 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
     const uint32_t full = ring + kStages * STAGE_BYTES, empty = full + 8 * kStages;
     // v73: the S = 2 handoff's barriers: the consumers' pieces staged, the peer's word that its free halves may be
     // written, the peer's gate pieces and its up pieces landed here (each counting 32 KB)
-    const uint32_t staged = empty + 8 * kStages, ready = staged + 8, received1 = staged + 16, received2 = staged + 24;
+    // v76: received (four): the peer's pieces 0, 1 (gate, into slots 4-5) and 2, 3 (up, into slots 0-1) landed here
+    const uint32_t staged = empty + 8 * kStages, ready = staged + 8, received = staged + 16;
     constexpr int n_cols = kN;  // wgmma's N for every tile of the launch
     if (threadIdx.x == 0) NVFP4_MARK(2);
 
@@ -1486,14 +1506,12 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
         }
         mbar_init(staged, kConsumerThreads);
         mbar_init(ready, 1);
-        mbar_init(received1, 1);
-        mbar_init(received2, 1);
+        for (int q = 0; q < 4; ++q) mbar_init(received + 8 * q, 1);
         // NOTE: makes the initialised barriers visible to the async proxy (the bulk copies' completion).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         // NOTE: v73: the received barriers expect the peer's bytes from the start (its copies come after the cluster
         // barrier's phase 0, which follows this)
-        mbar_arrive_expect_tx(received1, 2 * 8 * kOperandThreads * 16);
-        mbar_arrive_expect_tx(received2, 2 * 8 * kOperandThreads * 16);
+        for (int q = 0; q < 4; ++q) mbar_arrive_expect_tx(received + 8 * q, 8 * kOperandThreads * 16);
     }
     __syncthreads();  // NOTE: the producer warpgroup leaves below, thread 0 after its copies
 
@@ -1617,7 +1635,7 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
         }
         if constexpr (kSplits && kN == 256) {
             // NOTE: v73: its own thread, so the rounds never wait behind the producer's waits for free slots
-            if (handoff.on && threadIdx.x == 32) handoff_send<kN>(split, ring, staged, ready, received1, received2);
+            if (handoff.on && threadIdx.x == 32) handoff_send<kN>(split, ring, staged, ready, received);
         }
         return;
     }
@@ -1638,7 +1656,7 @@ dual_gemm_kernel(const __grid_constant__ Problem<kGroups> problem) {
             constexpr bool kWithTail = kMode == kSplitTails;
             const float* tail = kWithTail ? tail_partial_at<kN>(problem.tails, tile, 0) : nullptr;
             const uint32_t* flag = kWithTail ? problem.tails.flags + tile : nullptr;
-            handoff_finish<kN, kWithTail>(d, split, cthread, p.m0, p.n0, ring, acc, tail, flag, received1, received2);
+            handoff_finish<kN, kWithTail>(d, split, cthread, p.m0, p.n0, ring, acc, tail, flag, received);
             if (threadIdx.x == kProducerThreads) NVFP4_MARK(6);
             return;
         }

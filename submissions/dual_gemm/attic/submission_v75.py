@@ -14,7 +14,14 @@ for the whole ~35 us, on a loop whose issue is 0.77x of its tensor work.
 Prediction: the wide range back to ~0.62 us a block: 256x4096x7168 ~1.3 us and 256x3072x4096 ~0.7 us (28 wide blocks)
 sooner than v73, `compare dual_gemm v72 v75` ~1.015x and ~1.02x (v73: 0.988x, 0.994x); the 512 shapes SAME. Refuted
 if the wide blocks stay at ~0.64 us: then the spin is not what slows them.
-Measured: not yet run
+Measured: NVIDIA H200, session 86 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 7f4674f; timed
+only, its code paths v73's but for the wait): `compare dual_gemm v72 v75` (kernel method, one process, mean us):
+256x4096x7168 44.13 -> 45.17 0.977x [0.972, 0.982] SLOWER, 512x4096x7168 1.001x SAME, 256x3072x4096 28.18 -> 28.27
+0.997x [0.987, 1.007] SAME, 512x3072x7168 1.002x SAME. Refuted: no faster than v73 (0.988x, 0.994x in the previous
+call), so the sending thread's spin is not what slows v73's wide blocks. `probe sass` offers another difference: the
+handoff's wide loop, inlined at a call site of its own, has 24 of v72's 50 SHF.L as IMAD.SHL (277 instructions against
+285), the same rate class alone (studies/pipe_beside_wgmma); v77 tests the call site.
+Verdict: slower
 """
 
 import torch
