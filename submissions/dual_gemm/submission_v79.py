@@ -15,8 +15,9 @@ Compile-only (nvcc 13.0, sm_90a): `probe sass dual_gemm v79` kSplit wide loop 27
 SHF 34, IMAD 35; v72: SHF 58, IMAD 4 + 15 others); no C7511; 4 bytes of spill outside the loops.
 Prediction: if IMAD.SHL is what slowed the wide blocks, they return to ~0.62 us and the S = 2 shapes gain the handoff's
 ~1.5 us: `compare dual_gemm v72 v79` ~1.02-1.03x on 256x4096x7168 and ~1.02-1.04x on 256x3072x4096; the 512 shapes
-SAME or faster (their loops use the same decode; v72's have no IMAD.SHL, so ~SAME). Refuted if the S = 2 shapes read as
-v73 did (0.988x, 0.994x).
+512x4096x7168 SAME (its kUnsplit loop had no IMAD.SHL in v72 either) and 512x3072x7168 the mechanism's clean test: its
+kTailsEarly loops, untouched by the handoff, carried 24-31 IMAD.SHL in v72 and none here. Refuted if the S = 2 shapes
+read as v73 did (0.988x, 0.994x) and 512x3072x7168 SAME.
 Measured: not yet run
 """
 
