@@ -18,6 +18,7 @@ Prediction: if IMAD.SHL is what slowed the wide blocks, they return to ~0.62 us 
 512x4096x7168 SAME (its kUnsplit loop had no IMAD.SHL in v72 either) and 512x3072x7168 the mechanism's clean test: its
 kTailsEarly loops, untouched by the handoff, carried 24-31 IMAD.SHL in v72 and none here. Refuted if the S = 2 shapes
 read as v73 did (0.988x, 0.994x) and 512x3072x7168 SAME.
+Exactness: the rotates equal the shifts under their masks for all 2^32 words (checked in numpy, session 86).
 Measured: not yet run
 """
 

@@ -16,6 +16,7 @@ Compile-only (nvcc 13.0, sm_90a): every wgmma loop 0 IMAD.SHL (72 or 36 SHF.L), 
 Prediction: if IMAD.SHL costs the tensor pipe beside wgmma, the loops shorten a few percent: `compare gemm v122 v125`
 1.01-1.04x on 128x7168x2048 (its loop ~1.1 us above the issue floor) and 128x4096x7168; if ptxas's pipe balance was
 worth more, 0.97-0.99x. Outputs bit for bit v122's either way.
+Exactness: the rotates equal the shifts under their masks for all 2^32 words (checked in numpy, session 86).
 Measured: not yet run
 """
 

@@ -17,6 +17,7 @@ Compile-only (nvcc 13.0, sm_90a): every wgmma loop 0 IMAD.SHL, instruction count
 Prediction: if IMAD.SHL costs the tensor pipe beside wgmma, the loops shorten a few percent: `compare group_gemm v128
 v131` 1.01-1.04x on C and D (decode-issue-bound) and A's short tiles; if ptxas's pipe balance was worth more, 0.97-0.99x.
 Outputs bit for bit v128's either way.
+Exactness: the rotates equal the shifts under their masks for all 2^32 words (checked in numpy, session 86).
 Measured: not yet run
 """
 
