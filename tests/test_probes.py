@@ -692,6 +692,14 @@ def test_sass_counts_each_loops_opcodes_by_base_name():
     assert not any("opcodes" in line for line in sass.format_loops("gemm/v9", {"_Z6kernelv": [loop]}))
 
 
+def test_sass_counts_imads_standing_in_for_shifts_and_moves_apart():
+    # NOTE: the forms are ptxas's (dual_gemm v73's wide loop: IMAD.SHL.U32 where v72's had SHF.L.U32)
+    body = ["L:.L_x_0", HGMMA, "IMAD.SHL.U32 R0, R1, 0x10, RZ", "@!P0 IMAD.SHL.U32 R2, R3, 0x2, RZ",
+            "IMAD.MOV.U32 R4, RZ, RZ, R5", "IMAD R6, R7, R8, R9", "SHF.L.U32 R10, R11, 0x4, RZ", "@P1 BRA `(.L_x_0)"]
+    loop = sass.loops_of(_sass(body))["_Z6kernelv"][0]
+    assert loop.opcodes == {"HGMMA": 1, "IMAD.SHL": 2, "IMAD.MOV": 1, "IMAD": 1, "SHF": 1, "BRA": 1}
+
+
 def test_sass_finds_nvdisasm_from_the_pip_wheel(tmp_path, monkeypatch):
     from harness import cuda_tools
     tool = tmp_path / "nvidia" / "cu13" / "bin" / "nvdisasm"

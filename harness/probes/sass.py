@@ -38,6 +38,10 @@ from pathlib import Path
 
 from harness.errors import UserError
 
+# NOTE: ptxas issues some shifts, moves and adds as IMAD forms on the FMA pipe (IMAD.SHL.U32 for SHF.L.U32, ...), by
+# its own choice per kernel: dual_gemm v73's wide loop had 24 of v72's 50 SHF.L as IMAD.SHL at about the same
+# instruction count and ran ~4% slower a block (session 86). So a loop's opcodes count these forms apart from IMAD.
+IMAD_STANDINS = ("IMAD.SHL", "IMAD.MOV", "IMAD.IADD")
 FLAGGED = ("MEMBAR", "LDL", "STL")
 # NOTE: instructions a cycle a scheduler beside a running wgmma, H200 (session 65): the decode warp of
 # studies/wgmma_alu_contention.py beside wgmma 0.35-0.39 (0.69-0.74 with the tensor pipe idle), its paired
@@ -64,7 +68,8 @@ class Loop:
     uniform: int = 0      # uniform-datapath instructions (opcode starting with U: UMOV, UIADD3, ...)
     tensor_cycles: int = 0  # the HGMMA's tensor-pipe cycles at the dense rate (N / 2 each)
     flagged: list[str] = field(default_factory=list)
-    opcodes: dict[str, int] = field(default_factory=dict)  # base opcode (LOP3 of LOP3.LUT) -> count in the loop
+    # base opcode (LOP3 of LOP3.LUT) -> count in the loop; IMAD's stand-ins keep their form (IMAD_STANDINS)
+    opcodes: dict[str, int] = field(default_factory=dict)
 
     @property
     def bytes(self) -> int:
@@ -140,6 +145,8 @@ def loops_of(sass_lines: list[str]) -> dict[str, list[Loop]]:
                     words = text.split()
                     opcode = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
                     base = opcode.split(".", 1)[0]
+                    if base == "IMAD":
+                        base = next((form for form in IMAD_STANDINS if opcode.startswith(form)), base)
                     loop.opcodes[base] = loop.opcodes.get(base, 0) + 1
                     if opcode.startswith("U"):
                         loop.uniform += 1
