@@ -19,7 +19,15 @@ wide blocks from the staging that v73's "staged" mark lumped together.
 Prediction: if the call site is what slowed v73's wide blocks, they return to ~0.62 us and the S = 2 shapes are ~1.0 us
 sooner than v73 (`compare dual_gemm v72 v77` ~1.01x on 256x4096x7168 where v73 read 0.988x); if the instruction mix
 is (and it is not v72's here), SAME as v73. The 512 shapes SAME.
-Measured: not yet run
+Measured: NVIDIA H200, session 87 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 4b97f45): compare
+only (tests and sanitizers not run; every output passed the compare's check). `compare dual_gemm v72 v77` (kernel method, one process, mean us): 256x4096x7168 44.20 -> 44.74 0.988x [0.985, 0.991]
+SAME, 512x4096x7168 0.998x SAME (bit for bit), 256x3072x4096 28.14 -> 27.92 1.008x [1.002, 1.014] SAME, 512x3072x7168
+0.998x SAME (bit for bit). Its control v78 (v73's kernels, the handoff never taken), in the same call: 0.973x and
+0.932x on the two S = 2 shapes. So against the same kind of code the handoff gains ~1.5% on 256x4096x7168 and ~8% on
+256x3072x4096, and the code around it loses 2.7% and 6.8%: ptxas schedules v72's K loop otherwise as soon as anything
+else in the kernel changes (session 87 rebuilt v77 with its pieces removed one by one: only with every handoff line
+gone did the loops come back to v72's instruction for instruction), and v72's schedule is the faster one.
+Verdict: slower
 """
 
 import torch

@@ -18,7 +18,12 @@ Prediction: if IMAD.SHL costs the tensor pipe beside wgmma, the loops shorten a 
 v131` 1.01-1.04x on C and D (decode-issue-bound) and A's short tiles; if ptxas's pipe balance was worth more, 0.97-0.99x.
 Outputs bit for bit v128's either way.
 Exactness: the rotates equal the shifts under their masks for all 2^32 words (checked in numpy, session 86).
-Measured: not yet run
+Measured: NVIDIA H200, session 87 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 4b97f45): tests,
+edges, random shapes and bad inputs pass. `compare group_gemm v128 v131` (kernel method, one process, mean us): A
+118.59 -> 119.66 0.991x [0.988, 0.994], B 63.94 -> 64.65 0.989x [0.985, 0.993], C 28.16 -> 28.10 1.002x [0.993, 1.012],
+D 14.90 -> 14.82 1.006x [0.997, 1.014] (SAME on all four, A and B below 1 by their intervals); outputs bit for bit
+v128's. As gemm v125: ptxas's IMAD.SHL is not a cost in these loops (A's and B's 1% lean the other way).
+Verdict: slower
 """
 
 import torch

@@ -19,7 +19,16 @@ Prediction: if IMAD.SHL is what slowed the wide blocks, they return to ~0.62 us 
 kTailsEarly loops, untouched by the handoff, carried 24-31 IMAD.SHL in v72 and none here. Refuted if the S = 2 shapes
 read as v73 did (0.988x, 0.994x) and 512x3072x7168 SAME.
 Exactness: the rotates equal the shifts under their masks for all 2^32 words (checked in numpy, session 86).
-Measured: not yet run
+Measured: NVIDIA H200, session 87 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 4b97f45): tests,
+edges, 200x2048x3328, 256x128x3072, random shapes and bad inputs pass (sanitizers not run). `compare dual_gemm v72 v79`
+(kernel method, one process, mean us): 256x4096x7168 44.28 -> 44.53 0.994x [0.990, 0.999] SAME, 512x4096x7168 0.997x
+SAME (bit for bit), 256x3072x4096 28.05 -> 28.21 0.994x [0.990, 0.999] SAME, 512x3072x7168 0.997x SAME (bit for bit).
+`probe marks dual_gemm v72 v79 --shapes benchmarks:0` (20 calls, medians): prepass visible -> K loop (v79: the wide
+range, the staging and 4 narrowed blocks) 34.59 -> 36.74 us, K loop -> end 4.64 -> 3.07; the call 44.11 -> 45.14 (plain
+builds). 54 wide blocks at v72's 0.619 us and 4 narrowed at 0.41 would be ~35.1 with the staging: ~1.3 us over, as
+v73's. So the rotates did not bring the wide blocks back to v72's rate: the IMAD.SHL count is not what slows them (gemm
+v125 and group_gemm v131 say the same from the other side).
+Verdict: slower
 """
 
 import torch

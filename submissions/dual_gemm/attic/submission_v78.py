@@ -14,7 +14,13 @@ start, split 1's A in two copies a stage). This version has the first and none o
 Prediction: if the code is the cost, `compare dual_gemm v72 v78` ~0.97x on 256x4096x7168 (56 blocks 4% slower: ~1.4
 us) and ~0.98x on 256x3072x4096 (~28 blocks); if the run-time work is, SAME on all four. Run it beside v77 (the
 handoff through v72's call site): together they say which.
-Measured: not yet run
+Measured: NVIDIA H200, session 87 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 4b97f45): tests not
+run (a control; its outputs are v72's bit for bit in the compare). `compare dual_gemm v72 v78` (kernel method, one process,
+mean us): 256x4096x7168 44.16 -> 45.41 0.973x [0.972, 0.973] SLOWER, 512x4096x7168 0.997x SAME, 256x3072x4096 28.09 ->
+30.14 0.932x [0.924, 0.941] SLOWER, 512x3072x7168 0.997x SAME. The first branch of the prediction, and more on
+256x3072x4096 (2.05 us, where 28 blocks 4% slower would be ~0.7): v73's kernels are slower than v72's with the
+handoff's branches never taken, so the code, not the handoff's run-time work, is what v73 lost on.
+Verdict: slower
 """
 
 import torch

@@ -17,7 +17,13 @@ Prediction: if IMAD.SHL costs the tensor pipe beside wgmma, the loops shorten a 
 1.01-1.04x on 128x7168x2048 (its loop ~1.1 us above the issue floor) and 128x4096x7168; if ptxas's pipe balance was
 worth more, 0.97-0.99x. Outputs bit for bit v122's either way.
 Exactness: the rotates equal the shifts under their masks for all 2^32 words (checked in numpy, session 86).
-Measured: not yet run
+Measured: NVIDIA H200, session 87 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit 4b97f45): tests,
+edges, random shapes and bad inputs pass. `compare gemm v122 v125` (kernel method, one process, mean us): 128x7168x16384
+52.02 -> 53.31 0.976x [0.968, 0.983] SLOWER, 128x4096x7168 20.40 -> 20.79 0.981x [0.977, 0.986] SLOWER, 128x7168x2048
+12.56 -> 12.70 0.990x [0.981, 0.998] SAME; outputs bit for bit v122's. The second half of the prediction: in these
+issue-bound loops ptxas's IMAD.SHL (the shift on the FMA pipe) is worth 1-2.4%, consistent with the ALU pipe being the
+busier one (per block 24 LOP3, 9 PRMT, 5 SHF against 16 HMUL2, 16 FADD, 8 IMAD; not measured by counters).
+Verdict: slower
 """
 
 import torch
