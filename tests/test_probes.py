@@ -700,6 +700,18 @@ def test_sass_counts_imads_standing_in_for_shifts_and_moves_apart():
     assert loop.opcodes == {"HGMMA": 1, "IMAD.SHL": 2, "IMAD.MOV": 1, "IMAD": 1, "SHF": 1, "BRA": 1}
 
 
+def test_sass_gives_each_kernels_whole_size_beside_its_loops():
+    # NOTE: dual_gemm v78 (session 87): the same path run from a kernel of 158.2 KB against v72's 97.6 KB, 19% of its
+    # warp samples stalled on instruction fetch against 7%
+    listing = _sass(["IMAD R0, R1, R2, R3", "L:.L_x_0", HGMMA, "@P1 BRA `(.L_x_0)", "EXIT"]) + \
+        [".text._Z5emptyv:"] + _sass(["EXIT"])[1:]
+    sizes = sass.kernel_sizes(listing)
+    assert sizes == {"_Z6kernelv": 4 * 16, "_Z5emptyv": 16}
+    loops = sass.loops_of(listing)
+    assert sass.format_loops("gemm/v9", loops, sizes={"_Z6kernelv": 2048})[0] == "gemm/v9 _Z6kernelv (2.0 KB of SASS)"
+    assert sass.format_loops("gemm/v9", loops)[0] == "gemm/v9 _Z6kernelv"
+
+
 def test_sass_finds_nvdisasm_from_the_pip_wheel(tmp_path, monkeypatch):
     from harness import cuda_tools
     tool = tmp_path / "nvidia" / "cu13" / "bin" / "nvdisasm"

@@ -254,7 +254,7 @@ def _docstring_arch(path: Path) -> str:
               help="Also each loop's N most frequent opcodes, counted in one pass of its body.")
 @clean_errors
 def sass_cmd(problem, versions, files, opcodes):
-    """The wgmma loops of versions' SASS: size, instructions, uniform ones, fences and spills.
+    """The wgmma loops of versions' SASS: size, instructions, uniform ones, fences and spills; each kernel's size.
 
     VERSIONS is comma-separated (gemm v19,v23). Compiles CUDA_SRC with the version's own flags and
     reads nvdisasm's listing; no GPU needed. Exits 1 when a fence (MEMBAR) or a local-memory access
@@ -275,7 +275,8 @@ def sass_cmd(problem, versions, files, opcodes):
             sources.append((f"{problem}/{sub.label}", sub.path, sub.arch))
     flagged = False
     for title, path, arch in sources:
-        loops = sass.loops_of(sass.disassemble(path, arch, nvcc, nvdisasm))
-        click.echo("\n".join(sass.format_loops(title, loops, opcodes or 0)))
+        listing = sass.disassemble(path, arch, nvcc, nvdisasm)
+        loops = sass.loops_of(listing)
+        click.echo("\n".join(sass.format_loops(title, loops, opcodes or 0, sass.kernel_sizes(listing))))
         flagged = flagged or any(loop.flagged for found in loops.values() for loop in found)
     sys.exit(1 if flagged else 0)

@@ -10,7 +10,10 @@ loop), its HGMMA count, its instruction count and how many run on the uniform da
 opcodes: gemm v31's loop carried 29 more UMOV and 16 more UIADD3 than v30's and lost 4-8% with
 nothing else changed), fences (MEMBAR) and local-memory traffic (LDL/STL: spills). A fence or a
 local access inside a loop is flagged, and the command exits 1 when any is, so a script can gate
-on it.
+on it. Each kernel's line carries its whole size in SASS: dual_gemm v78 ran v72's path from a kernel of
+158.2 KB against v72's 97.6 KB (the handoff's code compiled in, never taken) and lost 2 us on 256x3072x4096,
+Nsight Compute putting 19% of its warp samples on no_instruction (instruction fetch) against v72's 7%
+(session 87).
 
 Each loop also gets its issue against its tensor work: the loop's instructions over what a scheduler
 issues beside a running wgmma (ISSUE_RATE), against the tensor-pipe cycles of its HGMMA at the dense
@@ -39,8 +42,9 @@ from pathlib import Path
 from harness.errors import UserError
 
 # NOTE: ptxas issues some shifts, moves and adds as IMAD forms on the FMA pipe (IMAD.SHL.U32 for SHF.L.U32, ...), by
-# its own choice per kernel: dual_gemm v73's wide loop had 24 of v72's 50 SHF.L as IMAD.SHL at about the same
-# instruction count and ran ~4% slower a block (session 86). So a loop's opcodes count these forms apart from IMAD.
+# its own choice per kernel, so a loop's opcodes count these forms apart from IMAD. A description, not a price: dual_gemm
+# v73's slower wide loop had 24 of v72's 50 SHF.L as IMAD.SHL (session 86), but rotates that ptxas cannot turn into
+# IMAD.SHL measured 0.976-1.006x across the lineages (session 87: gemm v125, group_gemm v131, dual_gemm v79).
 IMAD_STANDINS = ("IMAD.SHL", "IMAD.MOV", "IMAD.IADD")
 FLAGGED = ("MEMBAR", "LDL", "STL")
 # NOTE: instructions a cycle a scheduler beside a running wgmma, H200 (session 65): the decode warp of
@@ -249,14 +253,24 @@ def disassemble(source: Path, arch: str, nvcc: str, nvdisasm: str) -> list[str]:
         return listing.stdout.splitlines()
 
 
-def format_loops(title: str, loops_by_kernel: dict[str, list[Loop]], opcodes: int = 0) -> list[str]:
+def kernel_sizes(sass_lines: list[str]) -> dict[str, int]:
+    """Per kernel (mangled name) of a disassembly, its code's bytes: its last instruction's offset and that
+    instruction's 16."""
+    kernels, _ = _instructions(sass_lines)
+    return {name: (found[-1][0] + 16 if found else 0) for name, found in kernels.items()}
+
+
+def format_loops(title: str, loops_by_kernel: dict[str, list[Loop]], opcodes: int = 0,
+                 sizes: dict[str, int] | None = None) -> list[str]:
     """One line a loop; with ``opcodes`` > 0 also its that many most frequent opcodes (base names, counts in one
-    pass of the loop's body: divide by the K blocks it holds, e.g. HGMMA / 4 for k16 steps of a 64-wide block)."""
+    pass of the loop's body: divide by the K blocks it holds, e.g. HGMMA / 4 for k16 steps of a 64-wide block);
+    with ``sizes`` (:func:`kernel_sizes`) each kernel's line also gives its whole code's size."""
     lines = []
     for kernel, loops in loops_by_kernel.items():
         if not loops:
             continue
-        lines.append(f"{title} {kernel[:60]}")
+        size = f" ({sizes[kernel] / 1024:.1f} KB of SASS)" if sizes and kernel in sizes else ""
+        lines.append(f"{title} {kernel[:60]}{size}")
         for n, loop in enumerate(loops):
             mark = "  FLAGGED" if loop.flagged else ""
             ratio = loop.issue_ratio

@@ -13,8 +13,9 @@ Why: session 87 measured v77 (the handoff) 0.988x / 1.008x v72 on 256x4096x7168 
 calls, medians): K loop -> end 6.08 -> 8.42 us, of which sums complete -> C staged 2.75 -> 4.29 (v72's exchange, the same
 source), the loop +0.67. Nsight Compute (`profile dual_gemm v72 v78 --ncu --sass 30 --shape benchmarks:2`, one call):
 the kernel's no_instruction stalls 7% -> 19% of its warp samples (178 -> 545 of 2,539 -> 2,866), outside the wgmma loops
-(BSYNC, LEA, FMUL of the exchange's silu): instruction fetch. v78's kSplitTails kernel is 162 KB of SASS against v72's
-100 KB; every thread runs the same path, so what it waits on is where that path's code lies. Here v72's kernels are v72's
+(BSYNC, LEA, FMUL of the exchange's silu): instruction fetch. v78's kSplitTails kernel is 158.2 KB of SASS against v72's
+97.6 KB; the path run is v72's, so the fetch stalls come from its code's place in the larger kernel (its size or
+its layout: not told apart). Here v72's kernels are v72's
 again (the same SASS size, 72,816 and 99,952 bytes, and the same loops), and the handoff's kernels hold only its path:
 59,632 and 84,976 bytes (v77's: 130,800 and 162,032).
 Compile-only (nvcc 13.0, sm_90a): no spills; the handoff kernels' wide loops 278 (kSplit) and 281 (kSplitTails)
@@ -23,7 +24,21 @@ Prediction: the 256-row S = 2 shapes gain what v78 lost beside what v77 gained: 
 on 256x4096x7168 (the handoff's ~1.5 us after the loop, if the wide blocks run near v72's rate) and 1.03-1.08x on
 256x3072x4096; the 512 shapes SAME and bit for bit (their kernels are v72's). Refuted if the S = 2 shapes read as v77
 did: then the kernel's size is not what the handoff's path waits on.
-Measured: not yet run
+Measured: NVIDIA H200, session 87 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit b5bdcd2): tests,
+edges, 256x128x3072 (the handoff on), 200x2048x3328, random shapes (mixed) and bad inputs pass; racecheck and
+synccheck clean on 256x128x3072 (each in ~15 s: the first sanitizer runs of a handoff build with the handoff on to
+finish). `compare dual_gemm v72 v80` (kernel method, one process, mean us): 256x4096x7168 44.23 -> 44.51 0.994x [0.992,
+0.996] SAME, 512x4096x7168 0.999x SAME (bit for bit), 256x3072x4096 28.18 -> 27.56 1.023x [1.014, 1.031] FASTER
+(1.025x A first, 1.020x B first), 512x3072x7168 0.999x SAME (bit for bit); the S = 2 shapes' outputs differ from
+v72's in the last bits (other K ranges), every check passes. Nsight Compute on 256x3072x4096 (`profile dual_gemm v72
+v80 --ncu --sass 12 --shape benchmarks:2`, one call): the GEMM kernel 27.30 -> 26.30 us, no_instruction stalls 7% ->
+5% of its warp samples (v78's 19%). Marks on 256x4096x7168 (`probe marks dual_gemm v72 v80 --shapes benchmarks:0`, 20
+calls, medians): prepass visible -> wide range end 34.50 us for 54 blocks (0.639 a block; v72's loop 34.78 for 56,
+0.621), staging 0.45, 4 narrowed blocks 1.63 (0.41 each), K loop -> end 4.67 -> 3.04; the call 44.17 -> 44.54 (plain
+builds). The second half of the prediction held (256x3072x4096 inside 1.03-1.08x's reach at 1.023x), the first did
+not: on 256x4096x7168 the wide blocks still run ~3% slower than v72's (~1.0 us over 54 blocks), which takes what the
+handoff saves after the loop. Recorded kernel 44.54 / 77.25 / 27.60 / 63.94 us, gpumode 46.01 / 77.96 / 29.68 / 65.31.
+Kept as the best: faster than v72 by its interval on 256x3072x4096, none slower.
 """
 
 import torch
