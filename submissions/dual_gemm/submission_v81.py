@@ -12,7 +12,8 @@ against 285), the one thing the handoff adds during the wide range is thread 32'
 consumer warps 1 and 5, in a try_wait loop on `staged` for ~35 us. v75 slept between polls without gain, but inside
 v73's kernels, whose code lost 2.7% by itself (v78). The producer thread is free by then: its last copy waits at most
 for the wide range's last block (the narrowed range is at most kStages blocks).
-Compile-only (nvcc 13.0, sm_90a): no spills.
+Compile-only (nvcc 13.0, sm_90a): no spills; ptxas scheduled the wide loops anew: 277 (kSplit) and 279 (kSplitTails)
+instructions (v80: 278 and 281), so a change in the loop's rate is not the warp's alone.
 Prediction: if the spinning warp costs the wide blocks, they return toward 0.62 us and `compare dual_gemm v80 v81`
 reads ~1.02x on 256x4096x7168 (~1 us) and ~1.01x on 256x3072x4096 (26 wide blocks); the 512 shapes SAME, bit for bit.
 Outputs bit for bit v80's everywhere (the same sums in the same order). Refuted if SAME on the S = 2 shapes: then the
