@@ -18,7 +18,18 @@ Prediction: if the spinning warp costs the wide blocks, they return toward 0.62 
 reads ~1.02x on 256x4096x7168 (~1 us) and ~1.01x on 256x3072x4096 (26 wide blocks); the 512 shapes SAME, bit for bit.
 Outputs bit for bit v80's everywhere (the same sums in the same order). Refuted if SAME on the S = 2 shapes: then the
 wide loop's schedule is what is left.
-Measured: not yet run
+Measured: NVIDIA H200, session 87 (a one-GPU machine, driver 580.159.04, torch 2.11.0+cu130; commit c5b5700): tests,
+edges, 256x128x3072 (the handoff on; every distribution), random shapes (mixed) and bad inputs pass; racecheck and
+synccheck clean on 256x128x3072. `compare dual_gemm v80 v81` (kernel method, one process, mean us): 256x4096x7168 44.51
+-> 43.47 1.024x [1.015, 1.032] FASTER (1.025x A first, 1.023x B first), 512x4096x7168 0.998x SAME, 256x3072x4096 27.65
+-> 27.27 1.014x [1.007, 1.021] FASTER, 512x3072x7168 1.003x SAME; outputs bit for bit v80's on all four. Marks on
+256x4096x7168 (`probe marks dual_gemm v80 v81 --shapes benchmarks:0`, 20 calls, medians): prepass visible -> wide range
+end 34.18 -> 33.31 us for 54 blocks, 0.633 -> 0.617 us a block (v72's loop: 0.621 in session 87's marks); the staging,
+narrowed blocks and finish unchanged (K loop -> end 3.04 -> 3.01); the call 44.45 -> 43.63 (plain builds). As
+predicted: the spinning warp (thread 32's try_wait loop beside consumer warps 1 and 5) cost the wide blocks ~2.5%, and
+without it the handoff keeps what it saves after the loop (against v72 in the session's other calls: v80 0.994x and
+1.023x, so v81 ~1.02x and ~1.04x). Recorded kernel 43.66 / 76.70 / 27.32 / 63.83 us (issue 47: 44 / 80 / 22 / 64),
+gpumode 44.99 / 77.68 / 28.53 / 65.38. Kept as the best: faster than v80 by its interval on both S = 2 shapes, none slower.
 """
 
 import torch
