@@ -1,11 +1,23 @@
-"""NVFP4 group_gemm v132: the consumer's loop body covers a pass of 3 ring slots (v128: the whole ring, 9 slots in the deep ring, 6 in the tall one), so its code is a third or a half as long
+"""NVFP4 group_gemm v132: every mbarrier wait carries a suspend-time hint, so a waiting thread sleeps instead of retrying
 
 Version: v132
 Parent: v128
-Change: the consumer's loop body covers a pass of 3 ring slots (v128: the whole ring, 9 slots in the deep ring, 6 in the tall one), so its code is a third or a half as long
+Change: mbar_wait's try_wait.parity carries a suspend-time hint of 10 ms (kWaitTicks, CUTLASS's 0x989680): a thread
+waiting on a phase sleeps until the barrier unit wakes it instead of retrying at the default limit
 Arch: sm_90a
-Analogue: none
-Prediction: TODO: what should move, by how much, and why
+Analogue: gemm v126, dual_gemm v82 (the same change)
+Why: dual_gemm v81 (session 87): taking one warp out of a try_wait loop beside the consumer warpgroups (v80's
+sending thread, on the sub-partition of consumer warps 1 and 5 for the whole wide range) brought their K loop from
+0.633 to 0.617 us a block (~2.5%) with nothing else changed. Every lineage's producer thread waits the same way for
+most of its loop (the ring's free slots), on the sub-partition of consumer warps 0 and 4. Without a hint ptxas builds the
+retry as a tight TRYWAIT / BRA loop; with one it builds TRYWAIT, then NANOSLEEP.SYNCS 0x989680 (the warp sleeps until
+the barrier unit wakes it) and a PHASECHK test (`nvdisasm`, session 87). CUTLASS's ClusterBarrier::wait passes the same
+hint.
+Compile-only (nvcc 13.0, sm_90a): every wgmma loop's instruction count v128's; the retry blocks, out of line, hold the
+sleep.
+Prediction: if the producer's retries cost the consumers' issue (these loops are issue-bound, 1.6-2.6x their tensor
+work in `probe sass`), the loops run 1-3% faster: `compare group_gemm v128 v132` 1.01-1.03x on A-D; outputs bit for bit
+v128's. Refuted if SAME; a late wake would show as SLOWER on D (its start waits most).
 Measured: not yet run
 """
 
@@ -521,11 +533,16 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
     asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
 // Waits until the barrier's phase of the given parity has completed.
+// NOTE: v132: a suspend-time hint on every wait (10 ms, CUTLASS's ClusterBarrier value): the PTX ISA lets a try_wait
+// suspend its thread until the phase completes or the hint's time elapses, so a waiting thread (the producer most of the
+// loop, waiting for free slots) sleeps instead of retrying at the default limit. dual_gemm v81 (session 87): one more
+// warp in a try_wait loop beside the consumers cost their loop ~2.5%.
+constexpr uint32_t kWaitTicks = 0x989680;
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     asm volatile(
         "{\n.reg .pred done;\nwait_%=:\n"
-        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra wait_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1, %2;\n"
+        "@!done bra wait_%=;\n}\n" ::"r"(bar), "r"(parity), "r"(kWaitTicks) : "memory");
 }
 // global -> shared bulk copy (bytes a multiple of 16, both addresses 16-byte aligned), counted on `bar`.
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
@@ -861,55 +878,27 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int 
         decode_b(b_values0, b_scales0, row, tig, frag[0]);
         if (cthread == 0) NVFP4_MARK(1);
     }
-    // v132: the body is one pass of kPass slots (v128: a whole lap of the ring, kStages slots): 973 instructions a
-    // warp in the deep ring's loops, ~15.6 KB of code, where Nsight Compute put 15% of the 96-row loop's warp samples
-    // on no_instruction (session 87, shape C). A pass starts on a slot `base` that is a multiple of 3, so the
-    // fragment sets still rotate by compile-time index (frag[j] is block k's when k % 3 == j); the slots, their
-    // barriers and the descriptors are the pass's run-time base plus compile-time offsets.
-    constexpr int kPass = 3;
-    static_assert(kStages % kPass == 0, "a lap is whole passes");
     uint32_t phase = 0;  // parity of the ring's current lap
-    int base = 0;        // the pass's first slot
-    for (int kb = 0; kb < num_k; kb += kPass) {
-        const uint32_t desc_pass = desc0 + static_cast<uint32_t>(base) * (STAGE_BYTES / 16);
+    for (int kb = 0; kb < num_k; kb += kStages, phase ^= 1) {
         #pragma unroll
-        for (int j = 0; j < kPass; ++j) {
-            if (kb + j < num_k) {
-                const int slot = base + j;
+        for (int slot = 0; slot < kStages; ++slot) {  // NOTE: kStages % 3 == 0, so frag[slot % 3] follows k % 3
+            if (kb + slot < num_k) {
                 wgmma_fence();  // NOTE: orders this thread's writes of frag (and acc) before wgmma reads them
                 #pragma unroll
                 for (int s = 0; s < 4; ++s)
-                    wgmma_m64k16<kN>(acc, frag[j][s], desc_sw128(desc_pass + (j * STAGE_BYTES + 32 * s) / 16),
-                                     kCanPromote && j == 0 && s == 0 ? keep : 1);
+                    wgmma_m64k16<kN>(acc, frag[slot % 3][s], desc_sw128(desc0 + (slot * STAGE_BYTES + 32 * s) / 16),
+                                     kCanPromote && slot == 0 && s == 0 ? keep : 1);
                 wgmma_commit();
-                if (kb + j + 1 < num_k) {
-                    // NOTE: only the pass's last slot can wrap (on the lap's last pass), so only it chooses
-                    if (j + 1 < kPass) {
-                        decode_slot(slot + 1, phase, frag[j + 1]);
-                    } else {
-                        const bool wrap = slot + 1 == kStages;
-                        decode_slot(wrap ? 0 : slot + 1, wrap ? phase ^ 1 : phase, frag[0]);
-                    }
+                if (kb + slot + 1 < num_k) {
+                    const int next = (slot + 1) % kStages;
+                    decode_slot(next, next == 0 ? phase ^ 1 : phase, frag[(slot + 1) % 3]);
                 }
                 wgmma_wait_all_but_one();  // NOTE: block k - 1's wgmma read its A and frag: both free
-                if (j > 0) {
-                    mbar_arrive(empty + 8 * (slot - 1));
-                } else if (kb > 0) {
-                    mbar_arrive(empty + 8 * (base == 0 ? kStages - 1 : base - 1));
-                }
+                if (kb + slot > 0) mbar_arrive(empty + 8 * ((slot + kStages - 1) % kStages));
             }
         }
-        if (kCanPromote) keep = 1;  // NOTE: v89's restart applies to the lap's first wgmma only
-        base += kPass;
-        const bool lap_end = base == kStages;
-        if (lap_end) {
-            base = 0;
-            phase ^= 1;
-        }
         if constexpr (kCanPromote) {
-            // NOTE: v128 tested at every lap's end, the loop's last (partial) lap included: the same tests here, so
-            // the same chunks are promoted and every sum is v128's bit for bit
-            if ((lap_end || kb + kPass >= num_k) && promote && --laps_left == 0) {
+            if (promote && --laps_left == 0) {
                 // NOTE: v85: the chunk's last wgmma must land before its sums are read; block k + 1 is decoded
                 // already, so the bubble is this wait and the adds. The next wgmma_fence orders the zeroed
                 // accumulators before the next chunk's first wgmma reads them. v88: at a lap's end, so the unrolled
@@ -920,6 +909,8 @@ __device__ __forceinline__ void consume(const GroupDesc& d, int m0, int n0, int 
                 for (int i = 0; i < kN / 2; ++i) total[i] += acc[i];
                 laps_left = kPromoteLaps;
                 keep = 0;
+            } else {
+                keep = 1;
             }
         }
     }
