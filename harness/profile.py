@@ -237,7 +237,15 @@ def parse_ncu_source(text: str) -> list[SampledKernel]:
         raise ValueError("no source table (Address, Source, samples) in ncu's output")
     if not any(k.samples for k in kernels):
         raise ValueError("the source page has no warp-state samples (was SourceCounters collected?)")
-    return kernels
+    # NOTE: ncu's source page (2025.3, on the H200 machines) listed every kernel's table twice, row for row the same:
+    # session 87's `profile dual_gemm v72 v78 --ncu --sass 30` gave 4 tables for the raw page's 2 kernels, so the two
+    # versions' loops could not be compared. Two launches' sampled tables never agree row for row, so a table equal to
+    # an earlier one is the export's repeat, not a launch.
+    unique: list[SampledKernel] = []
+    for k in kernels:
+        if k not in unique:
+            unique.append(k)
+    return unique
 
 
 def loop_time(sampled: list, kernels: list) -> dict:

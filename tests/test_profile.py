@@ -137,6 +137,19 @@ def test_source_page_loops_by_back_edge():
     assert loop.samples == 40 + 30 + 8 + 7 + 6 and loop.reasons == {"wait": 10 + 30 + 8 + 7 + 6}
 
 
+def test_source_page_drops_a_kernels_repeated_table():
+    # NOTE: the shape of session 87's source page: each kernel's table twice, the same rows
+    prepass = ['"Kernel Name","prepass",', SOURCE_HEADER, '"0x10","  LDG.E R2, desc[UR4][R2.64]","7","7","0","0"']
+    gemm = ['"Kernel Name","gemm",', SOURCE_HEADER, '"0x10","  HGMMA.64x96x16.F32 R24, R80, gdesc[UR4], R24","9","9","0","0"']
+    sampled = profile.parse_ncu_source("\n".join(prepass + prepass + gemm + gemm))
+    assert [k.name for k in sampled] == ["prepass", "gemm"]
+    timed = [profile.NcuKernel("prepass", 2.0, 0.0), profile.NcuKernel("gemm", 10.0, 0.0)]
+    assert profile.loop_time(sampled, timed)[profile.OUTSIDE_LOOPS] == pytest.approx(12.0)
+    # two launches of one kernel, sampled apart, stay two
+    other = gemm[:2] + ['"0x10","  HGMMA.64x96x16.F32 R24, R80, gdesc[UR4], R24","8","8","0","0"']
+    assert [k.name for k in profile.parse_ncu_source("\n".join(gemm + other))] == ["gemm", "gemm"]
+
+
 def test_loop_time_splits_each_kernels_time_by_its_samples():
     loop_rows = [("0x110", "HGMMA.64x96x16.F32 R24, R80, gdesc[UR4], R24", 60), ("0x120", "@P1  BRA 0x110", 20),
                  ("0x130", "EXIT", 20)]
